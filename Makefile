@@ -1,0 +1,139 @@
+# Makefile: spanprof. `make`, `make test`, `make demo`, `make bench`, `make SANITIZE=address,undefined test`, V=1.
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD     ?= build
+ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CC        ?= gcc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+PROTOC_C  ?= protoc-c
+VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS    ?= -O2 -g
+WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
+CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Iuser -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
+             -DSPANPROF_VERSION='"$(VERSION)"'
+LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++
+ifneq ($(SANITIZE),)
+CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS   += -fsanitize=$(SANITIZE)
+endif
+
+# ---- dependencies -------------------------------------------------------------------------
+DEPS_STAMP := $(BUILD)/.deps-ok
+$(DEPS_STAMP): scripts/install-deps.sh
+	$(Q)./scripts/install-deps.sh
+	$(Q)mkdir -p $(@D) && touch $@
+
+deps: $(DEPS_STAMP)
+
+# ---- BPF -----------------------------------------------------------------------------------
+$(BUILD)/vmlinux.h: | $(DEPS_STAMP)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/profiler.bpf.o: bpf/profiler.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -c $< -o $@
+	$(Q)$(BPFTOOL) gen object $@.tmp.o $@ && mv $@.tmp.o $@
+
+$(BUILD)/profiler.skel.h: $(BUILD)/profiler.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name profiler > $@
+
+# ---- protobuf-c ----------------------------------------------------------------------------
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile.proto | $(DEPS_STAMP)
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(BUILD)/gen
+	$(Q)$(PROTOC_C) --proto_path=user --c_out=$(BUILD)/gen user/profile.proto
+
+# ---- user space ----------------------------------------------------------------------------
+PERFMAP_SRCS := $(wildcard perfmap/*.c)
+USER_SRCS    := $(filter-out user/main.c,$(wildcard user/*.c))
+OBJ          := $(BUILD)/obj
+PROTO_OBJ    := $(OBJ)/gen/profile.pb-c.o
+PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o)
+USER_OBJS    := $(USER_SRCS:%.c=$(OBJ)/%.o)
+ALL_OBJS     := $(USER_OBJS) $(PERFMAP_OBJS) $(PROTO_OBJ)
+GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(BUILD)/vmlinux.h
+
+$(OBJ)/%.o: %.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+$(OBJ)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# Generated headers must exist before any user object compiles.
+$(USER_OBJS) $(OBJ)/user/main.o: | $(GEN_HDRS)
+
+$(BUILD)/spanprof: $(OBJ)/user/main.o $(ALL_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+# ---- hook and .NET apps --------------------------------------------------------------------
+HOOK_DLL := $(BUILD)/hook/SpanProf.Hook.dll
+$(HOOK_DLL): $(shell find hook -name '*.cs' -o -name '*.csproj' 2>/dev/null)
+	$(call msg,DOTNET,$@)
+	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release -o $(BUILD)/hook -nologo -v q
+
+hook: $(HOOK_DLL)
+
+# ---- unit tests ----------------------------------------------------------------------------
+# Each tests/unit/test_X.c links against the objects in TEST_OBJS_X, or everything when unset,
+# so a test only needs the modules it exercises.
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TESTS     := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_OBJS_test_perfmap  = $(PERFMAP_OBJS)
+TEST_OBJS_test_jitdump  = $(PERFMAP_OBJS)
+TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
+TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
+TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
+TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o
+TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
+                          $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
+TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
+TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
+TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
+
+.SECONDEXPANSION:
+$(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
+	$(call msg,TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+unit: $(TESTS)
+	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+
+# ---- top-level targets ---------------------------------------------------------------------
+all: $(BUILD)/spanprof
+
+test: all unit
+	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
+
+demo: all
+	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
+
+bench: all
+	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all deps hook unit test demo bench clean
+.DEFAULT_GOAL := all

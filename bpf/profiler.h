@@ -1,0 +1,130 @@
+/* profiler.h: the one ABI shared by bpf/profiler.bpf.c, user space and the hook's thread table. */
+#ifndef SPANPROF_PROFILER_H
+#define SPANPROF_PROFILER_H
+
+/*
+ * Fixed-width types only. The BPF side gets them from vmlinux.h, user space from linux/types.h;
+ * nothing here may clash with vmlinux.h.
+ */
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define SP_MAX_FRAMES	 127	/* per stack, user and kernel each (kernel.perf_event_max_stack) */
+#define SP_COMM_LEN	 16
+#define SP_CTX_MAX	 640	/* OTEP 4947 record: 28-byte head + attributes, recommended max */
+#define SP_CTX_HEAD	 28
+#define SP_CTX_PROBES	 8	/* linear-probe steps in the hook's thread table */
+#define SP_USER_HZ	 100	/* /proc/<pid>/stat start times are in these ticks */
+
+/* One counter per outcome the sampler can meet. Every failure site increments exactly one. */
+enum sp_counter {
+	SP_CNT_SAMPLES = 0,	/* perf events that passed the filter and were handled */
+	SP_CNT_SENT,		/* records written to the ring buffer */
+	SP_CNT_LOST_RINGBUF,	/* ring buffer full: sample lost */
+	SP_CNT_LOST_SCRATCH,	/* per-CPU scratch lookup failed: sample lost */
+	SP_CNT_USTACK_ERR,	/* user stack read failed: sample kept, marked */
+	SP_CNT_KSTACK_ERR,	/* kernel stack read failed: sample kept, marked */
+	SP_CNT_TASK_ERR,	/* task fields (start time, comm, ns tid) unreadable: sample kept */
+	SP_CNT_CTX_UNHOOKED,	/* process has no span table (not .NET or hook not loaded) */
+	SP_CNT_CTX_NO_SLOT,	/* hooked process, but this thread has no slot */
+	SP_CNT_CTX_READ_ERR,	/* slot or record memory unreadable (garbage pointer, paged out) */
+	SP_CNT_CTX_INVALID,	/* record caught mid-write (valid flag clear): no labels */
+	SP_CNT_CTX_NONE,	/* valid record, no span active (zero trace id) */
+	SP_CNT_CTX_OK,		/* valid record with a span: labels attached */
+	SP_CNT__MAX,
+};
+
+/* Sample flags. */
+#define SP_F_USTACK_ERR	 (1u << 0)
+#define SP_F_KSTACK_ERR	 (1u << 1)
+#define SP_F_TASK_ERR	 (1u << 2)
+#define SP_F_USTACK_TRUNC (1u << 3)	/* user stack hit SP_MAX_FRAMES */
+
+/*
+ * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
+ * n_kernel u64 kernel frames (leaf first), then ctx_len bytes of the thread's OTEP 4947 record
+ * (head plus attributes) when the process is hooked and the record was valid with a span.
+ * Only the filled part is sent.
+ */
+struct sp_sample {
+	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC, the clock of jitdump */
+	__u64 proc_start_ns;	/* group leader's start_boottime: tells a reused pid apart */
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u32 flags;		/* SP_F_* */
+	__u16 n_user;
+	__u16 n_kernel;
+	__u16 ctx_len;
+	__u16 ctx_status;	/* enum sp_counter value of the span read (SP_CNT_CTX_*) */
+	char comm[SP_COMM_LEN];	/* thread name */
+	char pcomm[SP_COMM_LEN];	/* process (group leader) name */
+	__u8 data[];
+};
+
+#define SP_SAMPLE_MAX (sizeof(struct sp_sample) + 2 * SP_MAX_FRAMES * 8 + SP_CTX_MAX)
+
+/*
+ * Span table of a hooked process, registered by user space in the BPF map ctx_procs (key: host
+ * tgid). user space validates the table header before it registers it.
+ */
+struct sp_ctx_proc {
+	__u64 slots_addr;	/* user address of slot 0 */
+	__u64 proc_start_ns;	/* must equal the sample's proc_start_ns, else pid reuse: ignored */
+	__u32 slot_count;	/* power of two */
+	__u32 slot_size;	/* bytes per slot, >= SP_SLOT_HEAD + SP_CTX_HEAD */
+};
+
+/*
+ * Hook ABI version 1 (hook/README.md is the full description). The hook creates a memfd named
+ * SP_CTX_MEMFD_NAME and maps it once; /proc/<pid>/maps shows "/memfd:spanprof-ctx (deleted)".
+ * The mapping starts with struct sp_ctx_header; slots_offset leads to slot_count slots of
+ * slot_size bytes; each slot is struct sp_slot_head followed by the OTEP 4947 record.
+ */
+#define SP_CTX_MEMFD_NAME "spanprof-ctx"
+#define SP_CTX_MAGIC	  "SPANPROF"	/* 8 bytes, no NUL */
+#define SP_CTX_ABI	  1
+#define SP_CTX_MAX_SLOTS  65536
+#define SP_CTX_MAX_KEYS	  255
+
+struct sp_ctx_header {
+	char magic[8];		/* SP_CTX_MAGIC */
+	__u32 abi_version;	/* SP_CTX_ABI */
+	__u32 header_size;	/* sizeof(struct sp_ctx_header) at that version, or more */
+	__u32 slot_count;	/* power of two, <= SP_CTX_MAX_SLOTS */
+	__u32 slot_size;	/* multiple of 8, >= SP_SLOT_HEAD + SP_CTX_HEAD */
+	__u32 slots_offset;	/* from the mapping start; page aligned */
+	__u32 keys_offset;	/* attribute key table: keys_count entries of {u8 len, bytes} */
+	__u32 keys_size;	/* capacity in bytes of the key table */
+	__u32 keys_count;	/* entries published so far; append-only, written last */
+	__u32 pid;		/* getpid() inside the process's own pid namespace */
+	__u32 flags;
+	__u64 published_at_ns;	/* CLOCK_REALTIME when the table was created */
+	__u64 slots_full;	/* threads that found no free slot within SP_CTX_PROBES */
+	__u64 reserved[2];
+};
+
+struct sp_slot_head {
+	__u32 tid;		/* thread id in the process's pid namespace (gettid()); 0 = free */
+	__u32 reserved;
+	__u64 start_ticks;	/* thread start, /proc/thread-self/stat field 22, less timens offset */
+};
+#define SP_SLOT_HEAD 16
+
+/* Slot index for a thread: probe (sp_slot_hash(tid) + i) & (slot_count - 1), i < SP_CTX_PROBES. */
+#define SP_SLOT_HASH(tid) ((__u32)(tid) * 2654435761u)
+
+/* Attribute keys with a fixed index; user labels follow from SP_KEY_USER. */
+#define SP_KEY_LOCAL_ROOT_SPAN_ID 0	/* value: 16 lowercase hex digits */
+#define SP_KEY_SPAN_NAME	  1	/* value: the local root span's name (utf-8, <= 255 bytes) */
+#define SP_KEY_USER		  2
+
+#ifndef __bpf__
+_Static_assert(sizeof(struct sp_sample) == 72, "sp_sample layout is ABI");
+_Static_assert(sizeof(struct sp_ctx_proc) == 24, "sp_ctx_proc layout is ABI");
+_Static_assert(sizeof(struct sp_ctx_header) == 80, "sp_ctx_header layout is ABI");
+_Static_assert(sizeof(struct sp_slot_head) == SP_SLOT_HEAD, "sp_slot_head layout is ABI");
+#endif
+
+#endif /* SPANPROF_PROFILER_H */

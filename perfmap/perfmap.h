@@ -1,0 +1,73 @@
+/* perfmap.h: .NET perf map and jitdump readers, and the address index behind them. */
+#ifndef SPANPROF_PERFMAP_H
+#define SPANPROF_PERFMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * One struct perfmap holds the JIT code ranges of one process, fed from its perf-<pid>.map
+ * (text) and/or jit-<pid>.dump (binary). Both readers are incremental: feed bytes as the files
+ * grow; a partial trailing line or record is kept until the rest arrives.
+ */
+struct perfmap;
+
+enum perfmap_source {
+	PERFMAP_SRC_MAP = 1,	/* perf-<pid>.map line */
+	PERFMAP_SRC_JITDUMP = 2,	/* jit-<pid>.dump JIT_CODE_LOAD record */
+};
+
+struct perfmap_sym {
+	uint64_t start;
+	uint64_t size;
+	uint64_t load_ns;	/* jitdump timestamp (CLOCK_MONOTONIC); 0 when unknown (perf map) */
+	const char *name;	/* method name without the tier suffix; owned by the perfmap */
+	const char *tier;	/* "OptimizedTier1", "PreJIT", ... without brackets; "" when none */
+	int source;		/* enum perfmap_source */
+};
+
+struct perfmap_stats {
+	uint64_t lines;		/* perf map lines accepted */
+	uint64_t records;	/* jitdump code-load records accepted */
+	uint64_t malformed;	/* lines/records rejected and skipped */
+	uint64_t skipped;	/* unknown jitdump record types skipped by size */
+	uint64_t capped;	/* input dropped because a cap (file size, line length, entries) hit */
+	uint64_t bytes;		/* bytes consumed so far, both files */
+	uint64_t entries;	/* ranges in the index */
+};
+
+struct perfmap_limits {
+	uint64_t max_file_bytes;	/* stop reading a file past this (default 1 GiB) */
+	uint32_t max_line;		/* longest accepted perf map line (default 8 KiB) */
+	uint32_t max_record;		/* largest jitdump record (default 16 MiB) */
+	uint64_t max_entries;		/* index cap (default 16 M) */
+};
+
+/* Constructors return NULL and set errno. limits may be NULL for the defaults. */
+struct perfmap *perfmap__new(const struct perfmap_limits *limits);
+void perfmap__free(struct perfmap *pm);	/* NULL-safe */
+
+/* Feed the next bytes of the perf map / the jitdump. Return 0, or -errno on a fatal error
+ * (bad jitdump header: -EINVAL; out of memory: -ENOMEM). Malformed input is counted, not fatal. */
+int perfmap__feed_map(struct perfmap *pm, const char *buf, size_t len);
+int perfmap__feed_jitdump(struct perfmap *pm, const void *buf, size_t len);
+
+/* Read what was appended to an open file since the last call (offset is remembered per
+ * source). Returns bytes consumed (>= 0) or -errno. */
+int64_t perfmap__read_map_fd(struct perfmap *pm, int fd);
+int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
+
+/*
+ * Find the code live at addr at time_ns (CLOCK_MONOTONIC; 0 = the newest code). Overlaps: the
+ * smallest containing range wins; a range reused by newer code resolves by load time. NULL when
+ * nothing covers addr. The result stays valid until the next feed or free.
+ */
+const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
+
+void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
+
+/* Split "name[Tier]" into name and tier in place-free form: returns the name length without the
+ * suffix and points *tier/*tier_len at the tier inside the brackets (len 0 when none). */
+size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size_t *tier_len);
+
+#endif /* SPANPROF_PERFMAP_H */

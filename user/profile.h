@@ -1,0 +1,88 @@
+/* profile.h: the in-memory profile (pprof's model) that every writer reads. */
+#ifndef SPANPROF_PROFILE_H
+#define SPANPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Ids are indexes into the profile's tables; 0 means "none" everywhere, so a real id starts at 1
+ * (pprof ids are 1-based too and string 0 is ""). Every interning call deduplicates.
+ */
+struct profile;
+
+struct pf_mapping {
+	uint64_t start;
+	uint64_t limit;
+	uint64_t offset;	/* file offset of start */
+	const char *filename;	/* e.g. "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]", "[jit]" */
+	const char *build_id;	/* hex, or NULL */
+	int has_functions;	/* every location in it is symbolized */
+	int is_jit;		/* .NET JIT code (from perf map / jitdump) */
+};
+
+struct pf_label {
+	const char *key;
+	const char *value;
+};
+
+struct profile_opts {
+	uint64_t period_ns;	/* cpu/nanoseconds per sample (1e9 / frequency) */
+	int64_t time_ns;	/* wall-clock start, ns since the epoch */
+	int64_t duration_ns;
+};
+
+/* Constructors return NULL and set errno. */
+struct profile *profile__new(const struct profile_opts *opts);
+void profile__free(struct profile *p);	/* NULL-safe */
+
+/* Interning; each returns an id >= 1, or 0 on allocation failure (errno set). */
+uint32_t profile__mapping(struct profile *p, const struct pf_mapping *m);
+uint32_t profile__function(struct profile *p, const char *name, const char *system_name,
+			   const char *filename);
+/* Deduplicated on (mapping_id, address, function_id). mapping_id or function_id may be 0. */
+uint32_t profile__location(struct profile *p, uint32_t mapping_id, uint64_t address,
+			   uint32_t function_id);
+
+/*
+ * Add count samples of a stack. locs is leaf first (pprof order). Samples with the same
+ * stack and the same labels (same keys and values, any order) merge. Returns 0 or -errno.
+ */
+int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
+		 const struct pf_label *labels, size_t n_labels, uint64_t count);
+
+/* Read access for writers, summaries and tests. */
+struct pf_sample_view {
+	const uint32_t *locs;	/* leaf first */
+	size_t n_locs;
+	const struct pf_label *labels;
+	size_t n_labels;
+	uint64_t count;
+};
+size_t profile__sample_count(const struct profile *p);	/* distinct samples */
+uint64_t profile__total(const struct profile *p);		/* sum of counts */
+int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *out);
+const char *profile__location_name(const struct profile *p, uint32_t loc_id); /* function name */
+const char *profile__label(const struct pf_sample_view *s, const char *key); /* NULL if absent */
+
+/*
+ * The n functions with the most self samples, optionally only over samples whose label key
+ * equals value (key NULL: all samples). Fills names/counts, returns how many were filled.
+ */
+struct pf_top {
+	const char *name;
+	uint64_t self;
+	uint64_t total;
+};
+size_t profile__top(const struct profile *p, const char *key, const char *value,
+		    struct pf_top *out, size_t n);
+
+/* Writers. Each returns 0 or -errno. */
+int pprof__write(const struct profile *p, FILE *f);	/* gzip-compressed profile.proto */
+/* Folded stacks, root first: "root_label_value;frame;...;leaf count\n". root_key may be NULL. */
+int folded__write(const struct profile *p, FILE *f, const char *root_key);
+/* Self-contained interactive SVG flame graph; root_key as for folded. */
+int flamegraph__write(const struct profile *p, FILE *f, const char *title, const char *root_key);
+
+#endif /* SPANPROF_PROFILE_H */
