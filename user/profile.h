@@ -52,19 +52,49 @@ uint32_t profile__location(struct profile *p, uint32_t mapping_id, uint64_t addr
 int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		 const struct pf_label *labels, size_t n_labels, uint64_t count);
 
-/* Read access for writers, summaries and tests. */
+/*
+ * Read access for writers, summaries and tests. Pointers in views stay valid until the next
+ * call that changes p. Labels in a view are sorted (by key, then value) and deduplicated.
+ */
 struct pf_sample_view {
 	const uint32_t *locs;	/* leaf first */
 	size_t n_locs;
 	const struct pf_label *labels;
 	size_t n_labels;
 	uint64_t count;
+	uint32_t stack_id;	/* equal stacks (same locs) have equal stack ids */
 };
 size_t profile__sample_count(const struct profile *p);	/* distinct samples */
 uint64_t profile__total(const struct profile *p);		/* sum of counts */
 int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *out);
-const char *profile__location_name(const struct profile *p, uint32_t loc_id); /* function name */
+/* The function name; unsymbolized: "<mapping basename>+0x<file offset>" or "0x<address>". NULL: bad id. */
+const char *profile__location_name(const struct profile *p, uint32_t loc_id);
 const char *profile__label(const struct pf_sample_view *s, const char *key); /* NULL if absent */
+
+/*
+ * Table access for writers. Strings run 0..string_count-1 (0 is ""); mappings, functions and
+ * locations run 1..count. The getters return 0, or -ENOENT for an id out of range.
+ */
+const struct profile_opts *profile__opts(const struct profile *p);
+size_t profile__string_count(const struct profile *p);
+const char *profile__string(const struct profile *p, uint32_t id);	/* NULL if out of range */
+uint32_t profile__string_id(const struct profile *p, const char *s);	/* 0 if absent or "" */
+size_t profile__mapping_count(const struct profile *p);
+int profile__mapping_get(const struct profile *p, uint32_t id, struct pf_mapping *out);
+struct pf_function_view {
+	const char *name;
+	const char *system_name;	/* "" when not given */
+	const char *filename;		/* "" when not given */
+};
+size_t profile__function_count(const struct profile *p);
+int profile__function_get(const struct profile *p, uint32_t id, struct pf_function_view *out);
+struct pf_location_view {
+	uint32_t mapping_id;	/* 0: none */
+	uint64_t address;
+	uint32_t function_id;	/* 0: unsymbolized */
+};
+size_t profile__location_count(const struct profile *p);
+int profile__location_get(const struct profile *p, uint32_t id, struct pf_location_view *out);
 
 /*
  * The n functions with the most self samples, optionally only over samples whose label key
