@@ -49,7 +49,7 @@ $(BUILD)/profiler.bpf.o: bpf/profiler.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
 
 $(BUILD)/profiler.skel.h: $(BUILD)/profiler.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name profiler > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
 
 # ---- protobuf-c ----------------------------------------------------------------------------
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile.proto | $(DEPS_STAMP)

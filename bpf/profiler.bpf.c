@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/* profiler.bpf.c: the sampler. One perf_event program per CPU: stacks plus the thread's span record. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "profiler.h"
+
+#define PF_KTHREAD	  0x00200000	/* include/linux/sched.h */
+#define MAX_PID_NS_LEVEL  32
+#define STACK_BYTES	  (SP_MAX_FRAMES * 8)
+#define NSEC_PER_TICK	  (1000000000ull / SP_USER_HZ)
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by user space before load. */
+const volatile bool filter_pids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* resized by user space to the number of -p pids */
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);	/* hooked processes; resized by user space */
+	__type(key, __u32);
+	__type(value, struct sp_ctx_proc);
+} ctx_procs SEC(".maps");
+
+struct scratch {
+	__u8 buf[SP_SAMPLE_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);	/* resized by user space */
+} events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+/* Thread id inside the task's own pid namespace: what gettid() returned to the hook. */
+static __always_inline int ns_tid(struct task_struct *task, __u32 *tid)
+{
+	struct pid *pid = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+
+	if (!pid || level > MAX_PID_NS_LEVEL)
+		return -1;
+	return bpf_core_read(tid, sizeof(*tid), &pid->numbers[level].nr);
+}
+
+/*
+ * Copy the thread's OTEP 4947 record into dst (SP_CTX_MAX bytes available) and return its
+ * length, or 0 with *status saying why there is none. Every read is bounded and checked: the
+ * table lives in a process we do not trust.
+ */
+static __always_inline __u32 read_span(struct task_struct *task, const struct sp_ctx_proc *cp,
+				       __u8 *dst, __u16 *status)
+{
+	struct sp_slot_head head;
+	__u32 tid, attrs, mask, h, i;
+	__u64 ticks, sz, slot = 0, ids[3];
+	bool found = false;
+
+	if (ns_tid(task, &tid)) {
+		*status = SP_CNT_TASK_ERR;
+		return 0;
+	}
+	ticks = BPF_CORE_READ(task, start_boottime) / NSEC_PER_TICK;
+	mask = cp->slot_count - 1;
+	h = SP_SLOT_HASH(tid);
+
+	for (i = 0; i < SP_CTX_PROBES; i++) {
+		slot = cp->slots_addr + (__u64)((h + i) & mask) * cp->slot_size;
+		if (bpf_probe_read_user(&head, sizeof(head), (void *)slot)) {
+			*status = SP_CNT_CTX_READ_ERR;
+			return 0;
+		}
+		if (head.tid == 0)
+			break;	/* slots are never freed, so an empty one ends the probe chain */
+		if (head.tid == tid) {
+			/* Same tid but another start time: a dead thread's slot not yet reclaimed. */
+			found = head.start_ticks == ticks;
+			break;
+		}
+	}
+	if (!found) {
+		*status = SP_CNT_CTX_NO_SLOT;
+		return 0;
+	}
+
+	sz = cp->slot_size;
+	if (sz > SP_SLOT_HEAD + SP_CTX_MAX)
+		sz = SP_SLOT_HEAD + SP_CTX_MAX;
+	sz -= SP_SLOT_HEAD;
+	barrier_var(sz);	/* keep the bound checks on the register the helper gets */
+	if (sz < SP_CTX_HEAD || sz > SP_CTX_MAX ||
+	    bpf_probe_read_user(dst, sz, (void *)(slot + SP_SLOT_HEAD))) {
+		*status = SP_CNT_CTX_READ_ERR;
+		return 0;
+	}
+	if (dst[24] == 0) {	/* valid flag clear: the thread was interrupted mid-write */
+		*status = SP_CNT_CTX_INVALID;
+		return 0;
+	}
+	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id + span id */
+	if ((ids[0] | ids[1]) == 0) {
+		*status = SP_CNT_CTX_NONE;
+		return 0;
+	}
+	attrs = dst[26] | (__u32)dst[27] << 8;
+	if (attrs > sz - SP_CTX_HEAD)
+		attrs = sz - SP_CTX_HEAD;
+	*status = SP_CNT_CTX_OK;
+	return SP_CTX_HEAD + attrs;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct task_struct *task, *leader;
+	struct sp_ctx_proc *cp;
+	struct sp_sample *s;
+	__u64 off, size;
+	long n;
+
+	if (tid == 0)
+		return 0;	/* the idle task */
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
+	count(SP_CNT_SAMPLES);
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count(SP_CNT_LOST_SCRATCH);
+		return 0;
+	}
+	task = (struct task_struct *)bpf_get_current_task();
+	s->time_ns = bpf_ktime_get_ns();
+	s->tgid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	s->n_user = 0;
+	s->n_kernel = 0;
+	s->ctx_len = 0;
+	s->ctx_status = SP_CNT_CTX_UNHOOKED;
+	leader = BPF_CORE_READ(task, group_leader);
+	s->proc_start_ns = BPF_CORE_READ(leader, start_boottime);
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	if (bpf_core_read_str(s->pcomm, sizeof(s->pcomm), &leader->comm) < 0) {
+		s->pcomm[0] = 0;
+		s->flags |= SP_F_TASK_ERR;
+		count(SP_CNT_TASK_ERR);
+	}
+
+	/* User stack, leaf first. Kernel threads have none. */
+	off = 0;
+	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
+		if (n < 0) {
+			s->flags |= SP_F_USTACK_ERR;
+			count(SP_CNT_USTACK_ERR);
+			n = 0;
+		}
+		if (n > STACK_BYTES)
+			n = STACK_BYTES;
+		if (n == STACK_BYTES)
+			s->flags |= SP_F_USTACK_TRUNC;
+		s->n_user = n / 8;
+		off = s->n_user * 8;
+	}
+
+	/* Kernel stack after it. */
+	if (off > STACK_BYTES)
+		return 0;	/* unreachable; keeps the verifier's bounds */
+	n = bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
+	if (n < 0) {
+		s->flags |= SP_F_KSTACK_ERR;
+		count(SP_CNT_KSTACK_ERR);
+		n = 0;
+	}
+	if (n > STACK_BYTES)
+		n = STACK_BYTES;
+	s->n_kernel = n / 8;
+	off += s->n_kernel * 8;
+
+	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
+	cp = bpf_map_lookup_elem(&ctx_procs, &tgid);
+	if (cp && cp->proc_start_ns == s->proc_start_ns && cp->slot_count &&
+	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
+		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
+	count(s->ctx_status);
+
+	size = sizeof(*s) + off + s->ctx_len;
+	if (size > SP_SAMPLE_MAX)
+		size = SP_SAMPLE_MAX;
+	if (bpf_ringbuf_output(&events, s, size, 0)) {
+		count(SP_CNT_LOST_RINGBUF);
+		return 0;
+	}
+	count(SP_CNT_SENT);
+	return 0;
+}

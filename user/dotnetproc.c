@@ -1,0 +1,197 @@
+/* dotnetproc.c: per-process .NET state: finds and reads its perf map / jitdump through its root,
+ * and turns perf maps on over the diagnostics IPC when the process started without them. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diagipc.h"
+#include "dotnet.h"
+#include "dotnetproc.h"
+#include "proctab.h"
+#include "util.h"
+
+#define OPEN_RETRY_NS	(500 * 1000000ull)
+
+struct dotnet_state {
+	struct perfmap *pm;
+	struct dotnet_jit_files files;
+	int nspid;
+	enum dotnetproc_state state;
+	char detail[160];
+	int enabled_by_us;
+	int enable_tried;
+	uint64_t last_open_ns;
+};
+
+static uint64_t boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
+{
+	va_list ap;
+
+	d->state = st;
+	va_start(ap, fmt);
+	vsnprintf(d->detail, sizeof(d->detail), fmt, ap);
+	va_end(ap);
+}
+
+static struct dotnet_state *state_new(struct proc *p)
+{
+	struct dotnet_state *d = calloc(1, sizeof(*d));
+	char status[8192];
+	long len;
+
+	if (!d)
+		return NULL;
+	d->files.map_fd = -1;
+	d->files.jitdump_fd = -1;
+	d->pm = perfmap__new(NULL);
+	if (!d->pm) {
+		free(d);
+		return NULL;
+	}
+	/* Read through the /proc/<pid> fd: a reused pid cannot answer for this process. */
+	len = p->dir_fd >= 0 ? read_small_file(p->dir_fd, "status", status, sizeof(status)) : -ESRCH;
+	if (len < 0 || dotnet__parse_nspid(status, len, &d->nspid))
+		d->nspid = p->pid;
+	return d;
+}
+
+/* Open whichever of the two files is not open yet. */
+static void open_files(struct proc *p, struct dotnet_state *d)
+{
+	struct dotnet_jit_files f;
+
+	d->last_open_ns = now_ns();
+	if (p->root_fd < 0 || dotnet__open_jit_files(p->pid, p->root_fd, d->nspid, &f))
+		return;
+	if (d->files.map_fd < 0 && f.map_fd >= 0) {
+		d->files.map_fd = f.map_fd;
+		f.map_fd = -1;
+	}
+	if (d->files.jitdump_fd < 0 && f.jitdump_fd >= 0) {
+		d->files.jitdump_fd = f.jitdump_fd;
+		f.jitdump_fd = -1;
+	}
+	snprintf(d->files.dir, sizeof(d->files.dir), "%s", f.dir);
+	if (f.map_err == -ELOOP || f.jitdump_err == -ELOOP)
+		set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d: a symlink (possible escape from the container)",
+			  f.dir, f.map_err == -ELOOP ? "perf" : "jit", d->nspid);
+	else if (f.map_err == -EINVAL || f.jitdump_err == -EINVAL)
+		set_state(d, DOTNETPROC_REFUSED, "refused a perf map / jitdump in %s: not a regular file",
+			  f.dir);
+	dotnet__close_jit_files(&f);
+}
+
+static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotnetproc_opts *o)
+{
+	uint32_t hr = 0;
+	int err;
+
+	if (!o->enable_perfmap || d->enable_tried || p->root_fd < 0)
+		return;
+	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
+	if (p->start_ns && boottime_ns() - p->start_ns < o->min_age_ns)
+		return;
+	d->enable_tried = 1;
+	err = diagipc__enable_perfmap(p->pid, p->root_fd, d->nspid, o->perfmap_type, &hr);
+	if (err == 0) {
+		d->enabled_by_us = 1;
+		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)",
+			  o->perfmap_type);
+		open_files(p, d);
+	} else {
+		set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
+			  strerror(err < 0 ? -err : EIO), hr);
+	}
+}
+
+int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
+{
+	struct dotnet_state *d = p->dotnet;
+	int64_t n;
+
+	if (!p->is_dotnet)
+		return 0;
+	if (!d) {
+		d = p->dotnet = state_new(p);
+		if (!d)
+			return -ENOMEM;
+		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
+	}
+	if (!p->gone && d->state != DOTNETPROC_REFUSED &&
+	    (d->files.map_fd < 0 || d->files.jitdump_fd < 0) &&
+	    now_ns() - d->last_open_ns >= OPEN_RETRY_NS) {
+		open_files(p, d);
+		if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
+			try_enable(p, d, o);
+	}
+	if (d->files.map_fd >= 0) {
+		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
+		if (n < 0 && o->verbose)
+			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
+	}
+	if (d->files.jitdump_fd >= 0) {
+		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
+		if (n < 0 && o->verbose)
+			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
+	}
+	if ((d->files.map_fd >= 0 || d->files.jitdump_fd >= 0) && d->state == DOTNETPROC_WAITING)
+		set_state(d, DOTNETPROC_READING, "reading %s%s%s", d->files.map_fd >= 0 ? "perf map" : "",
+			  d->files.map_fd >= 0 && d->files.jitdump_fd >= 0 ? " + " : "",
+			  d->files.jitdump_fd >= 0 ? "jitdump" : "");
+	return 0;
+}
+
+const struct perfmap_sym *dotnetproc__lookup(struct proc *p, uint64_t addr, uint64_t time_ns)
+{
+	return p->dotnet ? perfmap__lookup(p->dotnet->pm, addr, time_ns) : NULL;
+}
+
+void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
+{
+	struct dotnet_state *d = p->dotnet;
+	uint32_t hr;
+
+	if (!d)
+		return;
+	/* Leave the process as we found it: perf map writing costs it CPU while it jits. */
+	if (d->enabled_by_us && !p->gone && p->root_fd >= 0)
+		diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr);
+	dotnet__close_jit_files(&d->files);
+	perfmap__free(d->pm);
+	free(d);
+	p->dotnet = NULL;
+}
+
+enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detail)
+{
+	if (!p->dotnet) {
+		if (detail)
+			*detail = "";
+		return DOTNETPROC_NEW;
+	}
+	if (detail)
+		*detail = p->dotnet->detail;
+	return p->dotnet->state;
+}
+
+void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->dotnet)
+		perfmap__stats(p->dotnet->pm, out);
+}

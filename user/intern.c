@@ -1,0 +1,207 @@
+/* intern.c: open-addressing hash table over an append-only arena of byte strings. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intern.h"
+
+#define ARENA_CHUNK (1u << 20)
+
+struct entry {
+	uint32_t off_chunk;	/* chunk index */
+	uint32_t off;		/* offset in chunk */
+	uint32_t len;
+	uint32_t hash32;
+};
+
+struct intern {
+	struct entry *ents;	/* by id */
+	uint32_t n, cap_ents;
+	uint32_t *slots;	/* id + 1, 0 = empty */
+	uint32_t nslots;	/* power of two */
+	char **chunks;
+	uint32_t nchunks, chunk_used, chunk_size;
+};
+
+uint64_t intern__hash(const void *key, size_t len)
+{
+	/* FNV-1a over 8-byte words then bytes, with a final avalanche: fast and good enough. */
+	const unsigned char *p = key;
+	uint64_t h = 0xcbf29ce484222325ull ^ len;
+	uint64_t w;
+
+	while (len >= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+struct intern *intern__new(void)
+{
+	struct intern *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->nslots = 1024;
+	in->slots = calloc(in->nslots, sizeof(*in->slots));
+	if (!in->slots) {
+		free(in);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return in;
+}
+
+void intern__free(struct intern *in)
+{
+	if (!in)
+		return;
+	for (uint32_t i = 0; i < in->nchunks; i++)
+		free(in->chunks[i]);
+	free(in->chunks);
+	free(in->ents);
+	free(in->slots);
+	free(in);
+}
+
+static const char *entry_bytes(const struct intern *in, const struct entry *e)
+{
+	return in->chunks[e->off_chunk] + e->off;
+}
+
+static int64_t lookup(const struct intern *in, const void *key, size_t len, uint64_t h,
+		      uint32_t *slot)
+{
+	uint32_t mask = in->nslots - 1, i = (uint32_t)h & mask;
+
+	for (;; i = (i + 1) & mask) {
+		uint32_t v = in->slots[i];
+		const struct entry *e;
+
+		if (!v) {
+			*slot = i;
+			return -ENOENT;
+		}
+		e = &in->ents[v - 1];
+		if (e->hash32 == (uint32_t)(h >> 32) && e->len == len &&
+		    memcmp(entry_bytes(in, e), key, len) == 0)
+			return v - 1;
+	}
+}
+
+static int grow_slots(struct intern *in)
+{
+	uint32_t n = in->nslots * 2, mask = n - 1;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < in->n; id++) {
+		const struct entry *e = &in->ents[id];
+		uint64_t h = intern__hash(entry_bytes(in, e), e->len);
+		uint32_t i = (uint32_t)h & mask;
+
+		while (slots[i])
+			i = (i + 1) & mask;
+		slots[i] = id + 1;
+	}
+	free(in->slots);
+	in->slots = slots;
+	in->nslots = n;
+	return 0;
+}
+
+/* Copy bytes into the arena; big keys get a chunk of their own. */
+static int store(struct intern *in, const void *key, size_t len, struct entry *e)
+{
+	if (!in->nchunks || in->chunk_used + len > in->chunk_size) {
+		size_t size = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+		char **chunks = realloc(in->chunks, (in->nchunks + 1) * sizeof(*chunks));
+
+		if (!chunks)
+			return -ENOMEM;
+		in->chunks = chunks;
+		in->chunks[in->nchunks] = malloc(size ? size : 1);
+		if (!in->chunks[in->nchunks])
+			return -ENOMEM;
+		in->nchunks++;
+		in->chunk_used = 0;
+		in->chunk_size = size;
+	}
+	e->off_chunk = in->nchunks - 1;
+	e->off = in->chunk_used;
+	e->len = len;
+	memcpy(in->chunks[e->off_chunk] + e->off, key, len);
+	in->chunk_used += (len + 7) & ~7u;
+	if (in->chunk_used > in->chunk_size)
+		in->chunk_used = in->chunk_size;
+	return 0;
+}
+
+int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
+{
+	uint64_t h = intern__hash(key, len);
+	uint32_t slot;
+	int64_t id;
+	struct entry e;
+
+	if (added)
+		*added = 0;
+	if (len > UINT32_MAX)
+		return -EINVAL;
+	id = lookup(in, key, len, h, &slot);
+	if (id >= 0)
+		return id;
+	if ((uint64_t)(in->n + 1) * 4 > (uint64_t)in->nslots * 3) {
+		if (grow_slots(in))
+			return -ENOMEM;
+		lookup(in, key, len, h, &slot);
+	}
+	if (in->n == in->cap_ents) {
+		uint32_t cap = in->cap_ents ? in->cap_ents * 2 : 256;
+		struct entry *ents = realloc(in->ents, cap * sizeof(*ents));
+
+		if (!ents)
+			return -ENOMEM;
+		in->ents = ents;
+		in->cap_ents = cap;
+	}
+	if (store(in, key, len, &e))
+		return -ENOMEM;
+	e.hash32 = (uint32_t)(h >> 32);
+	in->ents[in->n] = e;
+	in->slots[slot] = in->n + 1;
+	if (added)
+		*added = 1;
+	return in->n++;
+}
+
+int64_t intern__find(const struct intern *in, const void *key, size_t len)
+{
+	uint32_t slot;
+
+	return lookup(in, key, len, intern__hash(key, len), &slot);
+}
+
+const void *intern__key(const struct intern *in, uint32_t id, size_t *len)
+{
+	if (id >= in->n)
+		return NULL;
+	if (len)
+		*len = in->ents[id].len;
+	return entry_bytes(in, &in->ents[id]);
+}
+
+uint32_t intern__count(const struct intern *in)
+{
+	return in->n;
+}

@@ -1,0 +1,73 @@
+/* proctab.h: the processes seen in samples, keyed by pid and start time, with their mappings. */
+#ifndef SPANPROF_PROCTAB_H
+#define SPANPROF_PROCTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum vma_kind {
+	VMA_ANON = 0,	/* anonymous, [heap], [stack], [anon:...] */
+	VMA_FILE,	/* a file path */
+	VMA_MEMFD,	/* /memfd:... (the .NET runtime's W^X double mapping holds JIT code) */
+	VMA_VDSO,	/* [vdso], [vsyscall] */
+};
+
+struct symfile;
+
+struct vma {
+	uint64_t start, end, pgoff;
+	uint64_t dev, ino;
+	const char *path;	/* as /proc/<pid>/maps shows it; owned by the table */
+	enum vma_kind kind;
+	int exec;
+	struct symfile *file;	/* set by the symbolizer on first use */
+	uint32_t mapping_id;	/* profile mapping, set by the symbolizer */
+};
+
+struct dotnet_state;
+struct hook_state;
+
+struct proc {
+	uint32_t pid;
+	uint32_t idx;		/* dense index, stable for the table's life */
+	uint64_t start_ns;	/* boot-time ns of the group leader: pid + start_ns is the identity */
+	char comm[16];
+	int dir_fd;		/* open /proc/<pid>: keeps reads tied to this process, not a reused pid */
+	int root_fd;		/* O_PATH /proc/<pid>/root, -1 if unavailable */
+	int gone;		/* exited, or the pid now belongs to another process */
+	int is_dotnet;		/* libcoreclr.so is mapped */
+	struct vma *vmas;	/* sorted by start */
+	size_t nvmas;
+	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
+	uint32_t maps_reads;
+	struct dotnet_state *dotnet;	/* perf map / jitdump readers, owned by the symbolizer */
+	struct hook_state *hook;	/* span table and key names, owned by the session */
+};
+
+struct proctab;
+
+/* Constructor returns NULL and sets errno. proc_root is "/proc" except in tests. */
+struct proctab *proctab__new(const char *proc_root);
+void proctab__free(struct proctab *pt);	/* NULL-safe; closes every fd */
+
+/*
+ * The process with this pid and start time, created (and its mappings read) on first sight.
+ * Never NULL except on allocation failure: a process that is already gone gets an entry with
+ * gone set and no mappings, so its samples are still counted.
+ */
+struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ns, const char *comm);
+struct proc *proctab__at(const struct proctab *pt, uint32_t idx);
+uint32_t proctab__count(const struct proctab *pt);
+
+/* The mapping holding addr. On a miss the mappings are re-read (at most every min_interval_ns)
+ * and the lookup retried. NULL if still not found. */
+const struct vma *proc__vma(struct proc *p, uint64_t addr, uint64_t min_interval_ns);
+/* Re-read /proc/<pid>/maps. 0 or -errno (-ESRCH: the process is gone). */
+int proc__read_maps(struct proc *p);
+
+/* Parse /proc/<pid>/maps text into a sorted array (caller frees with maps__free). 0 or -errno;
+ * malformed lines are skipped and counted in *bad when non-NULL. */
+int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t *bad);
+void maps__free(struct vma *v, size_t n);
+
+#endif /* SPANPROF_PROCTAB_H */

@@ -1,0 +1,34 @@
+/* record.h: one recording session: BPF sampling, symbolization, aggregation, output. */
+#ifndef SPANPROF_RECORD_H
+#define SPANPROF_RECORD_H
+
+#include <stdint.h>
+
+enum out_format {
+	FMT_AUTO = 0,
+	FMT_PPROF,
+	FMT_FOLDED,
+	FMT_SVG,
+};
+
+#define RECORD_MAX_PIDS 1024
+
+struct record_opts {
+	uint32_t pids[RECORD_MAX_PIDS];
+	int npids;		/* 0: every process */
+	uint32_t freq;		/* Hz */
+	double duration;	/* seconds; 0: until SIGINT/SIGTERM */
+	const char *output;
+	enum out_format format;
+	int verbose;
+	int enable_perfmap;	/* --no-enable-perfmap clears it */
+	int show_tiers;
+	int by_span;
+	int pyroscope_labels;
+	uint32_t ringbuf_mb;
+};
+
+/* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup). */
+int record__run(const struct record_opts *opts);
+
+#endif /* SPANPROF_RECORD_H */

@@ -1,0 +1,106 @@
+/* util.c: clock and bounded file-read helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int open_ro(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+}
+
+long read_small_file(int dirfd, const char *name, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if (cap == 0)
+		return -EINVAL;
+	fd = open_ro(dirfd, name);
+	if (fd < 0)
+		return -errno;
+	while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		len += n;
+	}
+	close(fd);
+	buf[len] = 0;
+	return len;
+}
+
+long read_file_alloc(int dirfd, const char *name, size_t cap, char **out)
+{
+	size_t len = 0, size = 16384;
+	char *buf = malloc(size), *nb;
+	ssize_t n;
+	int fd, err;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open_ro(dirfd, name);
+	if (fd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	for (;;) {
+		if (len + 1 >= size) {
+			if (size >= cap) {
+				err = -EFBIG;
+				goto err_close;
+			}
+			size = size * 2 > cap ? cap : size * 2;
+			nb = realloc(buf, size);
+			if (!nb) {
+				err = -ENOMEM;
+				goto err_close;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, size - 1 - len);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto err_close;
+		}
+		len += n;
+	}
+	close(fd);
+	buf[len] = 0;
+	*out = buf;
+	return len;
+
+err_close:
+	close(fd);
+err_free:
+	free(buf);
+	return err;
+}

@@ -1,0 +1,19 @@
+/* util.h: small helpers shared by user-space modules (clock, bounded file reads). */
+#ifndef SPANPROF_UTIL_H
+#define SPANPROF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
+uint64_t realtime_ns(void);	/* CLOCK_REALTIME */
+
+/* Read the file name (relative to dirfd) into buf, at most cap - 1 bytes, NUL-terminated.
+ * Returns the length or -errno. Never blocks on a FIFO. */
+long read_small_file(int dirfd, const char *name, char *buf, size_t cap);
+
+/* Read a whole file relative to dirfd into a malloc'd NUL-terminated buffer, refusing files
+ * larger than cap (-EFBIG). Returns the length or -errno; *out set on success. */
+long read_file_alloc(int dirfd, const char *name, size_t cap, char **out);
+
+#endif /* SPANPROF_UTIL_H */
