@@ -130,9 +130,11 @@ int diagipc__parse_socket_name(const char *name, int nspid, uint64_t *key)
 		return -EINVAL;
 	digits = 0;
 	while (*p >= '0' && *p <= '9') {
-		if (k > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(*p++ - '0');
+
+		if (k > UINT64_MAX / 10 || (k == UINT64_MAX / 10 && d > UINT64_MAX % 10))
 			return -EINVAL;
-		k = k * 10 + (uint64_t)(*p++ - '0');
+		k = k * 10 + d;
 		digits++;
 	}
 	if (!digits || strcmp(p, SOCKET_SUFFIX) != 0)

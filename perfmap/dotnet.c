@@ -188,9 +188,12 @@ int dotnet__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
 			uint64_t v = 0;
 
 			for (const char *s = tok; s < p; s++) {
-				if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+				uint64_t d = (uint64_t)(*s - '0');
+
+				if (*s < '0' || *s > '9' || v > UINT64_MAX / 10 ||
+				    (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
 					return -EINVAL;
-				v = v * 10 + (uint64_t)(*s - '0');
+				v = v * 10 + d;
 			}
 			*starttime = v;
 			return 0;
