@@ -200,8 +200,11 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 		perftools__profiles__function__init(pf);
 		pf->id = i + 1;
 		pf->name = idx[0];
-		/* pprof shows system_name when asked for raw names: never leave it empty */
-		pf->system_name = idx[1] ? idx[1] : idx[0];
+		/*
+		 * Left 0 when not given: pprof treats name == system_name as "not yet demangled"
+		 * and strips argument lists, which would merge .NET overloads.
+		 */
+		pf->system_name = idx[1];
 		pf->filename = idx[2];
 		b->func_ptrs[i] = pf;
 	}
