@@ -1,0 +1,903 @@
+/* elfsym.c: function symbols of one ELF file through libelf, with build id, debug files and safe opens. */
+#include "elfsym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MAX_SYMS	(8u << 20)	/* merged symbols per file, far above any real library */
+#define MAX_SEGS	64u		/* PT_LOAD segments kept; real files have 2-5 */
+#define MAX_SECS	(1u << 20)	/* section headers looked at */
+#define MAX_BUILD_ID	64u		/* bytes; GNU ld writes 20 (sha1) or 16 (md5/uuid) */
+#define MAX_DEMANGLE	4096u		/* longer mangled names are shown raw (demangler recursion) */
+#define BACKWALK	16		/* earlier symbols tried when the nearest one does not cover */
+#define DEBUG_DIR	"/usr/lib/debug"
+
+/* libstdc++'s demangler (the binary links -lstdc++); declared here to keep this file C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+enum { SRC_SYMTAB = 0, SRC_DYNSYM = 1 };
+enum { SYM_DEMANGLE_TRIED = 1u << 0, SYM_NAME_OWNED = 1u << 1 };
+
+struct sym {
+	uint64_t addr;
+	uint64_t end;		/* exclusive */
+	uint64_t maxend;	/* max end over this and every earlier entry: bounds the back-walk */
+	const char *name;
+	uint32_t flags;
+};
+
+/* A symbol while the table is built: what the alias and size rules need. */
+struct rawsym {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t bound;		/* end of its section, UINT64_MAX when unknown */
+	const char *name;
+	uint32_t name_len;
+	uint32_t index;		/* load order: the final tie-break */
+	uint8_t bind_rank;	/* 0 global, 1 weak, 2 local/other */
+	uint8_t type_rank;	/* 0 FUNC/IFUNC, 1 NOTYPE */
+	uint8_t versioned;	/* "memcpy@@GLIBC_2.14" in .symtab: the plain .dynsym name reads better */
+	uint8_t src;
+};
+
+struct seg {
+	uint64_t off;
+	uint64_t filesz;
+	uint64_t vaddr;
+	int exec;
+};
+
+struct sec {
+	uint64_t addr;
+	uint64_t size;
+	int exec;
+};
+
+struct elfsym {
+	struct sym *syms;
+	size_t n;
+	struct seg segs[MAX_SEGS];
+	size_t n_segs;
+	char *strtabs[3];	/* copies of the string tables the names point into */
+	char *debug_path;
+	char build_id[2 * MAX_BUILD_ID + 1];
+	struct elfsym_stats stats;
+};
+
+/* Growable list of candidate symbols. */
+struct rawvec {
+	struct rawsym *v;
+	size_t n, cap;
+};
+
+/* One opened ELF file: the libelf handle and what we learned from its headers. */
+struct elffile {
+	int fd;
+	Elf *elf;
+	uint64_t size;
+	GElf_Ehdr ehdr;
+	struct sec *secs;
+	size_t n_secs;
+	Elf_Scn *symtab;
+	Elf_Scn *dynsym;
+	Elf_Scn *debuglink;
+	unsigned char build_id[MAX_BUILD_ID];
+	size_t build_id_len;
+};
+
+/* ---- opening files inside a root ------------------------------------------------------------ */
+
+/* Component walk for kernels without openat2: refuses symlinks and "..", so nothing leaves root. */
+static int walk_in_root(int root_fd, const char *path)
+{
+	char buf[PATH_MAX];
+	char *save = NULL, *comp, *next;
+	int cur, fd, err;
+	struct stat st;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	if (root_fd == AT_FDCWD)
+		cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+
+	comp = strtok_r(buf, "/", &save);
+	while (comp) {
+		next = strtok_r(NULL, "/", &save);
+		if (strcmp(comp, ".") == 0) {
+			comp = next;
+			continue;
+		}
+		if (strcmp(comp, "..") == 0) {
+			err = -EXDEV;
+			goto close_cur;
+		}
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto close_cur;
+		}
+		close(cur);
+		cur = fd;
+		if (fstat(cur, &st) < 0) {
+			err = -errno;
+			goto close_cur;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			err = -ELOOP;
+			goto close_cur;
+		}
+		if (next && !S_ISDIR(st.st_mode)) {
+			err = -ENOTDIR;
+			goto close_cur;
+		}
+		comp = next;
+	}
+	return cur;
+
+close_cur:
+	close(cur);
+	return err;
+}
+
+static int open_path_fd(int root_fd, const char *path, unsigned int flags)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_MAGICLINKS,
+	};
+	int fd, tries;
+
+	if (flags & ELFSYM_OPEN_NO_OPENAT2)
+		return walk_in_root(root_fd, path);
+	if (root_fd != AT_FDCWD)
+		how.resolve |= RESOLVE_IN_ROOT;
+	/* EAGAIN: a concurrent rename raced the in-root lookup; the kernel asks for a retry. */
+	for (tries = 0; tries < 8; tries++) {
+		fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		if (errno != EAGAIN)
+			break;
+	}
+	if (errno == ENOSYS || errno == EPERM) {
+		/* Pre-5.6 kernel, or a seccomp filter that hides openat2. */
+		if (root_fd == AT_FDCWD) {
+			fd = open(path, O_PATH | O_CLOEXEC);
+			return fd < 0 ? -errno : fd;
+		}
+		return walk_in_root(root_fd, path);
+	}
+	return -errno;
+}
+
+int elfsym__open_in_root(int root_fd, const char *path, uint64_t max_size, unsigned int flags)
+{
+	char proc_path[64];
+	struct stat st, st2;
+	int pfd, fd, err;
+
+	if (!path || !*path)
+		return -EINVAL;
+	pfd = open_path_fd(root_fd, path, flags);
+	if (pfd < 0)
+		return pfd;
+	/* Check the inode through O_PATH first: opening a FIFO or a device for reading can block
+	 * or have side effects, and a container chooses what its paths point at. */
+	if (fstat(pfd, &st) < 0) {
+		err = -errno;
+		goto close_pfd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto close_pfd;
+	}
+	if ((uint64_t)st.st_size > max_size) {
+		err = -EFBIG;
+		goto close_pfd;
+	}
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", pfd);
+	fd = open(proc_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		err = -errno;
+		goto close_pfd;
+	}
+	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
+		err = -ESTALE;
+		goto close_fd;
+	}
+	close(pfd);
+	return fd;
+
+close_fd:
+	close(fd);
+close_pfd:
+	close(pfd);
+	return err;
+}
+
+/* ---- reading one ELF file ------------------------------------------------------------------- */
+
+static void elffile_close(struct elffile *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->secs);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+static void hex_encode(char *out, const unsigned char *in, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+/* Scan one block of notes for NT_GNU_BUILD_ID. Returns 1 when found. */
+static int find_build_id(struct elffile *f, Elf_Data *data)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!data || !data->d_buf)
+		return 0;
+	while (off < data->d_size && (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp((const char *)data->d_buf + name_off, "GNU", 4) == 0 &&
+		    nh.n_descsz > 0 && nh.n_descsz <= MAX_BUILD_ID) {
+			memcpy(f->build_id, (const char *)data->d_buf + desc_off, nh.n_descsz);
+			f->build_id_len = nh.n_descsz;
+			return 1;
+		}
+		off = next;
+	}
+	return 0;
+}
+
+static int in_file(const struct elffile *f, uint64_t off, uint64_t len)
+{
+	return off <= f->size && len <= f->size - off;
+}
+
+/* Open the ELF behind fd (taking it) and read its headers: segments go to es when es != NULL
+ * (the main file), sections and the interesting section handles to f. Returns 0 or -errno. */
+static int elffile_open(struct elffile *f, int fd, struct elfsym *es)
+{
+	size_t phnum, shnum, shstrndx, i;
+	Elf_Scn *scn = NULL;
+	GElf_Phdr ph;
+	GElf_Shdr sh;
+	struct stat st;
+	const char *name;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = fd;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > ELFSYM_MAX_FILE)
+		return -EFBIG;
+	f->size = st.st_size;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOEXEC;
+	/* ELF_C_READ reads with pread on demand: a file truncated under us gives read errors,
+	 * where a mapping would give SIGBUS. */
+	f->elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &f->ehdr))
+		return -ENOEXEC;
+	if (f->ehdr.e_type != ET_EXEC && f->ehdr.e_type != ET_DYN)
+		return -ENOEXEC;
+
+	if (elf_getphdrnum(f->elf, &phnum) != 0)
+		phnum = 0;
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(f->elf, i, &ph))
+			break;
+		if (ph.p_type == PT_LOAD && es) {
+			if (es->n_segs == MAX_SEGS) {
+				es->stats.capped++;
+				continue;
+			}
+			es->segs[es->n_segs++] = (struct seg){
+				.off = ph.p_offset, .filesz = ph.p_filesz, .vaddr = ph.p_vaddr,
+				.exec = !!(ph.p_flags & PF_X),
+			};
+		}
+	}
+
+	if (elf_getshdrnum(f->elf, &shnum) != 0 || elf_getshdrstrndx(f->elf, &shstrndx) != 0)
+		shnum = 0;
+	if (shnum > MAX_SECS)
+		shnum = MAX_SECS;
+	if (shnum) {
+		f->secs = calloc(shnum, sizeof(*f->secs));
+		if (!f->secs)
+			return -ENOMEM;
+		f->n_secs = shnum;
+	}
+	while ((scn = elf_nextscn(f->elf, scn)) != NULL) {
+		size_t idx = elf_ndxscn(scn);
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (idx < f->n_secs)
+			f->secs[idx] = (struct sec){ .addr = sh.sh_addr, .size = sh.sh_size,
+						     .exec = !!(sh.sh_flags & SHF_EXECINSTR) };
+		if (sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && !f->symtab)
+			f->symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !f->dynsym)
+			f->dynsym = scn;
+		else if (sh.sh_type == SHT_NOTE && !f->build_id_len &&
+			 in_file(f, sh.sh_offset, sh.sh_size))
+			find_build_id(f, elf_getdata(scn, NULL));
+		else if (sh.sh_type == SHT_PROGBITS && !f->debuglink &&
+			 (name = elf_strptr(f->elf, shstrndx, sh.sh_name)) &&
+			 strcmp(name, ".gnu_debuglink") == 0)
+			f->debuglink = scn;
+	}
+
+	/* Files whose section headers were removed still have their notes in PT_NOTE. */
+	for (i = 0; i < phnum && !f->build_id_len; i++) {
+		if (!gelf_getphdr(f->elf, i, &ph) || ph.p_type != PT_NOTE ||
+		    !in_file(f, ph.p_offset, ph.p_filesz) || ph.p_filesz == 0)
+			continue;
+		find_build_id(f, elf_getdata_rawchunk(f->elf, ph.p_offset, ph.p_filesz,
+						      ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR));
+	}
+	/* libelf keeps errors per thread; a bad optional part must not fail the file. */
+	elf_errno();
+	return 0;
+}
+
+static int rawvec_push(struct rawvec *rv, const struct rawsym *s)
+{
+	struct rawsym *nv;
+	size_t cap;
+
+	if (rv->n == rv->cap) {
+		cap = rv->cap ? rv->cap * 2 : 1024;
+		nv = realloc(rv->v, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		rv->v = nv;
+		rv->cap = cap;
+	}
+	rv->v[rv->n++] = *s;
+	return 0;
+}
+
+/* Copy the string table a symbol table links to, NUL-terminated so every name ends inside. */
+static char *copy_strtab(struct elffile *f, GElf_Shdr *symsh, size_t *len)
+{
+	Elf_Scn *scn;
+	Elf_Data *d;
+	GElf_Shdr sh;
+	char *copy;
+
+	if (symsh->sh_link == 0 || symsh->sh_link >= f->n_secs)
+		return NULL;
+	scn = elf_getscn(f->elf, symsh->sh_link);
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
+	    !in_file(f, sh.sh_offset, sh.sh_size))
+		return NULL;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return NULL;
+	copy = malloc(d->d_size + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, d->d_buf, d->d_size);
+	copy[d->d_size] = '\0';
+	*len = d->d_size;
+	return copy;
+}
+
+/* Extended section indexes (files with >= 0xff00 sections) live in a SHT_SYMTAB_SHNDX section. */
+static Elf_Data *find_shndx(struct elffile *f, Elf_Scn *symscn)
+{
+	size_t idx = elf_ndxscn(symscn);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(f->elf, scn)) != NULL) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB_SHNDX && sh.sh_link == idx &&
+		    in_file(f, sh.sh_offset, sh.sh_size))
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/* Append the function symbols of one table. The string table copy goes to es->strtabs[slot]. */
+static int load_table(struct elfsym *es, struct elffile *f, Elf_Scn *scn, int src, int slot,
+		      struct rawvec *rv)
+{
+	Elf_Data *data, *shndx_data;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	Elf32_Word xndx;
+	size_t strlen_tab = 0, nsyms, entsz, i;
+	uint64_t *count = src == SRC_SYMTAB ? &es->stats.symtab : &es->stats.dynsym;
+	char *strtab;
+	int err;
+
+	if (!gelf_getshdr(scn, &sh) || !in_file(f, sh.sh_offset, sh.sh_size)) {
+		es->stats.malformed++;
+		return 0;
+	}
+	strtab = copy_strtab(f, &sh, &strlen_tab);
+	if (!strtab) {
+		es->stats.malformed++;
+		return 0;
+	}
+	es->strtabs[slot] = strtab;
+	data = elf_getdata(scn, NULL);
+	entsz = gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!data || !data->d_buf || entsz == 0) {
+		es->stats.malformed++;
+		return 0;
+	}
+	nsyms = data->d_size / entsz;
+	shndx_data = find_shndx(f, scn);
+
+	for (i = 1; i < nsyms; i++) {	/* entry 0 is the reserved null symbol */
+		struct rawsym rs = { 0 };
+		size_t shndx;
+		int type;
+
+		if (!gelf_getsymshndx(data, shndx_data, i, &sym, &xndx)) {
+			es->stats.malformed++;
+			break;
+		}
+		type = GELF_ST_TYPE(sym.st_info);
+		shndx = sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON ||
+		    sym.st_value == 0 || sym.st_name == 0) {
+			es->stats.skipped++;
+			continue;
+		}
+		if (sym.st_name >= strlen_tab || shndx >= f->n_secs) {
+			es->stats.malformed++;
+			continue;
+		}
+		rs.name = strtab + sym.st_name;
+		if (type == STT_FUNC || type == STT_GNU_IFUNC) {
+			rs.type_rank = 0;
+		} else if (type == STT_NOTYPE && f->secs[shndx].exec && rs.name[0] != '$' &&
+			   strncmp(rs.name, ".L", 2) != 0) {
+			/* Assembly entry points (_start, hand-written routines) often carry no type. */
+			rs.type_rank = 1;
+		} else {
+			es->stats.skipped++;
+			continue;
+		}
+		if (rv->n >= MAX_SYMS) {
+			es->stats.capped++;
+			continue;
+		}
+		rs.addr = sym.st_value;
+		rs.size = sym.st_size;
+		rs.bound = UINT64_MAX;
+		if (f->secs[shndx].size && sym.st_value >= f->secs[shndx].addr &&
+		    sym.st_value - f->secs[shndx].addr < f->secs[shndx].size)
+			rs.bound = f->secs[shndx].addr + f->secs[shndx].size;
+		rs.name_len = strnlen(rs.name, UINT32_MAX);
+		rs.versioned = strchr(rs.name, '@') != NULL;
+		rs.index = rv->n;
+		rs.src = src;
+		switch (GELF_ST_BIND(sym.st_info)) {
+		case STB_GLOBAL: rs.bind_rank = 0; break;
+		case STB_WEAK: rs.bind_rank = 1; break;
+		default: rs.bind_rank = 2; break;
+		}
+		err = rawvec_push(rv, &rs);
+		if (err)
+			return err;
+		(*count)++;
+	}
+	return 0;
+}
+
+/* ---- debug files ---------------------------------------------------------------------------- */
+
+static int crc_matches(int fd, uint32_t want)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, n);
+		off += n;
+	}
+	return n == 0 && (uint32_t)crc == want;
+}
+
+/* Try one candidate debug file: open inside the root (then the host), check it, keep its
+ * .symtab handle in dbg. Returns 1 when dbg is usable, 0 otherwise (dbg closed). */
+static int try_debug(struct elfsym *es, const struct elffile *main_f, int root_fd,
+		     const char *path, const uint32_t *crc, struct elffile *dbg)
+{
+	int pass, fd;
+
+	for (pass = 0; pass < 2; pass++) {
+		int rfd = pass == 0 ? root_fd : AT_FDCWD;
+
+		if (pass == 1 && root_fd == AT_FDCWD)
+			break;
+		fd = elfsym__open_in_root(rfd, path, ELFSYM_MAX_FILE, 0);
+		if (fd < 0)
+			continue;
+		if (elffile_open(dbg, fd, NULL) != 0)
+			goto reject;
+		if (dbg->ehdr.e_ident[EI_CLASS] != main_f->ehdr.e_ident[EI_CLASS] ||
+		    dbg->ehdr.e_machine != main_f->ehdr.e_machine || !dbg->symtab)
+			goto reject;
+		if (crc && !crc_matches(dbg->fd, *crc))
+			goto reject;
+		/* A build id on both sides must agree, whichever way the file was found. */
+		if (main_f->build_id_len &&
+		    (dbg->build_id_len != main_f->build_id_len ||
+		     memcmp(dbg->build_id, main_f->build_id, main_f->build_id_len) != 0))
+			goto reject;
+		es->debug_path = strdup(path);
+		if (!es->debug_path)
+			goto close_dbg;
+		return 1;
+reject:
+		es->stats.debug_rejected++;
+close_dbg:
+		elffile_close(dbg);
+	}
+	return 0;
+}
+
+/* Read the .gnu_debuglink name and CRC. Returns 1 when present and sane. */
+static int read_debuglink(struct elffile *f, char *name, size_t name_size, uint32_t *crc)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	const unsigned char *p;
+	size_t len, crc_off;
+
+	if (!f->debuglink || !gelf_getshdr(f->debuglink, &sh) || !in_file(f, sh.sh_offset, sh.sh_size))
+		return 0;
+	d = elf_getdata(f->debuglink, NULL);
+	if (!d || !d->d_buf)
+		return 0;
+	p = d->d_buf;
+	len = strnlen((const char *)p, d->d_size);
+	crc_off = (len + 4) & ~(size_t)3;	/* name, NUL, pad to 4 */
+	if (len == 0 || len >= name_size || crc_off + 4 > d->d_size)
+		return 0;
+	memcpy(name, p, len);
+	name[len] = '\0';
+	/* The name is a file name: one with a slash could point anywhere on the host. */
+	if (strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
+		return 0;
+	if (f->ehdr.e_ident[EI_DATA] == ELFDATA2MSB)
+		*crc = (uint32_t)p[crc_off] << 24 | p[crc_off + 1] << 16 | p[crc_off + 2] << 8 | p[crc_off + 3];
+	else
+		*crc = (uint32_t)p[crc_off + 3] << 24 | p[crc_off + 2] << 16 | p[crc_off + 1] << 8 | p[crc_off];
+	return 1;
+}
+
+static int find_debug(struct elfsym *es, struct elffile *f, int root_fd, const char *path_hint,
+		      struct elffile *dbg)
+{
+	char link[256], dir[PATH_MAX], path[sizeof(dir) + sizeof(link) + 32];
+	const char *slash;
+	uint32_t crc;
+
+	if (f->build_id_len >= 2) {
+		char hex[2 * MAX_BUILD_ID + 1];
+
+		hex_encode(hex, f->build_id, f->build_id_len);
+		snprintf(path, sizeof(path), DEBUG_DIR "/.build-id/%.2s/%s.debug", hex, hex + 2);
+		if (try_debug(es, f, root_fd, path, NULL, dbg))
+			return 1;
+	}
+	if (!read_debuglink(f, link, sizeof(link), &crc))
+		return 0;
+	if (!path_hint || path_hint[0] != '/' || !(slash = strrchr(path_hint, '/')) ||
+	    (size_t)(slash - path_hint) >= sizeof(dir))
+		return 0;
+	memcpy(dir, path_hint, slash - path_hint);
+	dir[slash - path_hint] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, link);
+	if (try_debug(es, f, root_fd, path, &crc, dbg))
+		return 1;
+	snprintf(path, sizeof(path), "%s/.debug/%s", dir, link);
+	if (try_debug(es, f, root_fd, path, &crc, dbg))
+		return 1;
+	snprintf(path, sizeof(path), DEBUG_DIR "%s/%s", dir, link);
+	return try_debug(es, f, root_fd, path, &crc, dbg);
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+/* Address order; at one address the preferred alias first: global, then typed, then without a
+ * version suffix, then .symtab, then the shorter name, then load order. */
+static int rawsym_cmp(const void *a, const void *b)
+{
+	const struct rawsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->bind_rank != y->bind_rank)
+		return x->bind_rank < y->bind_rank ? -1 : 1;
+	if (x->type_rank != y->type_rank)
+		return x->type_rank < y->type_rank ? -1 : 1;
+	if (x->versioned != y->versioned)
+		return x->versioned < y->versioned ? -1 : 1;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+static int build_table(struct elfsym *es, struct rawvec *rv)
+{
+	size_t i, j, n = 0;
+	uint64_t maxend = 0;
+
+	if (rv->n == 0)
+		return 0;
+	qsort(rv->v, rv->n, sizeof(*rv->v), rawsym_cmp);
+	es->syms = calloc(rv->n, sizeof(*es->syms));
+	if (!es->syms)
+		return -ENOMEM;
+
+	for (i = 0; i < rv->n; i = j) {
+		const struct rawsym *best = &rv->v[i];
+		uint64_t size = best->size;
+
+		/* One run of aliases: keep the first (preferred) name, the largest size. */
+		for (j = i + 1; j < rv->n && rv->v[j].addr == best->addr; j++) {
+			if (rv->v[j].size > size)
+				size = rv->v[j].size;
+			es->stats.aliases++;
+		}
+		es->syms[n].addr = best->addr;
+		es->syms[n].name = best->name;
+		if (size) {
+			es->syms[n].end = best->addr + size < best->addr ? UINT64_MAX : best->addr + size;
+		} else {
+			/* Unsized (assembly) symbol: runs to the next symbol, never past its section. */
+			uint64_t end = j < rv->n ? rv->v[j].addr : UINT64_MAX;
+
+			if (best->bound < end)
+				end = best->bound;
+			es->syms[n].end = end == UINT64_MAX ? best->addr + 1 : end;
+		}
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		if (es->syms[i].end > maxend)
+			maxend = es->syms[i].end;
+		es->syms[i].maxend = maxend;
+	}
+	es->n = n;
+	return 0;
+}
+
+struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
+{
+	struct elffile f = { .fd = -1 }, dbg = { .fd = -1 };
+	struct rawvec rv = { 0 };
+	struct elfsym *es;
+	int err;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	es = calloc(1, sizeof(*es));
+	if (!es) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = elffile_open(&f, fd, es);
+	if (err)
+		goto close_files;
+	if (f.build_id_len)
+		hex_encode(es->build_id, f.build_id, f.build_id_len);
+
+	if (f.symtab) {
+		err = load_table(es, &f, f.symtab, SRC_SYMTAB, 0, &rv);
+		if (err)
+			goto close_files;
+	} else if (find_debug(es, &f, root_fd, path_hint, &dbg)) {
+		/* Only the debug file's symbols are used: its segments describe NOBITS sections, so
+		 * offsets still go through the main file's PT_LOAD. */
+		err = load_table(es, &dbg, dbg.symtab, SRC_SYMTAB, 2, &rv);
+		if (err)
+			goto close_files;
+	}
+	if (f.dynsym) {
+		err = load_table(es, &f, f.dynsym, SRC_DYNSYM, 1, &rv);
+		if (err)
+			goto close_files;
+	}
+	err = build_table(es, &rv);
+	if (err)
+		goto close_files;
+	es->stats.segments = es->n_segs;
+	elf_errno();	/* nothing of a skipped table should linger in libelf's per-thread error */
+
+close_files:
+	elffile_close(&dbg);
+	elffile_close(&f);
+	free(rv.v);
+	if (err) {
+		elfsym__free(es);
+		errno = -err;
+		return NULL;
+	}
+	return es;
+}
+
+struct elfsym *elfsym__open(int root_fd, const char *path)
+{
+	int fd = elfsym__open_in_root(root_fd, path, ELFSYM_MAX_FILE, 0);
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	return elfsym__open_fd(fd, path, root_fd);
+}
+
+void elfsym__free(struct elfsym *es)
+{
+	size_t i;
+
+	if (!es)
+		return;
+	for (i = 0; i < es->n; i++) {
+		if (es->syms[i].flags & SYM_NAME_OWNED)
+			free((char *)es->syms[i].name);
+	}
+	free(es->syms);
+	for (i = 0; i < sizeof(es->strtabs) / sizeof(es->strtabs[0]); i++)
+		free(es->strtabs[i]);
+	free(es->debug_path);
+	free(es);
+}
+
+const char *elfsym__build_id(const struct elfsym *es)
+{
+	return es && es->build_id[0] ? es->build_id : NULL;
+}
+
+const char *elfsym__debug_file(const struct elfsym *es)
+{
+	return es ? es->debug_path : NULL;
+}
+
+uint64_t elfsym__count(const struct elfsym *es)
+{
+	return es ? es->n : 0;
+}
+
+void elfsym__stats(const struct elfsym *es, struct elfsym_stats *out)
+{
+	if (es)
+		*out = es->stats;
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+int elfsym__file_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr)
+{
+	int pass;
+	size_t i;
+
+	/* A page of a mapping can hold the end of one segment and the start of the next; samples
+	 * land in code, so executable segments answer first. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < es->n_segs; i++) {
+			const struct seg *s = &es->segs[i];
+
+			if (s->exec != (pass == 0))
+				continue;
+			if (file_off >= s->off && file_off - s->off < s->filesz) {
+				*vaddr = file_off - s->off + s->vaddr;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+static const char *sym_name(struct sym *s)
+{
+	char *dm;
+	int status = -1;
+
+	if (s->flags & SYM_DEMANGLE_TRIED)
+		return s->name;
+	s->flags |= SYM_DEMANGLE_TRIED;
+	if (s->name[0] != '_' || s->name[1] != 'Z' || strnlen(s->name, MAX_DEMANGLE + 1) > MAX_DEMANGLE)
+		return s->name;
+	dm = __cxa_demangle(s->name, NULL, NULL, &status);
+	if (status == 0 && dm) {
+		s->name = dm;
+		s->flags |= SYM_NAME_OWNED;
+	} else {
+		free(dm);
+	}
+	return s->name;
+}
+
+const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sym_off)
+{
+	size_t lo = 0, hi, steps;
+	ssize_t i;
+
+	if (!es || es->n == 0)
+		return NULL;
+	hi = es->n;
+	/* First entry with addr > vaddr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (es->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Usually the nearest symbol below covers vaddr; a symbol nested in a larger one can hide
+	 * the larger one, which maxend finds without scanning the whole table. */
+	for (i = (ssize_t)lo - 1, steps = 0; i >= 0 && steps < BACKWALK; i--, steps++) {
+		struct sym *s = &es->syms[i];
+
+		if (vaddr < s->end) {
+			if (sym_off)
+				*sym_off = vaddr - s->addr;
+			return sym_name(s);
+		}
+		if (s->maxend <= vaddr)
+			break;
+	}
+	return NULL;
+}
+
+const char *elfsym__lookup(struct elfsym *es, uint64_t file_off, uint64_t *sym_off)
+{
+	uint64_t vaddr;
+
+	if (!es || elfsym__file_to_vaddr(es, file_off, &vaddr) != 0)
+		return NULL;
+	return elfsym__lookup_vaddr(es, vaddr, sym_off);
+}

@@ -1,0 +1,84 @@
+/* elfsym.h: symbols of one ELF file (.symtab/.dynsym), with its build id and debug file. */
+#ifndef SPANPROF_ELFSYM_H
+#define SPANPROF_ELFSYM_H
+
+#include <stdint.h>
+
+/*
+ * One struct elfsym holds the function symbols of an executable or shared object, sorted and
+ * deduplicated, plus its PT_LOAD segments (to turn file offsets into ELF addresses) and build id.
+ * Nothing stays open after a constructor returns: no fd, no mapping.
+ */
+struct elfsym;
+
+#define ELFSYM_MAX_FILE (2ULL << 30)	/* files larger than this are refused (EFBIG) */
+
+/* elfsym__open_in_root flags. */
+#define ELFSYM_OPEN_NO_OPENAT2 (1u << 0)	/* use the portable walk (what old kernels get) */
+
+/*
+ * Open path for reading as seen inside a process's root: root_fd is an O_PATH (or O_DIRECTORY)
+ * fd of /proc/<pid>/root, or AT_FDCWD for the host. With a root fd the lookup never leaves it:
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) resolves ".." and absolute symlinks against
+ * the root; where openat2 is missing (ENOSYS/EPERM from seccomp) a component walk refuses every
+ * symlink (ELOOP) and "..". Magic links (/proc/<x>/root, /proc/<x>/fd/N) fail with ELOOP in both
+ * cases. Only regular files no larger than max_size open (EINVAL / EFBIG otherwise); nothing else
+ * (FIFO, device) is ever opened for reading. Returns an O_RDONLY|O_CLOEXEC fd, or -errno.
+ */
+int elfsym__open_in_root(int root_fd, const char *path, uint64_t max_size, unsigned int flags);
+
+/*
+ * Load the symbols of path inside root_fd (see elfsym__open_in_root). When the file has no
+ * .symtab, look for a debug file that has one: /usr/lib/debug/.build-id/xx/yyyy.debug (its build
+ * id must match), then the .gnu_debuglink name in the file's directory, its .debug/ subdirectory
+ * and /usr/lib/debug/<dir>/ (its CRC32 must match); each first inside the root, then on the
+ * host. NULL and errno on failure: ENOENT/ELOOP/EACCES... from the open, EINVAL not a regular
+ * file, EFBIG over ELFSYM_MAX_FILE, ENOEXEC not a usable ELF file (garbage, truncated, not
+ * ET_EXEC/ET_DYN), ENOMEM. A valid file without any function symbol loads with count 0.
+ */
+struct elfsym *elfsym__open(int root_fd, const char *path);
+
+/* Same from an open fd (e.g. /proc/<pid>/map_files/<range>, a memfd). Always takes ownership of
+ * fd (closed before return). path_hint is the file's path inside root_fd, used only to find a
+ * .gnu_debuglink file next to it; may be NULL. */
+struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd);
+
+void elfsym__free(struct elfsym *es);	/* NULL-safe */
+
+const char *elfsym__build_id(const struct elfsym *es);	/* lowercase hex, NULL if none */
+
+/* Path (as searched, inside the root or on the host) of the debug file whose .symtab was used;
+ * NULL when the symbols came from the file itself. */
+const char *elfsym__debug_file(const struct elfsym *es);
+
+/*
+ * Map a file offset (addr - map_start + map_pgoff, from /proc/<pid>/maps) to the ELF virtual
+ * address through the PT_LOAD segment holding that offset (executable segments first), then
+ * find the symbol covering it. Returns the symbol name (C++ demangled when possible, computed
+ * once and kept) or NULL; *sym_off (may be NULL) = offset into the symbol. The name lives as
+ * long as es. Not thread-safe on one es (demangling caches into it).
+ */
+const char *elfsym__lookup(struct elfsym *es, uint64_t file_off, uint64_t *sym_off);
+
+/* Same by ELF virtual address directly. */
+const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sym_off);
+
+/* File offset -> ELF virtual address through PT_LOAD. Returns 0, or -ENOENT when no segment
+ * holds the offset. */
+int elfsym__file_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
+
+uint64_t elfsym__count(const struct elfsym *es);	/* symbols loaded (after dedupe) */
+
+struct elfsym_stats {
+	uint64_t symtab;	/* function symbols taken from .symtab (the file's or the debug file's) */
+	uint64_t dynsym;	/* function symbols taken from .dynsym */
+	uint64_t skipped;	/* symbols that are not functions: data, undefined, unnamed, absolute */
+	uint64_t malformed;	/* bad name offset or section index, unreadable table */
+	uint64_t aliases;	/* dropped because another name at the same address was preferred */
+	uint64_t capped;	/* dropped because a cap (symbols, segments) was hit */
+	uint64_t debug_rejected;	/* debug files found but refused (build id / CRC mismatch, no .symtab) */
+	uint64_t segments;	/* PT_LOAD segments kept */
+};
+void elfsym__stats(const struct elfsym *es, struct elfsym_stats *out);
+
+#endif /* SPANPROF_ELFSYM_H */

@@ -1,0 +1,458 @@
+/* kallsyms.c: parse /proc/kallsyms into a sorted table of kernel text symbols. */
+#include "kallsyms.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_MODULE_NAME 255u	/* MODULE_NAME_LEN is 56; "[__builtin__ftrace]" and friends fit */
+#define MAX_MODULES	65535u
+
+struct ksym {
+	uint64_t addr;
+	uint64_t end;		/* exclusive */
+	const char *name;
+	uint32_t module;	/* index into modules; 0 = vmlinux */
+};
+
+struct ksyms {
+	struct ksym *syms;
+	size_t n;
+	char *pool;		/* every kept name, NUL-terminated */
+	char **modules;		/* modules[0] is NULL (vmlinux) */
+	size_t n_modules;
+	struct ksyms_stats stats;
+};
+
+/* A parsed line while the table is built. Non-text symbols are kept as boundaries only: they
+ * end the text symbol before them. */
+struct ent {
+	uint64_t addr;
+	uint32_t name_off;
+	uint32_t name_len;
+	uint32_t index;
+	uint32_t module;
+	uint8_t is_text;
+	uint8_t rank;		/* T 0, W 1, t 2, w 3: at one address the global name wins */
+};
+
+struct builder {
+	struct ksyms *ks;
+	struct ent *ents;
+	size_t n, cap;
+	size_t pool_len, pool_cap;
+	size_t modules_cap;
+	uint32_t last_module;	/* module lines come in runs: one compare finds the index */
+};
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int type_rank(char t, int *is_text)
+{
+	*is_text = 1;
+	switch (t) {
+	case 'T': return 0;
+	case 'W': return 1;
+	case 't': return 2;
+	case 'w': return 3;
+	}
+	*is_text = 0;
+	return 4;
+}
+
+/* Index of module name (interned), 0 when name is empty. Returns -ENOMEM / -E2BIG. */
+static int module_index(struct builder *b, const char *name, size_t len, uint32_t *out)
+{
+	struct ksyms *ks = b->ks;
+	size_t i;
+	char *copy;
+
+	if (len == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (b->last_module && strlen(ks->modules[b->last_module]) == len &&
+	    memcmp(ks->modules[b->last_module], name, len) == 0) {
+		*out = b->last_module;
+		return 0;
+	}
+	for (i = 1; i < ks->n_modules; i++) {
+		if (strlen(ks->modules[i]) == len && memcmp(ks->modules[i], name, len) == 0) {
+			*out = b->last_module = i;
+			return 0;
+		}
+	}
+	if (ks->n_modules >= MAX_MODULES)
+		return -E2BIG;
+	if (ks->n_modules == b->modules_cap) {
+		size_t cap = b->modules_cap ? b->modules_cap * 2 : 16;
+		char **nm = realloc(ks->modules, cap * sizeof(*nm));
+
+		if (!nm)
+			return -ENOMEM;
+		ks->modules = nm;
+		b->modules_cap = cap;
+	}
+	copy = strndup(name, len);
+	if (!copy)
+		return -ENOMEM;
+	ks->modules[ks->n_modules] = copy;
+	*out = b->last_module = ks->n_modules++;
+	ks->stats.modules++;
+	return 0;
+}
+
+static int push_ent(struct builder *b, const struct ent *e, const char *name)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		struct ent *ne = realloc(b->ents, cap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		b->ents = ne;
+		b->cap = cap;
+	}
+	b->ents[b->n] = *e;
+	if (e->is_text) {
+		if (b->pool_len + e->name_len + 1 > b->pool_cap) {
+			size_t cap = b->pool_cap ? b->pool_cap * 2 : 65536;
+			char *np;
+
+			while (cap < b->pool_len + e->name_len + 1)
+				cap *= 2;
+			np = realloc(b->ks->pool, cap);
+			if (!np)
+				return -ENOMEM;
+			b->ks->pool = np;
+			b->pool_cap = cap;
+		}
+		b->ents[b->n].name_off = b->pool_len;
+		memcpy(b->ks->pool + b->pool_len, name, e->name_len);
+		b->ks->pool[b->pool_len + e->name_len] = '\0';
+		b->pool_len += e->name_len + 1;
+	}
+	b->n++;
+	return 0;
+}
+
+/* One line "addr type name[\t[module]]" without its newline. Returns 0 (kept or counted) or
+ * -ENOMEM. */
+static int parse_line(struct builder *b, const char *p, size_t len)
+{
+	struct ksyms_stats *st = &b->ks->stats;
+	const char *end = p + len, *name, *mod = NULL;
+	size_t ndigits = 0, name_len, mod_len = 0;
+	uint64_t addr = 0;
+	struct ent e = { 0 };
+	int is_text, d, err;
+	char type;
+
+	st->lines++;
+	if (len > KSYMS_MAX_LINE)
+		goto malformed;
+	while (p < end && (d = hexval(*p)) >= 0) {
+		if (++ndigits > 16)
+			goto malformed;
+		addr = addr << 4 | (uint64_t)d;
+		p++;
+	}
+	if (ndigits == 0 || p + 3 > end || p[0] != ' ' || p[2] != ' ')
+		goto malformed;
+	type = p[1];
+	p += 3;
+	name = p;
+	while (p < end && *p != '\t' && *p != ' ')
+		p++;
+	name_len = p - name;
+	if (name_len == 0)
+		goto malformed;
+	while (p < end && (*p == '\t' || *p == ' '))
+		p++;
+	if (p < end) {
+		/* "[module]" and nothing after it. */
+		if (*p != '[' || end[-1] != ']' || end - p < 3)
+			goto malformed;
+		mod = p + 1;
+		mod_len = end - 1 - mod;
+		if (mod_len > MAX_MODULE_NAME || memchr(mod, ']', mod_len) || memchr(mod, ' ', mod_len))
+			goto malformed;
+	}
+
+	e.rank = type_rank(type, &is_text);
+	/* Any other letter (data, bss, rodata, ...) is a boundary; anything else is not kallsyms. */
+	if (!is_text && !((type >= 'a' && type <= 'z') || (type >= 'A' && type <= 'Z')))
+		goto malformed;
+	if (addr == 0) {
+		st->zero_addr++;
+		return 0;
+	}
+	/* Absolute symbols are values (percpu offsets and such), not places in the text. */
+	if (type == 'a' || type == 'A') {
+		st->other++;
+		return 0;
+	}
+	if (b->n >= KSYMS_MAX_SYMS) {
+		st->capped++;
+		return 0;
+	}
+	err = module_index(b, mod, mod_len, &e.module);
+	if (err == -E2BIG) {
+		st->capped++;
+		return 0;
+	}
+	if (err)
+		return err;
+	e.addr = addr;
+	e.is_text = is_text;
+	e.name_len = is_text ? name_len : 0;
+	e.index = b->n;
+	if (is_text)
+		st->text++;
+	else
+		st->other++;
+	return push_ent(b, &e, name);
+
+malformed:
+	st->malformed++;
+	return 0;
+}
+
+/* Address order; at one address text before boundaries, then the preferred name. */
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->is_text != y->is_text)
+		return x->is_text > y->is_text ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+static int build_table(struct builder *b)
+{
+	struct ksyms *ks = b->ks;
+	size_t i, j, n = 0;
+
+	qsort(b->ents, b->n, sizeof(*b->ents), ent_cmp);
+	ks->syms = calloc(b->n ? b->n : 1, sizeof(*ks->syms));
+	if (!ks->syms)
+		return -ENOMEM;
+	for (i = 0; i < b->n; i = j) {
+		const struct ent *e = &b->ents[i];
+		uint64_t end;
+
+		for (j = i + 1; j < b->n && b->ents[j].addr == e->addr; j++) {
+			if (b->ents[j].is_text)
+				ks->stats.aliases++;
+		}
+		if (!e->is_text)
+			continue;
+		/* No sizes in kallsyms: up to the next symbol, and only a bounded tail where the
+		 * next symbol belongs to someone else (module gaps, end of the list). */
+		if (j < b->n && b->ents[j].module == e->module) {
+			end = b->ents[j].addr;
+		} else {
+			end = e->addr + KSYMS_TAIL_MAX < e->addr ? UINT64_MAX : e->addr + KSYMS_TAIL_MAX;
+			if (j < b->n && b->ents[j].addr < end)
+				end = b->ents[j].addr;
+		}
+		ks->syms[n++] = (struct ksym){
+			.addr = e->addr, .end = end, .module = e->module,
+			.name = (const char *)(uintptr_t)e->name_off,	/* pool may still move */
+		};
+	}
+	for (i = 0; i < n; i++)
+		ks->syms[i].name = ks->pool + (uintptr_t)ks->syms[i].name;
+	ks->n = n;
+	return 0;
+}
+
+struct ksyms *ksyms__parse(const char *buf, size_t len)
+{
+	struct builder b = { 0 };
+	const char *p = buf, *end, *nl;
+	int err;
+
+	b.ks = calloc(1, sizeof(*b.ks));
+	if (!b.ks) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b.ks->modules = calloc(16, sizeof(char *));
+	if (!b.ks->modules) {
+		err = -ENOMEM;
+		goto free_ks;
+	}
+	b.modules_cap = 16;
+	b.ks->n_modules = 1;
+	if (len > KSYMS_MAX_BYTES) {
+		/* Keep whole lines only. */
+		b.ks->stats.capped++;
+		len = KSYMS_MAX_BYTES;
+		while (len > 0 && buf[len - 1] != '\n')
+			len--;
+	}
+	end = buf ? buf + len : buf;
+	while (p && p < end) {
+		nl = memchr(p, '\n', end - p);
+		if (!nl)
+			nl = end;
+		if (nl > p) {
+			err = parse_line(&b, p, nl - p);
+			if (err)
+				goto free_ks;
+		}
+		p = nl + 1;
+	}
+	if (b.ks->stats.text == 0) {
+		/* Everything zero: kptr_restrict (or not root) hides the addresses. */
+		err = b.ks->stats.zero_addr ? -ENODATA : -EINVAL;
+		goto free_ks;
+	}
+	err = build_table(&b);
+	if (err)
+		goto free_ks;
+	free(b.ents);
+	return b.ks;
+
+free_ks:
+	free(b.ents);
+	ksyms__free(b.ks);
+	errno = -err;
+	return NULL;
+}
+
+struct ksyms *ksyms__load(const char *path)
+{
+	size_t len = 0, cap = 1 << 20;
+	struct ksyms *ks = NULL;
+	char *buf, *nb;
+	ssize_t n;
+	int fd, err = 0, capped = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	if (!buf) {
+		err = ENOMEM;
+		goto close_fd;
+	}
+	for (;;) {
+		if (len == cap) {
+			if (cap >= KSYMS_MAX_BYTES) {
+				capped = 1;
+				break;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				err = ENOMEM;
+				goto free_buf;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			goto free_buf;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	if (capped) {
+		while (len > 0 && buf[len - 1] != '\n')
+			len--;
+	}
+	ks = ksyms__parse(buf, len);
+	if (!ks)
+		err = errno;
+	else
+		ks->stats.capped += capped;
+
+free_buf:
+	free(buf);
+close_fd:
+	close(fd);
+	if (err)
+		errno = err;
+	return ks;
+}
+
+const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_off,
+			  const char **module)
+{
+	size_t lo = 0, hi;
+	const struct ksym *s;
+
+	if (!ks || ks->n == 0)
+		return NULL;
+	hi = ks->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	s = &ks->syms[lo - 1];
+	if (addr >= s->end)
+		return NULL;
+	if (sym_off)
+		*sym_off = addr - s->addr;
+	if (module)
+		*module = ks->modules[s->module];
+	return s->name;
+}
+
+uint64_t ksyms__count(const struct ksyms *ks)
+{
+	return ks ? ks->n : 0;
+}
+
+void ksyms__stats(const struct ksyms *ks, struct ksyms_stats *out)
+{
+	if (ks)
+		*out = ks->stats;
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+void ksyms__free(struct ksyms *ks)
+{
+	size_t i;
+
+	if (!ks)
+		return;
+	for (i = 1; i < ks->n_modules; i++)
+		free(ks->modules[i]);
+	free(ks->modules);
+	free(ks->syms);
+	free(ks->pool);
+	free(ks);
+}
