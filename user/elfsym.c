@@ -66,6 +66,7 @@ struct sec {
 
 struct elfsym {
 	struct sym *syms;
+	uint64_t *addrs;	/* syms[i].addr again, packed: the binary search touches fewer lines */
 	size_t n;
 	struct seg segs[MAX_SEGS];
 	size_t n_segs;
@@ -674,7 +675,8 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 		return 0;
 	qsort(rv->v, rv->n, sizeof(*rv->v), rawsym_cmp);
 	es->syms = calloc(rv->n, sizeof(*es->syms));
-	if (!es->syms)
+	es->addrs = calloc(rv->n, sizeof(*es->addrs));
+	if (!es->syms || !es->addrs)
 		return -ENOMEM;
 
 	for (i = 0; i < rv->n; i = j) {
@@ -702,6 +704,7 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 		n++;
 	}
 	for (i = 0; i < n; i++) {
+		es->addrs[i] = es->syms[i].addr;
 		if (es->syms[i].end > maxend)
 			maxend = es->syms[i].end;
 		es->syms[i].maxend = maxend;
@@ -789,6 +792,7 @@ void elfsym__free(struct elfsym *es)
 			free((char *)es->syms[i].name);
 	}
 	free(es->syms);
+	free(es->addrs);
 	for (i = 0; i < sizeof(es->strtabs) / sizeof(es->strtabs[0]); i++)
 		free(es->strtabs[i]);
 	free(es->debug_path);
@@ -872,7 +876,7 @@ const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sy
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (es->syms[mid].addr <= vaddr)
+		if (es->addrs[mid] <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;

@@ -19,6 +19,7 @@ struct ksym {
 
 struct ksyms {
 	struct ksym *syms;
+	uint64_t *addrs;	/* syms[i].addr again, packed: the binary search touches fewer lines */
 	size_t n;
 	char *pool;		/* every kept name, NUL-terminated */
 	char **modules;		/* modules[0] is NULL (vmlinux) */
@@ -254,7 +255,8 @@ static int build_table(struct builder *b)
 
 	qsort(b->ents, b->n, sizeof(*b->ents), ent_cmp);
 	ks->syms = calloc(b->n ? b->n : 1, sizeof(*ks->syms));
-	if (!ks->syms)
+	ks->addrs = calloc(b->n ? b->n : 1, sizeof(*ks->addrs));
+	if (!ks->syms || !ks->addrs)
 		return -ENOMEM;
 	for (i = 0; i < b->n; i = j) {
 		const struct ent *e = &b->ents[i];
@@ -280,8 +282,10 @@ static int build_table(struct builder *b)
 			.name = (const char *)(uintptr_t)e->name_off,	/* pool may still move */
 		};
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ks->syms[i].name = ks->pool + (uintptr_t)ks->syms[i].name;
+		ks->addrs[i] = ks->syms[i].addr;
+	}
 	ks->n = n;
 	return 0;
 }
@@ -413,7 +417,7 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ks->syms[mid].addr <= addr)
+		if (ks->addrs[mid] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -453,6 +457,7 @@ void ksyms__free(struct ksyms *ks)
 		free(ks->modules[i]);
 	free(ks->modules);
 	free(ks->syms);
+	free(ks->addrs);
 	free(ks->pool);
 	free(ks);
 }
