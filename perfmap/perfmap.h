@@ -34,6 +34,14 @@ struct perfmap_stats {
 	uint64_t capped;	/* input dropped because a cap (file size, line length, entries) hit */
 	uint64_t bytes;		/* bytes consumed so far, both files */
 	uint64_t entries;	/* ranges in the index */
+	/* Added by the perfmap core (issue 3): */
+	uint64_t dups;		/* perf map lines dropped as twins of jitdump records */
+	uint64_t partial;	/* bytes of an unfinished trailing line/record seen so far */
+	uint64_t jitdump_flags;	/* header flags; bit 0 (ARCH_TIMESTAMP) voids record times */
+	uint32_t jitdump_version;	/* 0 until a valid header was read */
+	uint32_t jitdump_pid;	/* pid in the jitdump header */
+	uint32_t jitdump_stopped;	/* 1: a record with impossible framing ended the stream */
+	uint32_t map_stale;	/* 1: the perf map shrank under us (-ESTALE was returned) */
 };
 
 struct perfmap_limits {
@@ -41,7 +49,9 @@ struct perfmap_limits {
 	uint32_t max_line;		/* longest accepted perf map line (default 8 KiB) */
 	uint32_t max_record;		/* largest jitdump record (default 16 MiB) */
 	uint64_t max_entries;		/* index cap (default 16 M) */
+	uint64_t max_range;		/* largest accepted code range (default 64 MiB) */
 };
+/* A zero field in struct perfmap_limits means its default. */
 
 /* Constructors return NULL and set errno. limits may be NULL for the defaults. */
 struct perfmap *perfmap__new(const struct perfmap_limits *limits);
@@ -66,8 +76,13 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
 
+/* Perf map lines carry no time, so a line is ranked against overlapping jitdump records by the
+ * CLOCK_MONOTONIC time it was fed (an upper bound of its load time). Tests and replays can pin
+ * that time: now_ns != 0 is used for all later feeds, 0 returns to the clock. */
+void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns);
+
 /* Split "name[Tier]" into name and tier in place-free form: returns the name length without the
- * suffix and points *tier/*tier_len at the tier inside the brackets (len 0 when none). */
+ * suffix and points *tier, *tier_len at the tier inside the brackets (len 0 when none). */
 size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size_t *tier_len);
 
 #endif /* SPANPROF_PERFMAP_H */

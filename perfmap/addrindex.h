@@ -1,0 +1,64 @@
+/* addrindex.h: private address index behind perfmap: overlapping, time-stamped code ranges. */
+#ifndef SPANPROF_ADDRINDEX_H
+#define SPANPROF_ADDRINDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfmap.h"
+
+/*
+ * Ranges are only ever appended (the runtime never retracts a line). Lookup rules, in order:
+ *   1. a range loaded after the sample (load_ns > time_ns, both known) does not exist yet;
+ *   2. a stub block (ADDRINDEX_BLOCK) loses against any other range: the smallest block wins;
+ *   3. otherwise the newest range (highest order, then highest id) wins: freed code is
+ *      reused, and whatever was written last at an address is what runs there.
+ * Appends go to an unsorted tail; a lookup turns the tail into a sorted run and merges runs
+ * log-structured (a run is merged into the previous one while that is at most GROWTH times
+ * bigger), so lookups search O(log n) runs and each entry is copied O(log n) times.
+ */
+struct addrindex;
+
+enum addrindex_flags {
+	ADDRINDEX_BLOCK = 1,	/* a stub block: container of stubs, not code of its own */
+};
+
+struct addrindex_shape {
+	uint64_t entries;	/* appended, hidden ones included */
+	uint64_t hidden;
+	uint64_t tail;		/* appended but not yet in a run */
+	uint32_t runs;
+	uint64_t slots;		/* distinct ranges over all runs */
+	uint64_t bytes;		/* memory held by entries and runs */
+	uint64_t merges;	/* run merges done so far */
+};
+
+/* Constructor returns NULL and sets errno. */
+struct addrindex *addrindex__new(void);
+void addrindex__free(struct addrindex *ix);	/* NULL-safe */
+
+/* Append sym (copied; name/tier pointers must outlive the index). order ranks overlapping
+ * ranges: higher is newer. Returns the entry id (>= 0), -EINVAL (empty or wrapping range),
+ * -ENOMEM or -EOVERFLOW (4G entries). */
+int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint64_t order,
+		       unsigned flags);
+
+/* Exclude an entry from lookups (it duplicates another one). */
+void addrindex__hide(struct addrindex *ix, uint32_t id);
+bool addrindex__hidden(const struct addrindex *ix, uint32_t id);
+
+/* The entry with this id, or NULL when out of range. */
+const struct perfmap_sym *addrindex__get(const struct addrindex *ix, uint32_t id);
+
+/* Find the code live at addr at time_ns (0 = newest), by the rules above. NULL when none.
+ * Valid until the next add or free. Never fails: without memory to build a run it scans. */
+const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr, uint64_t time_ns);
+
+/* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */
+int addrindex__flush(struct addrindex *ix);
+
+uint64_t addrindex__count(const struct addrindex *ix);
+void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out);
+
+#endif /* SPANPROF_ADDRINDEX_H */

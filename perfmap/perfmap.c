@@ -1,0 +1,614 @@
+/* perfmap.c: perfmap object, perf-<pid>.map line reader, name interning and twin dedup. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perfmap_int.h"
+
+#define ARENA_CHUNK	(256u << 10)
+#define READ_BUF	(256u << 10)
+#define MAX_TIER_LEN	64
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	char data[];
+};
+
+/* ---- hashing and interning ---------------------------------------------------------------- */
+
+static inline uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0x100000001b3ULL);
+	uint64_t w;
+
+	while (n >= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x87c37b91114253d5ULL;
+		h ^= h >> 31;
+		p += 8;
+		n -= 8;
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	return mix64(h ^ w);
+}
+
+static void intern_free(struct intern *in)
+{
+	struct arena_chunk *c = in->chunks;
+
+	while (c) {
+		struct arena_chunk *next = c->next;
+
+		free(c);
+		c = next;
+	}
+	free(in->tab);
+	memset(in, 0, sizeof(*in));
+}
+
+static int intern_grow(struct intern *in)
+{
+	uint32_t cap = in->cap ? in->cap * 2 : 1024;
+	struct intern_slot *tab;
+
+	if (cap < in->cap)
+		return -ENOMEM;
+	tab = calloc(cap, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < in->cap; i++) {
+		uint32_t j;
+
+		if (!in->tab[i].s)
+			continue;
+		for (j = in->tab[i].hash & (cap - 1); tab[j].s; j = (j + 1) & (cap - 1))
+			;
+		tab[j] = in->tab[i];
+	}
+	free(in->tab);
+	in->tab = tab;
+	in->cap = cap;
+	return 0;
+}
+
+/* The one stored copy of s[0..len), NUL-terminated; NULL when out of memory. */
+static const char *intern(struct intern *in, const char *s, size_t len)
+{
+	uint32_t h, i;
+	char *copy;
+
+	if (len > UINT32_MAX - 1)
+		return NULL;
+	if ((in->n + 1) * 2 > in->cap && intern_grow(in))
+		return NULL;
+	h = (uint32_t)hash_bytes(s, len);
+	for (i = h & (in->cap - 1); in->tab[i].s; i = (i + 1) & (in->cap - 1))
+		if (in->tab[i].hash == h && in->tab[i].len == len && !memcmp(in->tab[i].s, s, len))
+			return in->tab[i].s;
+	if (in->avail < len + 1) {
+		size_t sz = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
+		struct arena_chunk *c = malloc(sizeof(*c) + sz);
+
+		if (!c)
+			return NULL;
+		c->next = in->chunks;
+		in->chunks = c;
+		in->used = 0;
+		in->avail = sz;
+		in->bytes += sz;
+	}
+	copy = in->chunks->data + in->used;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	in->used += len + 1;
+	in->avail -= len + 1;
+	in->tab[i].s = copy;
+	in->tab[i].hash = h;
+	in->tab[i].len = (uint32_t)len;
+	in->n++;
+	return copy;
+}
+
+/* ---- twins: one piece of code logged to both files ---------------------------------------- */
+
+static uint64_t twin_hash(const struct perfmap_sym *s)
+{
+	return mix64(s->start ^ mix64(s->size ^ ((uint64_t)(uintptr_t)s->name << 1) ^
+				      ((uint64_t)(uintptr_t)s->tier << 17)));
+}
+
+static struct twin_bucket *twin_slot(struct twin_bucket *tab, uint32_t cap,
+				     const struct addrindex *ix, const struct perfmap_sym *s)
+{
+	uint32_t i = (uint32_t)twin_hash(s) & (cap - 1);
+
+	for (;; i = (i + 1) & (cap - 1)) {
+		struct twin_bucket *b = &tab[i];
+		const struct perfmap_sym *o;
+
+		if (!b->map_id && !b->jit_id)
+			return b;
+		o = addrindex__get(ix, (b->map_id ? b->map_id : b->jit_id) - 1);
+		if (o->start == s->start && o->size == s->size && o->name == s->name &&
+		    o->tier == s->tier)
+			return b;
+	}
+}
+
+static int twin_grow(struct perfmap *pm)
+{
+	uint32_t cap = pm->twin_cap ? pm->twin_cap * 2 : 4096;
+	struct twin_bucket *tab;
+
+	if (cap < pm->twin_cap)
+		return -ENOMEM;
+	tab = calloc(cap, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < pm->twin_cap; i++) {
+		struct twin_bucket *b = &pm->twins[i];
+
+		if (!b->map_id && !b->jit_id)
+			continue;
+		*twin_slot(tab, cap, pm->ix,
+			   addrindex__get(pm->ix, (b->map_id ? b->map_id : b->jit_id) - 1)) = *b;
+	}
+	free(pm->twins);
+	pm->twins = tab;
+	pm->twin_cap = cap;
+	return 0;
+}
+
+static int twin_note(struct perfmap *pm, uint32_t id, int source)
+{
+	const struct perfmap_sym *s = addrindex__get(pm->ix, id);
+	struct twin_bucket *b;
+
+	if ((pm->twin_n + 1) * 2 > pm->twin_cap && twin_grow(pm))
+		return -ENOMEM;
+	b = twin_slot(pm->twins, pm->twin_cap, pm->ix, s);
+	if (!b->map_id && !b->jit_id)
+		pm->twin_n++;
+	if (source == PERFMAP_SRC_MAP)
+		b->map_id = id + 1;
+	else
+		b->jit_id = id + 1;
+	return 0;
+}
+
+/* The second source just started: index what the first one produced. */
+static int twins_start(struct perfmap *pm)
+{
+	uint64_t n = addrindex__count(pm->ix);
+	int err = twin_grow(pm);
+
+	for (uint64_t id = 0; !err && id < n; id++)
+		if (!addrindex__hidden(pm->ix, (uint32_t)id))
+			err = twin_note(pm, (uint32_t)id, addrindex__get(pm->ix, (uint32_t)id)->source);
+	if (err) {
+		free(pm->twins);
+		pm->twins = NULL;
+		pm->twin_cap = pm->twin_n = 0;
+	}
+	return err;
+}
+
+/* ---- object ------------------------------------------------------------------------------- */
+
+struct perfmap *perfmap__new(const struct perfmap_limits *limits)
+{
+	struct perfmap *pm = calloc(1, sizeof(*pm));
+
+	if (!pm)
+		goto err_nomem;
+	if (limits)
+		pm->lim = *limits;
+	if (!pm->lim.max_file_bytes)
+		pm->lim.max_file_bytes = PERFMAP_DEF_MAX_FILE;
+	if (!pm->lim.max_line)
+		pm->lim.max_line = PERFMAP_DEF_MAX_LINE;
+	if (!pm->lim.max_record)
+		pm->lim.max_record = PERFMAP_DEF_MAX_RECORD;
+	if (!pm->lim.max_entries)
+		pm->lim.max_entries = PERFMAP_DEF_MAX_ENTRIES;
+	if (!pm->lim.max_range)
+		pm->lim.max_range = PERFMAP_DEF_MAX_RANGE;
+	pm->ix = addrindex__new();
+	if (!pm->ix)
+		goto err_free_pm;
+	return pm;
+
+err_free_pm:
+	free(pm);
+err_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void perfmap__free(struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	addrindex__free(pm->ix);
+	intern_free(&pm->names);
+	free(pm->map.line);
+	jd_reader_free(&pm->jd);
+	free(pm->twins);
+	free(pm->rbuf);
+	free(pm);
+}
+
+void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns)
+{
+	if (pm)
+		pm->pinned_now = now_ns;
+}
+
+static void feed_clock(struct perfmap *pm)
+{
+	struct timespec ts;
+
+	if (pm->pinned_now) {
+		pm->feed_now = pm->pinned_now;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	pm->feed_now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+size_t perfmap_file_room(struct perfmap *pm, uint64_t *fed, bool *capped, size_t len)
+{
+	uint64_t room = *fed < pm->lim.max_file_bytes ? pm->lim.max_file_bytes - *fed : 0;
+
+	if (len > room) {
+		if (!*capped) {
+			*capped = true;
+			pm->st.capped++;
+		}
+		len = (size_t)room;
+	}
+	*fed += len;
+	pm->st.bytes += len;
+	feed_clock(pm);
+	return len;
+}
+
+/* ---- tiers and insertion ------------------------------------------------------------------ */
+
+static inline bool tier_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-';
+}
+
+size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size_t *tier_len)
+{
+	size_t close, open;
+
+	*tier = name ? name + len : "";
+	*tier_len = 0;
+	if (!name || len < 4 || name[len - 1] != ']')
+		return len;
+	close = len - 1;
+	for (open = close; open > 0 && tier_char(name[open - 1]); open--)
+		;
+	/* name[open - 1] must be '[', with a name before it and a word starting with a letter */
+	if (open < 2 || name[open - 1] != '[' || open == close || close - open > MAX_TIER_LEN)
+		return len;
+	if (!((name[open] >= 'A' && name[open] <= 'Z') || (name[open] >= 'a' && name[open] <= 'z')))
+		return len;
+	*tier = name + open;
+	*tier_len = close - open;
+	return open - 1;
+}
+
+/* A stub block (.NET's ReportStubBlock, "stub ReportStubBlock<Kind>" or "stub<N> ...") holds
+ * other stubs; it must not hide the single stubs logged inside it. */
+static bool is_stub_block(const char *name, size_t len)
+{
+	return len > 5 && !memcmp(name, "stub", 4) && memmem(name, len, "Block<", 6);
+}
+
+int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load_ns,
+		const char *name, size_t len, int source)
+{
+	struct perfmap_sym sym;
+	const char *tier;
+	size_t tier_len, name_len;
+	int64_t id;
+	int err;
+
+	if (!size || size > pm->lim.max_range || start + size < start || !len) {
+		pm->st.malformed++;
+		return 0;
+	}
+	if (source == PERFMAP_SRC_MAP)
+		pm->st.lines++;
+	else
+		pm->st.records++;
+	if (addrindex__count(pm->ix) >= pm->lim.max_entries) {
+		pm->st.capped++;
+		return 0;
+	}
+	name_len = perfmap__split_tier(name, len, &tier, &tier_len);
+	sym.start = start;
+	sym.size = size;
+	sym.load_ns = load_ns;
+	sym.source = source;
+	sym.name = intern(&pm->names, name, name_len);
+	sym.tier = tier_len ? intern(&pm->names, tier, tier_len) : "";
+	if (!sym.name || !sym.tier)
+		return -ENOMEM;
+
+	if (!pm->twins && ((source == PERFMAP_SRC_MAP && pm->have_jit) ||
+			   (source == PERFMAP_SRC_JITDUMP && pm->have_map))) {
+		err = twins_start(pm);
+		if (err)
+			return err;
+	}
+	if (pm->twins) {
+		struct twin_bucket *b = twin_slot(pm->twins, pm->twin_cap, pm->ix, &sym);
+
+		if (source == PERFMAP_SRC_MAP && b->jit_id) {
+			pm->st.dups++;	/* jitdump already has it, with a time */
+			return 0;
+		}
+		if (source == PERFMAP_SRC_JITDUMP && b->map_id &&
+		    !addrindex__hidden(pm->ix, b->map_id - 1)) {
+			addrindex__hide(pm->ix, b->map_id - 1);
+			pm->st.dups++;
+		}
+	}
+	id = addrindex__add(pm->ix, &sym, load_ns ? load_ns : pm->feed_now,
+			    is_stub_block(name, name_len) ? ADDRINDEX_BLOCK : 0);
+	if (id == -ENOMEM)
+		return -ENOMEM;
+	if (id < 0) {
+		pm->st.capped++;
+		return 0;
+	}
+	if (source == PERFMAP_SRC_MAP)
+		pm->have_map = true;
+	else
+		pm->have_jit = true;
+	if (pm->twins)
+		return twin_note(pm, (uint32_t)id, source);
+	return 0;
+}
+
+/* ---- perf map lines ----------------------------------------------------------------------- */
+
+/* Hex number with an optional 0x; at most 16 digits. */
+static bool parse_hex(const char **pp, const char *end, uint64_t *out)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (end - p >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	for (; p < end; p++, digits++) {
+		char c = *p;
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		if (digits == 16)
+			return false;
+		v = v << 4 | d;
+	}
+	if (!digits)
+		return false;
+	*out = v;
+	*pp = p;
+	return true;
+}
+
+static bool skip_blanks(const char **pp, const char *end)
+{
+	const char *p = *pp;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == *pp)
+		return false;
+	*pp = p;
+	return true;
+}
+
+/* One line without its newline: "START SIZE NAME", name = rest of the line. */
+static int map_line(struct perfmap *pm, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+	uint64_t start, size;
+
+	if (len && s[len - 1] == '\r')
+		end--;
+	if ((size_t)(end - s) > pm->lim.max_line) {
+		pm->st.capped++;
+		return 0;
+	}
+	if (memchr(s, '\0', (size_t)(end - s)) || !parse_hex(&p, end, &start) ||
+	    !skip_blanks(&p, end) || !parse_hex(&p, end, &size) || !skip_blanks(&p, end) ||
+	    p == end) {
+		pm->st.malformed++;
+		return 0;
+	}
+	return perfmap_add(pm, start, size, 0, p, (size_t)(end - p), PERFMAP_SRC_MAP);
+}
+
+static int line_append(struct perfmap *pm, const char *p, size_t n)
+{
+	struct map_reader *m = &pm->map;
+
+	if (m->len + n > m->cap) {
+		size_t cap = m->cap ? m->cap : 256;
+		char *line;
+
+		while (cap < m->len + n)
+			cap *= 2;
+		line = realloc(m->line, cap);
+		if (!line)
+			return -ENOMEM;
+		m->line = line;
+		m->cap = cap;
+	}
+	memcpy(m->line + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+int perfmap__feed_map(struct perfmap *pm, const char *buf, size_t len)
+{
+	struct map_reader *m;
+	const char *p, *end;
+	int err = 0;
+
+	if (!pm || (!buf && len))
+		return -EINVAL;
+	m = &pm->map;
+	len = perfmap_file_room(pm, &m->fed, &m->capped_file, len);
+	for (p = buf, end = buf + len; p < end && !err;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t seg = (size_t)((nl ? nl : end) - p);
+		const char *next = nl ? nl + 1 : end;
+
+		if (m->discarding) {
+			m->discarding = !nl;
+		} else if (!m->len && nl) {
+			err = map_line(pm, p, seg);	/* whole line in this buffer: no copy */
+		} else if (m->len + seg > pm->lim.max_line + (size_t)1) {
+			/* +1: a '\r' before the newline is not part of the line */
+			pm->st.capped++;
+			m->len = 0;
+			m->discarding = !nl;
+		} else {
+			err = line_append(pm, p, seg);
+			if (!err && nl) {
+				err = map_line(pm, m->line, m->len);
+				m->len = 0;
+			}
+		}
+		p = next;
+	}
+	return err;
+}
+
+/* ---- file descriptors --------------------------------------------------------------------- */
+
+typedef int (*feed_fn)(struct perfmap *pm, const void *buf, size_t len);
+
+static int feed_map_fn(struct perfmap *pm, const void *buf, size_t len)
+{
+	return perfmap__feed_map(pm, buf, len);
+}
+
+static int feed_jd_fn(struct perfmap *pm, const void *buf, size_t len)
+{
+	return perfmap__feed_jitdump(pm, buf, len);
+}
+
+static int64_t read_fd(struct perfmap *pm, int fd, uint64_t *off, const uint64_t *fed, feed_fn feed,
+		       bool *stale)
+{
+	struct stat sb;
+	int64_t total = 0;
+	int err;
+
+	if (!pm)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	if (fstat(fd, &sb))
+		return -errno;
+	if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size < *off) {
+		if (stale)
+			*stale = true;
+		return -ESTALE;	/* truncated: the file was rewritten, e.g. for a reused pid */
+	}
+	if (!pm->rbuf) {
+		pm->rbuf = malloc(READ_BUF);
+		if (!pm->rbuf)
+			return -ENOMEM;
+	}
+	while (*fed < pm->lim.max_file_bytes) {
+		uint64_t room = pm->lim.max_file_bytes - *fed;
+		ssize_t n = pread(fd, pm->rbuf, room < READ_BUF ? (size_t)room : READ_BUF,
+				  (off_t)*off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		*off += (uint64_t)n;
+		total += n;
+		err = feed(pm, pm->rbuf, (size_t)n);
+		if (err)
+			return err;
+	}
+	if (*fed >= pm->lim.max_file_bytes && (uint64_t)sb.st_size > *off) {
+		err = feed(pm, pm->rbuf, 1);	/* over the cap: dropped, counted once */
+		if (err)
+			return err;
+	}
+	return total;
+}
+
+int64_t perfmap__read_map_fd(struct perfmap *pm, int fd)
+{
+	bool stale = false;
+	int64_t r = read_fd(pm, fd, pm ? &pm->map_off : NULL, pm ? &pm->map.fed : NULL, feed_map_fn,
+			    &stale);
+
+	if (stale)
+		pm->st.map_stale = 1;
+	return r;
+}
+
+int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd)
+{
+	return read_fd(pm, fd, pm ? &pm->jd_off : NULL, pm ? &pm->jd.fed : NULL, feed_jd_fn, NULL);
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns)
+{
+	return pm ? addrindex__lookup(pm->ix, addr, time_ns) : NULL;
+}
+
+void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
+{
+	struct addrindex_shape sh;
+
+	memset(out, 0, sizeof(*out));
+	if (!pm)
+		return;
+	*out = pm->st;
+	addrindex__shape(pm->ix, &sh);
+	out->entries = sh.entries - sh.hidden;
+	out->partial = pm->map.len + jd_reader_partial(&pm->jd);
+}
