@@ -18,213 +18,237 @@
 
 enum kind { K_NATIVE, K_JIT, K_KERNEL, K_LABEL, K_ROOT };
 
-struct node {
-	const char *name;	/* interned in the profile, so equal names are equal pointers */
+/*
+ * The graph is laid out the way flamegraph.pl does it: sort the stacks (root first, frames
+ * compared by name), then one sweep finds where neighbours stop sharing a prefix. A frame is
+ * a run of sorted stacks, so no tree is stored: memory is one record per distinct sample plus
+ * one open frame per depth, and names are compared as precomputed ranks, not strings.
+ */
+struct frame {
+	const char *name;
+	uint64_t start;		/* samples left of it */
 	uint64_t total;		/* inclusive samples */
-	uint64_t start;		/* offset in samples from the left edge */
-	uint32_t parent;
-	uint32_t depth;
+	uint32_t rank;
+	uint32_t depth;		/* "all" is 0 */
 	uint8_t kind;
 };
 
-struct tree {
-	struct node *nodes;
-	size_t n, cap;
-	uint32_t *slots;	/* (parent, name) -> node index + 1, open addressing */
-	size_t mask;
-	size_t used;
+struct rec {
+	const uint32_t *locs;	/* leaf first, owned by the profile */
+	uint32_t n_locs;
+	uint32_t root_rank;	/* rank of the root label value, if root */
+	const char *root;
+	uint64_t count;
 };
 
-static uint64_t mix64(uint64_t x)
+struct graph {
+	const struct profile *p;
+	struct rec *recs;
+	size_t n_recs;
+	uint32_t *loc_rank;	/* by location id */
+	const char **loc_name;
+	uint8_t *loc_kind;
+	uint64_t grand;
+	uint64_t min_count;	/* narrower frames are not drawn */
+	struct frame *open;	/* the sweep's current prefix, by depth - 1 */
+	size_t cap_open;
+	/* filled by the sweep */
+	size_t shown, hidden;
+	uint32_t max_depth;
+};
+
+struct named {
+	const char *s;
+	uint32_t *rank_out;
+};
+
+static int named_cmp(const void *a, const void *b)
 {
-	x ^= x >> 31;
-	x *= 0x7fb5d329728ea185ULL;
-	x ^= x >> 27;
-	x *= 0x81dadef4bc2dd44dULL;
-	x ^= x >> 33;
-	return x;
-}
+	const struct named *x = a, *y = b;
+	int c = x->s == y->s ? 0 : strcmp(x->s, y->s);
 
-static size_t child_hash(uint32_t parent, const char *name)
-{
-	return (size_t)mix64((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ULL ^ parent);
-}
-
-static int tree_grow(struct tree *t)
-{
-	size_t cap = t->slots ? (t->mask + 1) * 2 : 1024, i, j;
-	uint32_t *ns = calloc(cap, sizeof(*ns));
-
-	if (!ns)
-		return -ENOMEM;
-	for (i = 0; t->slots && i <= t->mask; i++) {
-		const struct node *nd;
-
-		if (!t->slots[i])
-			continue;
-		nd = &t->nodes[t->slots[i] - 1];
-		for (j = child_hash(nd->parent, nd->name) & (cap - 1); ns[j]; j = (j + 1) & (cap - 1))
-			;
-		ns[j] = t->slots[i];
-	}
-	free(t->slots);
-	t->slots = ns;
-	t->mask = cap - 1;
-	return 0;
-}
-
-/* Returns the index of parent's child called name, created if new, or -errno. */
-static int64_t tree_child(struct tree *t, uint32_t parent, const char *name, uint8_t kind)
-{
-	size_t i;
-	struct node *nd;
-
-	if (!t->slots || (t->used + 1) * 4 > (t->mask + 1) * 3) {
-		int err = tree_grow(t);
-
-		if (err)
-			return err;
-	}
-	for (i = child_hash(parent, name) & t->mask; t->slots[i]; i = (i + 1) & t->mask) {
-		nd = &t->nodes[t->slots[i] - 1];
-		if (nd->parent == parent && nd->name == name)
-			return t->slots[i] - 1;
-	}
-	if (t->n >= UINT32_MAX - 1)
-		return -ENOSPC;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct node *nn = realloc(t->nodes, cap * sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		t->nodes = nn;
-		t->cap = cap;
-	}
-	nd = &t->nodes[t->n];
-	memset(nd, 0, sizeof(*nd));
-	nd->name = name;
-	nd->parent = parent;
-	nd->depth = t->nodes[parent].depth + 1;
-	nd->kind = kind;
-	t->slots[i] = (uint32_t)(++t->n);
-	t->used++;
-	return (int64_t)t->n - 1;
-}
-
-static uint8_t *location_kinds(const struct profile *p)
-{
-	size_t n = profile__location_count(p), i;
-	uint8_t *kinds = calloc(n + 1, 1);
-	struct pf_location_view lv;
-	struct pf_mapping m;
-
-	if (!kinds)
-		return NULL;
-	for (i = 1; i <= n; i++) {
-		if (profile__location_get(p, (uint32_t)i, &lv) || !lv.mapping_id ||
-		    profile__mapping_get(p, lv.mapping_id, &m))
-			continue;
-		if (m.is_jit)
-			kinds[i] = K_JIT;
-		else if (strncmp(m.filename, "[kernel", 7) == 0 || strcmp(m.filename, "[vmlinux]") == 0)
-			kinds[i] = K_KERNEL;
-	}
-	return kinds;
-}
-
-static int tree_build(const struct profile *p, const char *root_key, struct tree *t)
-{
-	size_t n = profile__sample_count(p), i, j;
-	uint8_t *kinds = location_kinds(p);
-	struct pf_sample_view v;
-	int64_t cur;
-	int err = 0;
-
-	if (!kinds)
-		return -ENOMEM;
-	t->cap = 1024;
-	t->nodes = calloc(t->cap, sizeof(*t->nodes));
-	if (!t->nodes) {
-		err = -ENOMEM;
-		goto free_kinds;
-	}
-	t->nodes[0].name = "all";
-	t->nodes[0].kind = K_ROOT;
-	t->n = 1;
-
-	for (i = 0; i < n; i++) {
-		const char *root = NULL;
-
-		err = profile__sample(p, i, &v);
-		if (err)
-			goto free_kinds;
-		t->nodes[0].total += v.count;
-		cur = 0;
-		if (root_key)
-			root = profile__label(&v, root_key);
-		if (root) {
-			cur = tree_child(t, (uint32_t)cur, root, K_LABEL);
-			if (cur < 0)
-				goto fail;
-			t->nodes[cur].total += v.count;
-		}
-		for (j = v.n_locs; j > 0; j--) {	/* leaf first in the profile */
-			const char *name = profile__location_name(p, v.locs[j - 1]);
-
-			cur = tree_child(t, (uint32_t)cur, name ? name : "[unknown]",
-					 kinds[v.locs[j - 1]]);
-			if (cur < 0)
-				goto fail;
-			t->nodes[cur].total += v.count;
-		}
-	}
-	goto free_kinds;
-fail:
-	err = (int)cur;
-free_kinds:
-	free(kinds);
-	return err;
-}
-
-static int by_parent_then_name(const void *a, const void *b, void *arg)
-{
-	const struct node *nodes = arg;
-	const struct node *x = &nodes[*(const uint32_t *)a], *y = &nodes[*(const uint32_t *)b];
-	int c;
-
-	if (x->parent != y->parent)
-		return x->parent < y->parent ? -1 : 1;
-	c = strcmp(x->name, y->name);
 	return c < 0 ? -1 : c > 0;
 }
 
-/*
- * Children sit side by side in name order inside their parent. A parent is always created
- * before its children, so sorted by parent index, every parent is placed before its children.
- */
-static uint32_t *tree_layout(struct tree *t)
+static uint8_t location_kind(const struct profile *p, uint32_t id)
 {
-	uint32_t *order = malloc(t->n * sizeof(*order));
-	uint64_t next = 0;
-	uint32_t i, parent = UINT32_MAX;
+	struct pf_location_view lv;
+	struct pf_mapping m;
 
-	if (!order)
-		return NULL;
-	for (i = 0; i < t->n; i++)
-		order[i] = i;
-	qsort_r(order + 1, t->n - 1, sizeof(*order), by_parent_then_name, t->nodes);
-	for (i = 1; i < t->n; i++) {
-		struct node *nd = &t->nodes[order[i]];
+	if (profile__location_get(p, id, &lv) || !lv.mapping_id ||
+	    profile__mapping_get(p, lv.mapping_id, &m))
+		return K_NATIVE;
+	if (m.is_jit)
+		return K_JIT;
+	if (strncmp(m.filename, "[kernel", 7) == 0 || strcmp(m.filename, "[vmlinux]") == 0)
+		return K_KERNEL;
+	return K_NATIVE;
+}
 
-		if (nd->parent != parent) {
-			parent = nd->parent;
-			next = t->nodes[parent].start;
-		}
-		nd->start = next;
-		next += nd->total;
+static int rec_cmp(const void *a, const void *b, void *arg);
+
+static void graph_free(struct graph *g)
+{
+	free(g->recs);
+	free(g->loc_rank);
+	free(g->loc_name);
+	free(g->loc_kind);
+	free(g->open);
+}
+
+/* One rank space for location names and root label values: equal strings, equal ranks. */
+static int graph_build(const struct profile *p, const char *root_key, struct graph *g)
+{
+	size_t n_locs = profile__location_count(p), n = profile__sample_count(p), i, k = 0;
+	struct pf_sample_view v;
+	struct named *names;
+	uint32_t rank = 0;
+
+	g->p = p;
+	g->recs = calloc(n + 1, sizeof(*g->recs));
+	g->loc_rank = calloc(n_locs + 1, sizeof(*g->loc_rank));
+	g->loc_name = calloc(n_locs + 1, sizeof(*g->loc_name));
+	g->loc_kind = calloc(n_locs + 1, sizeof(*g->loc_kind));
+	names = calloc(n_locs + n + 1, sizeof(*names));
+	if (!g->recs || !g->loc_rank || !g->loc_name || !g->loc_kind || !names) {
+		free(names);
+		return -ENOMEM;
 	}
-	return order;
+	for (i = 1; i <= n_locs; i++) {
+		const char *name = profile__location_name(p, (uint32_t)i);
+
+		g->loc_name[i] = name && *name ? name : "[unknown]";
+		g->loc_kind[i] = location_kind(p, (uint32_t)i);
+		names[k].s = g->loc_name[i];
+		names[k++].rank_out = &g->loc_rank[i];
+	}
+	for (i = 0; i < n; i++) {
+		struct rec *r = &g->recs[i];
+
+		if (profile__sample(p, i, &v)) {
+			free(names);
+			return -EIO;
+		}
+		r->locs = v.locs;
+		r->n_locs = (uint32_t)v.n_locs;
+		r->count = v.count;
+		r->root = root_key ? profile__label(&v, root_key) : NULL;
+		if (r->root) {
+			names[k].s = r->root;
+			names[k++].rank_out = &r->root_rank;
+		}
+		g->grand += v.count;
+	}
+	g->n_recs = n;
+	qsort(names, k, sizeof(*names), named_cmp);
+	for (i = 0; i < k; i++) {
+		if (i && named_cmp(&names[i - 1], &names[i]) != 0)
+			rank++;
+		*names[i].rank_out = rank;
+	}
+	free(names);
+	qsort_r(g->recs, g->n_recs, sizeof(*g->recs), rec_cmp, g);
+	g->min_count = (uint64_t)((double)g->grand * FG_MIN_PX / (FG_WIDTH - 2 * FG_PAD));
+	return 0;
+}
+
+typedef void (*emit_fn)(struct graph *g, const struct frame *fr, void *arg);
+
+/* The i-th frame (root first) of a record: its root label, then its locations. */
+static void rec_frame(const struct graph *g, const struct rec *r, uint32_t i, struct frame *out)
+{
+	uint32_t loc;
+
+	if (r->root) {
+		if (i == 0) {
+			out->name = r->root;
+			out->rank = r->root_rank;
+			out->kind = K_LABEL;
+			return;
+		}
+		i--;
+	}
+	loc = r->locs[r->n_locs - 1 - i];
+	out->name = g->loc_name[loc];
+	out->rank = g->loc_rank[loc];
+	out->kind = g->loc_kind[loc];
+}
+
+/* Root first, frame by frame by name rank; a prefix sorts before its extensions. */
+static int rec_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rec *x = a, *y = b;
+	const struct graph *g = arg;
+	uint32_t nx = x->n_locs + (x->root ? 1 : 0), ny = y->n_locs + (y->root ? 1 : 0), i;
+	struct frame fx, fy;
+
+	for (i = 0; i < nx && i < ny; i++) {
+		rec_frame(g, x, i, &fx);
+		rec_frame(g, y, i, &fy);
+		if (fx.rank != fy.rank)
+			return fx.rank < fy.rank ? -1 : 1;
+	}
+	return nx < ny ? -1 : nx > ny;
+}
+
+static void close_frame(struct graph *g, const struct frame *fr, emit_fn emit, void *arg)
+{
+	if (fr->total < g->min_count) {
+		g->hidden++;
+		return;
+	}
+	g->shown++;
+	if (fr->depth > g->max_depth)
+		g->max_depth = fr->depth;
+	if (emit)
+		emit(g, fr, arg);
+}
+
+static int graph_sweep(struct graph *g, emit_fn emit, void *arg)
+{
+	struct frame all = { .name = "all", .total = g->grand, .kind = K_ROOT };
+	uint32_t depth = 0, len, i, k;
+	uint64_t offset = 0;
+	struct frame fr;
+	size_t r;
+
+	g->shown = g->hidden = 0;
+	g->max_depth = 0;
+	close_frame(g, &all, emit, arg);	/* first, so the file starts with the root */
+	for (r = 0; r < g->n_recs; r++) {
+		const struct rec *rec = &g->recs[r];
+
+		len = rec->n_locs + (rec->root ? 1 : 0);
+		if (len > g->cap_open) {
+			size_t cap = len * 2;
+			struct frame *no = realloc(g->open, cap * sizeof(*no));
+
+			if (!no)
+				return -ENOMEM;
+			g->open = no;
+			g->cap_open = cap;
+		}
+		for (k = 0; k < depth && k < len; k++) {	/* the prefix shared with the open frames */
+			rec_frame(g, rec, k, &fr);
+			if (fr.rank != g->open[k].rank)
+				break;
+		}
+		while (depth > k)
+			close_frame(g, &g->open[--depth], emit, arg);
+		for (i = k; i < len; i++) {
+			rec_frame(g, rec, i, &g->open[i]);
+			g->open[i].start = offset;
+			g->open[i].total = 0;
+			g->open[i].depth = i + 1;
+		}
+		depth = len;
+		for (i = 0; i < len; i++)
+			g->open[i].total += rec->count;
+		offset += rec->count;
+	}
+	while (depth > 0)
+		close_frame(g, &g->open[--depth], emit, arg);
+	return 0;
 }
 
 /* ---- SVG output ---------------------------------------------------------------------------- */
@@ -297,7 +321,7 @@ static uint32_t name_hash(const char *s)
 }
 
 /* A stable colour per name; the family tells managed (.NET JIT), kernel and native code apart. */
-static void frame_colour(const struct node *nd, char *out, size_t len)
+static void frame_colour(const struct frame *nd, char *out, size_t len)
 {
 	uint32_t h = name_hash(nd->name);
 	unsigned a = h % 64, b = (h >> 8) % 64, c = (h >> 16) % 64;
@@ -381,96 +405,80 @@ static const char fg_script[] =
 	"zoom(null);\n"
 	"})();\n";
 
-static void write_frame(FILE *f, const struct node *nd, uint64_t grand, int height)
+struct out {
+	FILE *f;
+	int height;
+};
+
+static void write_frame(struct graph *g, const struct frame *nd, void *arg)
 {
-	double scale = (FG_WIDTH - 2 * FG_PAD) / (double)grand;
+	const struct out *o = arg;
+	double scale = (FG_WIDTH - 2 * FG_PAD) / (double)g->grand;
 	double x = FG_PAD + (double)nd->start * scale, w = (double)nd->total * scale;
-	int y = height - FG_BOTTOM - ((int)nd->depth + 1) * FG_FRAME_H;
+	int y = o->height - FG_BOTTOM - ((int)nd->depth + 1) * FG_FRAME_H;
 	long chars = (long)((w - 6) / FG_CHAR_W);
 	char fill[32];
 
 	frame_colour(nd, fill, sizeof(fill));
-	fprintf(f, "<g data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>",
+	fprintf(o->f, "<g data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>",
 		(unsigned long long)nd->start, (unsigned long long)nd->total, nd->depth);
-	xml_put(f, nd->name, 0);
-	fprintf(f, " (%llu sample%s, %.2f%%)</title>", (unsigned long long)nd->total,
-		nd->total == 1 ? "" : "s", 100.0 * (double)nd->total / (double)grand);
-	fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
+	xml_put(o->f, nd->name, 0);
+	fprintf(o->f, " (%llu sample%s, %.2f%%)</title>", (unsigned long long)nd->total,
+		nd->total == 1 ? "" : "s", 100.0 * (double)nd->total / (double)g->grand);
+	fprintf(o->f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
 		x, y, w, FG_FRAME_H - 1, fill);
-	fprintf(f, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FG_FRAME_H - 5);
+	fprintf(o->f, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FG_FRAME_H - 5);
 	if (chars >= 3)
-		xml_put(f, nd->name, (size_t)chars);
-	fputs("</text></g>\n", f);
+		xml_put(o->f, nd->name, (size_t)chars);
+	fputs("</text></g>\n", o->f);
 }
 
 int flamegraph__write(const struct profile *p, FILE *f, const char *title, const char *root_key)
 {
-	struct tree t = { 0 };
-	uint32_t *order = NULL;
-	uint64_t grand, min_count;
-	uint32_t max_depth = 0;
-	size_t i, shown = 0;
-	int err, height;
+	struct graph g = { 0 };
+	struct out o = { .f = f };
+	const char *t = title ? title : "spanprof";
+	int err;
 
 	if (!p || !f)
 		return -EINVAL;
-	err = tree_build(p, root_key, &t);
+	err = graph_build(p, root_key, &g);
+	if (!err)	/* a dry run first: the height depends on the deepest visible frame */
+		err = graph_sweep(&g, NULL, NULL);
 	if (err)
-		goto free_tree;
-	order = tree_layout(&t);
-	if (!order) {
-		err = -ENOMEM;
-		goto free_tree;
-	}
-	grand = t.nodes[0].total;
-	/* frames narrower than FG_MIN_PX are not drawn; their children are narrower still */
-	min_count = (uint64_t)((double)grand * FG_MIN_PX / (FG_WIDTH - 2 * FG_PAD));
-	for (i = 0; i < t.n; i++) {
-		if (t.nodes[i].total >= min_count && t.nodes[i].total > 0) {
-			shown++;
-			if (t.nodes[i].depth > max_depth)
-				max_depth = t.nodes[i].depth;
-		}
-	}
-	if (grand == 0)
-		max_depth = 0;
-	height = FG_TOP + ((int)max_depth + 1) * FG_FRAME_H + FG_BOTTOM;
+		goto free_graph;
+	o.height = FG_TOP + ((int)g.max_depth + 1) * FG_FRAME_H + FG_BOTTOM;
 
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\">\n", (int)FG_WIDTH, height, (int)FG_WIDTH, height);
+		"viewBox=\"0 0 %d %d\">\n", (int)FG_WIDTH, o.height, (int)FG_WIDTH, o.height);
 	fputs("<title>", f);
-	xml_put(f, title ? title : "spanprof", 0);
+	xml_put(f, t, 0);
 	fprintf(f, "</title>\n<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", fg_style);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"#f6f6f3\"/>\n");
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", (int)(FG_WIDTH / 2));
-	xml_put(f, title ? title : "spanprof", 0);
+	xml_put(f, t, 0);
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">"
-		"%llu samples, %zu frames%s%s%s; click to zoom, Ctrl-F to search</text>\n",
-		(int)(FG_WIDTH / 2), (unsigned long long)grand, shown,
-		shown < t.n ? " (" : "", shown < t.n ? "narrow ones hidden" : "", shown < t.n ? ")" : "");
+		"%llu samples, %zu frames", (int)(FG_WIDTH / 2), (unsigned long long)g.grand, g.shown);
+	if (g.hidden)
+		fprintf(f, " (%zu narrow ones hidden)", g.hidden);
+	fputs("; click to zoom, Ctrl-F to search</text>\n", f);
 	fprintf(f, "<text id=\"reset\" class=\"btn hidden\" x=\"%d\" y=\"24\">Reset zoom</text>\n",
 		(int)FG_PAD);
 	fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n",
 		(int)(FG_WIDTH - FG_PAD));
-	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", (int)FG_PAD, height - 12);
+	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", (int)FG_PAD, o.height - 12);
 	fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
-		(int)(FG_WIDTH - FG_PAD), height - 12);
+		(int)(FG_WIDTH - FG_PAD), o.height - 12);
 	fputs("<g id=\"frames\">\n", f);
-	for (i = 0; grand && i < t.n; i++) {
-		const struct node *nd = &t.nodes[order[i]];
-
-		if (nd->total >= min_count)
-			write_frame(f, nd, grand, height);
-	}
+	if (g.grand)
+		err = graph_sweep(&g, write_frame, &o);
 	fputs("</g>\n", f);
 	fprintf(f, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n", fg_script);
-	if (ferror(f) || fflush(f) != 0)
+	if (!err && (ferror(f) || fflush(f) != 0))
 		err = -(errno ? errno : EIO);
 
-free_tree:
-	free(order);
-	free(t.nodes);
-	free(t.slots);
+free_graph:
+	graph_free(&g);
 	return err;
 }
