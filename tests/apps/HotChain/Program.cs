@@ -2,15 +2,18 @@
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Threading;
 
 internal static class Program
 {
     // Modes:
     //   jit  (default) Main -> Outer -> Middle -> HotLoop; HotLoop is JIT-compiled managed code.
-    //   r2r  Main -> Outer -> Middle -> R2RLoop -> string.GetHashCode (Marvin hashing, precompiled
-    //        ReadyToRun code in System.Private.CoreLib). Each call hashes a large string, and the
-    //        number of calls stays below the tiering call-count threshold (30), so the R2R code is
-    //        never replaced by a tier-1 rejit and samples land in [PreJIT] code.
+    //   r2r  Main -> Outer -> Middle -> R2RLoop -> string.GetHashCode(ReadOnlySpan<char>) ->
+    //        Marvin.ComputeHash32: precompiled ReadyToRun code in System.Private.CoreLib. Each call
+    //        hashes up to 1 GiB, and there are fewer calls than the tiering call-count threshold
+    //        (30), so the R2R code is never replaced by a tier-1 rejit: samples land in [PreJIT]
+    //        code for the first ~15 s.
     private static int Main(string[] args)
     {
         double seconds = 10;
@@ -80,26 +83,39 @@ internal static class Program
         return acc;
     }
 
-    private static string? s_big;
+    // r2r mode: a 1 GiB region that is never written reads as the kernel's shared zero page, so
+    // hashing it costs CPU but almost no memory (RSS stays ~30 MB).
+    private static unsafe char* s_region;
+    private const int RegionChars = 512 * 1024 * 1024;
     private static int s_r2rCalls;
-    private const int MaxR2RCalls = 20;	// below the default TC_CallCountThreshold of 30
+    private static double s_charsPerSecond = 5e8;	// refined after every call
+    // Below the tiering call-count threshold (TC_CallCountThreshold, 30): the precompiled code of
+    // string.GetHashCode / Marvin.ComputeHash32 is never replaced by a tier-1 rejit. At up to
+    // ~0.5-1 s per call this keeps the CPU in [PreJIT] code for about 15 s; after that R2RLoop idles.
+    private const int MaxR2RCalls = 25;
 
-    // Spends its time inside CoreLib's precompiled Marvin hash (string.GetHashCode).
+    // Spends its time inside CoreLib's precompiled Marvin hash (string.GetHashCode(ReadOnlySpan<char>)).
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static double R2RLoop(double remaining)
+    private static unsafe double R2RLoop(double remaining)
     {
-        if (s_big == null)
-        {
-            // 200 M chars (400 MB): one GetHashCode call takes a few hundred ms.
-            s_big = new string('x', 200_000_000);
-        }
+        if (s_region == null)
+            s_region = (char*)NativeMemory.Alloc((nuint)RegionChars * sizeof(char));
         if (s_r2rCalls >= MaxR2RCalls)
         {
-            // Out of R2R budget: idle rather than let the method tier up.
-            System.Threading.Thread.Sleep((int)(Math.Min(remaining, 1.0) * 1000));
+            if (s_r2rCalls++ == MaxR2RCalls)
+                Console.WriteLine("r2r budget exhausted: idling");
+            Thread.Sleep((int)(Math.Min(remaining, 1.0) * 1000));
             return 0;
         }
         s_r2rCalls++;
-        return s_big.GetHashCode() & 0xFFFF;
+        // Size the call to the time left (at most 1 s) so the run ends on time.
+        double want = Math.Min(remaining, 1.0) * s_charsPerSecond;
+        int len = (int)Math.Clamp(want, 1 << 20, RegionChars);
+        long t0 = Stopwatch.GetTimestamp();
+        int h = string.GetHashCode(new ReadOnlySpan<char>(s_region, len));
+        double dt = (Stopwatch.GetTimestamp() - t0) / (double)Stopwatch.Frequency;
+        if (dt > 0.001)
+            s_charsPerSecond = len / dt;
+        return h & 0xFFFF;
     }
 }
