@@ -110,7 +110,8 @@ public static class Program
         long dropped = exporter == null ? 0 : info.Ended - exporter.Written - exporter.Failed;
         Console.WriteLine($"spanservice: stopped spans_started={info.Started} spans_ended={info.Ended} " +
                           $"spans_written={exporter?.Written ?? 0} spans_write_failed={exporter?.Failed ?? 0} " +
-                          $"spans_dropped={dropped} background_chunks={worker.Chunks} background_span_leaks={worker.SpanLeaks}");
+                          $"spans_dropped={dropped} background_chunks={worker.Chunks} background_span_leaks={worker.SpanLeaks} " +
+                          $"hook_mapped={(HookMapped() ? 1 : 0)}");
         return 0;
     }
 
