@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -137,6 +138,9 @@ static int group_teardown(void **state)
 		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
 }
+
+static int memfd_with(const void *buf, size_t len);
+static unsigned char *read_all(const char *path, size_t *len);
 
 /* ---- ground truth helpers ------------------------------------------------------------------ */
 
@@ -530,6 +534,47 @@ static void check_shared(const char *name, const char *open_as, int expect_local
 		assert_int_equal(sym_off, 8);
 	}
 
+	/* fx_tail_entry is 4 bytes, alone in section fx_tail: its end is the section's end. */
+	{
+		uint8_t *a = dlsym(h, "fx_tail_entry");
+
+		assert_non_null(a);
+		assert_int_equal(maps_file_off(getpid(), (uintptr_t)a + 3, real, &off), 0);
+		got = elfsym__lookup(es, off, &sym_off);
+		assert_non_null(got);
+		assert_string_equal(got, "fx_tail_entry");
+		assert_int_equal(sym_off, 3);
+		assert_int_equal(maps_file_off(getpid(), (uintptr_t)a + 4, real, &off), 0);
+		got = elfsym__lookup(es, off, &sym_off);
+		if (got && strcmp(got, "fx_tail_entry") == 0)
+			fail_msg("%s: fx_tail_entry runs past its section", name);
+	}
+
+	/* fx_inner (2 bytes at fx_outer+4) nests in fx_outer (10 bytes). */
+	{
+		uint8_t *a = dlsym(h, "fx_outer");
+		struct {
+			int delta;
+			const char *want;
+			int want_off;
+		} nest[] = {
+			{ 0, "fx_outer", 0 }, { 3, "fx_outer", 3 },
+			{ 4, expect_locals ? "fx_inner" : "fx_outer", expect_locals ? 0 : 4 },
+			{ 5, expect_locals ? "fx_inner" : "fx_outer", expect_locals ? 1 : 5 },
+			{ 6, "fx_outer", 6 }, { 9, "fx_outer", 9 },
+		};
+
+		assert_non_null(a);
+		for (i = 0; i < sizeof(nest) / sizeof(nest[0]); i++) {
+			assert_int_equal(maps_file_off(getpid(), (uintptr_t)a + nest[i].delta, real, &off), 0);
+			got = elfsym__lookup(es, off, &sym_off);
+			if (!got || strcmp(got, nest[i].want) != 0 || (int)sym_off != nest[i].want_off)
+				fail_msg("%s: fx_outer+%d -> %s+%d, want %s+%d", name, nest[i].delta,
+					 got ? got : "(null)", got ? (int)sym_off : 0, nest[i].want,
+					 nest[i].want_off);
+		}
+	}
+
 	hidden_addr = (void *(*)(void))dlsym(h, "fx_lib_hidden_addr");
 	local_add_addr = (void *(*)(void))dlsym(h, "fx_lib_local_add_addr");
 	assert_non_null(hidden_addr);
@@ -572,6 +617,51 @@ static void test_elfsym_prelinked(void **state)
 	assert_int_equal(elfsym__file_to_vaddr(es, 0x1010, &vaddr), 0);
 	assert_int_equal(vaddr, 0x7001010);
 	elfsym__free(es);
+}
+
+/* A read-only segment whose file range also covers the code, at another address: offsets in
+ * the code must still go through the executable segment. */
+static void test_elfsym_overlapping_segments(void **state)
+{
+	char path[PATH_MAX];
+	unsigned char *buf;
+	struct elfsym *es, *ref;
+	Elf64_Ehdr *eh;
+	Elf64_Phdr *ph;
+	size_t len;
+	uint64_t off;
+	int i, edited = 0, named = 0;
+
+	(void)state;
+	path_in(path, sizeof(path), "fx_lib.so");
+	buf = read_all(path, &len);
+	eh = (Elf64_Ehdr *)buf;
+	assert_int_equal(eh->e_ident[EI_CLASS], ELFCLASS64);
+	ph = (Elf64_Phdr *)(buf + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum && !edited; i++) {
+		if (ph[i].p_type == PT_LOAD && !(ph[i].p_flags & PF_X) && ph[i].p_offset == 0) {
+			ph[i].p_filesz = ph[i].p_memsz = len;
+			ph[i].p_vaddr = ph[i].p_paddr = 0x100000;
+			edited = 1;
+		}
+	}
+	assert_true(edited);
+	es = elfsym__open_fd(memfd_with(buf, len), NULL, AT_FDCWD);
+	assert_non_null(es);
+	ref = open_fx("fx_lib.so");
+	for (off = 0x1000; off < 0x1200; off++) {
+		const char *want = elfsym__lookup(ref, off, NULL), *got = elfsym__lookup(es, off, NULL);
+
+		if (!want && !got)
+			continue;
+		if (!want || !got || strcmp(want, got) != 0)
+			fail_msg("offset %#" PRIx64 ": %s vs %s", off, want ? want : "-", got ? got : "-");
+		named++;
+	}
+	assert_true(named > 100);
+	elfsym__free(ref);
+	elfsym__free(es);
+	free(buf);
 }
 
 static void test_elfsym_stripped_dynsym_only(void **state)
@@ -1176,6 +1266,7 @@ int main(void)
 		cmocka_unit_test(test_elfsym_build_id),
 		cmocka_unit_test(test_elfsym_shared_object),
 		cmocka_unit_test(test_elfsym_prelinked),
+		cmocka_unit_test(test_elfsym_overlapping_segments),
 		cmocka_unit_test(test_elfsym_stripped_dynsym_only),
 		cmocka_unit_test(test_elfsym_debuglink_same_dir),
 		cmocka_unit_test(test_elfsym_debuglink_debug_subdir),
