@@ -365,7 +365,7 @@ int dotnet__open_root(int pid)
 	return fd < 0 ? -errno : fd;
 }
 
-static int openat2_missing;	/* set once the kernel (or a seccomp filter) says ENOSYS */
+static int openat2_missing;	/* set once the kernel or a seccomp filter refuses openat2 */
 
 /* Check the type of an O_PATH fd; closes it on mismatch. */
 static int check_type(int fd, mode_t want_type)
@@ -470,7 +470,9 @@ int dotnet__openat_in_root(int root_fd, const char *path, int flags, mode_t want
 		fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
 	} while (fd < 0 && errno == EINTR);
 	if (fd < 0) {
-		if (errno == ENOSYS) {
+		/* ENOSYS: kernel < 5.6. EPERM: a seccomp filter (older container runtimes' default
+		 * profiles) rejecting an unknown syscall; an O_PATH open has no other EPERM case. */
+		if (errno == ENOSYS || errno == EPERM) {
 			openat2_missing = 1;
 			return dotnet__openat_in_root_walk(root_fd, path, flags, want_type);
 		}

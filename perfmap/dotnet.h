@@ -57,8 +57,10 @@ int dotnet__open_root(int pid);
  * Open path (absolute or relative, either way resolved from root_fd as "/") inside the root,
  * refusing to follow any symlink anywhere in the path (-ELOOP): a process in a container cannot
  * point us at a host file. ".." cannot climb above the root. Uses openat2(RESOLVE_IN_ROOT |
- * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); when the kernel lacks openat2 (< 5.6) it walks
- * the path one component at a time with O_PATH|O_NOFOLLOW and refuses ".." components (-EXDEV).
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); when openat2 is unavailable (kernel < 5.6: ENOSYS,
+ * or a seccomp filter: EPERM) it walks the path one component at a time with O_PATH|O_NOFOLLOW,
+ * refusing symlinks the same way and refusing ".." components (-EXDEV). Mount points inside the
+ * root are crossed (a container's /tmp is often its own mount).
  *
  * The inode is first opened as O_PATH and checked with fstat to be of type want_type
  * (S_IFREG, S_IFDIR, S_IFSOCK); a FIFO or device is therefore never opened (no blocking, no side
