@@ -15,11 +15,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define MAX_SYMS	(8u << 20)	/* merged symbols per file, far above any real library */
+#define MAX_SYMS	(4u << 20)	/* merged symbols per file; Chromium has ~1 M functions */
+#define MAX_TABLE	(256u << 20)	/* bytes of one symbol or string table libelf may read */
 #define MAX_SEGS	64u		/* PT_LOAD segments kept; real files have 2-5 */
 #define MAX_SECS	(1u << 20)	/* section headers looked at */
 #define MAX_BUILD_ID	64u		/* bytes; GNU ld writes 20 (sha1) or 16 (md5/uuid) */
-#define MAX_DEMANGLE	4096u		/* longer mangled names are shown raw (demangler recursion) */
+#define MAX_DEMANGLE	2048u		/* longer names stay mangled: the demangler sizes its stack
+					 * arrays by the name's length, on the caller's thread */
 #define BACKWALK	16		/* earlier symbols tried when the nearest one does not cover */
 #define DEBUG_DIR	"/usr/lib/debug"
 
@@ -405,7 +407,7 @@ static char *copy_strtab(struct elffile *f, GElf_Shdr *symsh, size_t *len)
 		return NULL;
 	scn = elf_getscn(f->elf, symsh->sh_link);
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
-	    !in_file(f, sh.sh_offset, sh.sh_size))
+	    !in_file(f, sh.sh_offset, sh.sh_size) || sh.sh_size > MAX_TABLE)
 		return NULL;
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
@@ -449,6 +451,10 @@ static int load_table(struct elfsym *es, struct elffile *f, Elf_Scn *scn, int sr
 
 	if (!gelf_getshdr(scn, &sh) || !in_file(f, sh.sh_offset, sh.sh_size)) {
 		es->stats.malformed++;
+		return 0;
+	}
+	if (sh.sh_size > MAX_TABLE) {
+		es->stats.capped++;
 		return 0;
 	}
 	strtab = copy_strtab(f, &sh, &strlen_tab);
