@@ -253,7 +253,12 @@ static int build_table(struct builder *b)
 	struct ksyms *ks = b->ks;
 	size_t i, j, n = 0;
 
-	qsort(b->ents, b->n, sizeof(*b->ents), ent_cmp);
+	/* The kernel lists vmlinux in address order; sort only when the input is not. Aliases are
+	 * resolved per address run below, so their order inside a run does not matter here. */
+	for (i = 1; i < b->n && b->ents[i - 1].addr <= b->ents[i].addr; i++)
+		;
+	if (i < b->n)
+		qsort(b->ents, b->n, sizeof(*b->ents), ent_cmp);
 	ks->syms = calloc(b->n ? b->n : 1, sizeof(*ks->syms));
 	ks->addrs = calloc(b->n ? b->n : 1, sizeof(*ks->addrs));
 	if (!ks->syms || !ks->addrs)
@@ -263,8 +268,12 @@ static int build_table(struct builder *b)
 		uint64_t end;
 
 		for (j = i + 1; j < b->n && b->ents[j].addr == e->addr; j++) {
-			if (b->ents[j].is_text)
+			if (!b->ents[j].is_text)
+				continue;
+			if (e->is_text)
 				ks->stats.aliases++;
+			if (ent_cmp(&b->ents[j], e) < 0)
+				e = &b->ents[j];
 		}
 		if (!e->is_text)
 			continue;
@@ -316,6 +325,17 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 			len--;
 	}
 	end = buf ? buf + len : buf;
+	/* Size the arrays once: growing them by doubling costs copies and fresh pages. */
+	for (nl = buf; nl && nl < end && (nl = memchr(nl, '\n', end - nl)); nl++)
+		b.cap++;
+	b.cap = b.cap + 1 < KSYMS_MAX_SYMS ? b.cap + 1 : KSYMS_MAX_SYMS;
+	b.ents = malloc(b.cap * sizeof(*b.ents));
+	b.pool_cap = len + 1;
+	b.ks->pool = malloc(b.pool_cap);
+	if (!b.ents || !b.ks->pool) {
+		err = -ENOMEM;
+		goto free_ks;
+	}
 	while (p && p < end) {
 		nl = memchr(p, '\n', end - p);
 		if (!nl)

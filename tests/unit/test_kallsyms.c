@@ -96,6 +96,24 @@ static void test_kallsyms_aliases(void **state)
 	ksyms__stats(ks, &st);
 	assert_int_equal(st.aliases, 2);
 	ksyms__free(ks);
+
+	/* Already in address order (the input is not re-sorted): the same choice. */
+	{
+		const char sorted[] = "ffffffff81000000 t srso_alias_untrain_ret\n"
+				      "ffffffff81000000 D data_alias\n"
+				      "ffffffff81000000 T _stext\n"
+				      "ffffffff81000000 T _text\n"
+				      "ffffffff81000100 T next_fn\n";
+
+		ks = ksyms__parse(sorted, sizeof(sorted) - 1);
+		assert_non_null(ks);
+		expect(ks, 0xffffffff81000010, "_text", 0x10, NULL);
+		expect(ks, 0xffffffff81000100, "next_fn", 0, NULL);
+		ksyms__stats(ks, &st);
+		assert_int_equal(st.aliases, 2);
+		assert_int_equal(ksyms__count(ks), 2);
+		ksyms__free(ks);
+	}
 }
 
 static void test_kallsyms_modules(void **state)
