@@ -1,0 +1,345 @@
+// Hook.cs: process-wide start-up, the AsyncLocal that carries {span, labels}, and the slot writer.
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Threading;
+
+namespace SpanProfHook
+{
+    internal static unsafe class Hook
+    {
+        // Process-wide rendezvous between copies of this assembly (startup hook + package reference
+        // loaded from two paths or two load contexts): AppContext data lives in CoreLib, shared by all
+        // copies, and an interned string is one object for the whole runtime.
+        private const string ApiKey = "SpanProf.Hook.Api.v1";
+        private static readonly object s_initLock = string.Intern("SpanProf.Hook.InitLock.v1");
+
+        private static int s_initDone;
+        private static volatile bool s_enabled;
+        private static int s_disabledOnce;
+        private static Table? s_table;
+        private static AsyncLocal<State?>? s_state;
+        private static ActivityListener? s_pyroscope;
+        private static string s_origin = "";
+
+        // Set when another copy of the assembly owns the table: everything is forwarded to it.
+        private static Func<string, string, object?>? s_remotePush;
+        private static Action<object?>? s_remotePop;
+        private static Func<bool>? s_remoteActive;
+
+        /// <summary>Token for "the label was not applied": Dispose does nothing.</summary>
+        internal static readonly object NotApplied = new();
+
+        // Slot of the calling thread: 0 = not claimed yet, -1 = none (table full or failed).
+        [ThreadStatic]
+        private static nint t_slot;
+
+        internal static Table? CurrentTable => s_table;
+        internal static string Origin => s_origin;
+
+        public static bool IsActive => s_remoteActive != null ? SafeRemoteActive() : s_enabled;
+
+        private static bool SafeRemoteActive()
+        {
+            try { return s_remoteActive!(); }
+            catch { return false; }
+        }
+
+        /// <summary>Starts the hook once per process; true when span context is being published.</summary>
+        public static bool EnsureStarted(string origin)
+        {
+            if (Volatile.Read(ref s_initDone) != 0)
+                return IsActive;
+            try
+            {
+                lock (s_initLock)
+                {
+                    if (s_initDone != 0)
+                        return IsActive;
+                    if (AppContext.GetData(ApiKey) is object[] api && api.Length >= 3 &&
+                        api[0] is Func<string, string, object?> push && api[1] is Action<object?> pop &&
+                        api[2] is Func<bool> active)
+                    {
+                        s_remotePush = push;
+                        s_remotePop = pop;
+                        s_remoteActive = active;
+                        s_origin = origin + " (forwarding to the copy started by " + (api.Length > 3 ? api[3] : "?") + ")";
+                        Verbose("another copy of SpanProf.Hook owns the table; forwarding to it");
+                    }
+                    else
+                    {
+                        s_origin = origin;
+                        try
+                        {
+                            StartOwner();
+                        }
+                        finally
+                        {
+                            // Published even when start-up failed, so no other copy tries again.
+                            AppContext.SetData(ApiKey, new object[]
+                            {
+                                (Func<string, string, object?>)PushLocal,
+                                (Action<object?>)PopLocal,
+                                (Func<bool>)(() => s_enabled),
+                                origin,
+                            });
+                        }
+                    }
+                    Volatile.Write(ref s_initDone, 1);
+                }
+            }
+            catch (Exception e)
+            {
+                Disable("start-up failed: " + e.GetType().Name + ": " + e.Message);
+                Volatile.Write(ref s_initDone, 1);
+            }
+            return IsActive;
+        }
+
+        private static void StartOwner()
+        {
+            if (!OperatingSystem.IsLinux())
+            {
+                Disable("not Linux");
+                return;
+            }
+            if (Environment.GetEnvironmentVariable("SPANPROF_HOOK_DISABLE") == "1")
+            {
+                Verbose("disabled by SPANPROF_HOOK_DISABLE=1");
+                return;
+            }
+            string maps = File.ReadAllText("/proc/self/maps");
+            if (maps.Contains("/memfd:" + Table.MemfdName, StringComparison.Ordinal))
+            {
+                Disable("a " + Table.MemfdName + " table already exists in this process");
+                return;
+            }
+            uint slots = Table.SlotCountFor(Environment.GetEnvironmentVariable("SPANPROF_MAX_THREADS"));
+            string? fault = Environment.GetEnvironmentVariable("SPANPROF_HOOK_FAULT"); // tests only
+            Table? table = Table.Create(slots, fault, out string? error);
+            if (table == null)
+            {
+                Disable(error ?? "table creation failed");
+                return;
+            }
+            s_table = table;
+            s_state = new AsyncLocal<State?>(OnStateChanged);
+            s_enabled = true;
+            Activity.CurrentChanged += OnActivityChanged;
+            if (Activity.Current is Activity current)
+                s_state.Value = new State(current, null);
+            if (Environment.GetEnvironmentVariable("SPANPROF_PYROSCOPE_PROFILE_ID") == "1")
+                AddPyroscopeListener();
+            Verbose($"table at 0x{(ulong)table.Base:x}, {table.SlotCount} slots of {table.SlotSize} bytes ({s_origin})");
+        }
+
+        /// <summary>Turns the hook off for good, frees every slot, says why once on stderr.</summary>
+        internal static void Disable(string reason)
+        {
+            s_enabled = false;
+            if (Interlocked.Exchange(ref s_disabledOnce, 1) != 0)
+                return;
+            try
+            {
+                Activity.CurrentChanged -= OnActivityChanged;
+                s_pyroscope?.Dispose();
+                s_table?.ReleaseAll();
+            }
+            catch
+            {
+                // nothing more to undo
+            }
+            Log("disabled: " + reason);
+        }
+
+        internal static void Log(string message)
+        {
+            if (Environment.GetEnvironmentVariable("SPANPROF_HOOK_QUIET") == "1")
+                return;
+            try { Console.Error.WriteLine("spanprof-hook: " + message); }
+            catch { /* no stderr: stay silent */ }
+        }
+
+        private static void Verbose(string message)
+        {
+            if (Environment.GetEnvironmentVariable("SPANPROF_HOOK_VERBOSE") == "1")
+                Log(message);
+        }
+
+        // Activity.Current was set explicitly (start, stop, assignment): new state for this context.
+        private static void OnActivityChanged(object? sender, ActivityChangedEventArgs e)
+        {
+            if (!s_enabled)
+                return;
+            try
+            {
+                AsyncLocal<State?> al = s_state!;
+                State? cur = al.Value;
+                Activity? act = e.Current;
+                if (ReferenceEquals(cur?.Activity, act))
+                    return;
+                LabelSet? labels = cur?.Labels;
+                al.Value = act == null && labels == null ? null : new State(act, labels);
+            }
+            catch (Exception ex)
+            {
+                Disable("span change: " + ex.Message);
+            }
+        }
+
+        // Runs on the affected thread on every change of this AsyncLocal's value for that thread:
+        // explicit sets and every ExecutionContext switch. No allocation, no lock, must not throw
+        // (an exception here is a FailFast in the runtime).
+        private static void OnStateChanged(AsyncLocalValueChangedArgs<State?> args)
+        {
+            if (!s_enabled)
+                return;
+            try
+            {
+                Publish(args.CurrentValue);
+            }
+            catch (Exception ex)
+            {
+                Disable("context switch: " + ex.Message);
+            }
+        }
+
+        /// <summary>Copies the state's record into this thread's slot (OTEP 4947 write protocol).</summary>
+        internal static void Publish(State? state)
+        {
+            nint slot = t_slot;
+            if (slot <= 0)
+            {
+                if (slot < 0)
+                    return;
+                slot = ClaimForThisThread();
+                if (slot <= 0)
+                    return;
+            }
+            byte[] rec = state?.Record ?? RecordEncoder.Empty;
+            byte* r = (byte*)slot + Table.SlotHead;
+            // valid=0, fence, body, fence, valid=1. The reader (a BPF program sampling this very
+            // thread) sees either the old or the new record complete, or valid=0.
+            Volatile.Write(ref r[RecordEncoder.OffValid], (byte)0);
+            Interlocked.MemoryBarrier();
+            fixed (byte* src = rec)
+                Buffer.MemoryCopy(src, r, Table.RecordMax, rec.Length);
+            Volatile.Write(ref r[RecordEncoder.OffValid], (byte)1);
+        }
+
+        private static nint ClaimForThisThread()
+        {
+            Table? table = s_table;
+            if (table == null)
+            {
+                t_slot = -1;
+                return -1;
+            }
+            uint tid = (uint)Native.GetTid();
+            long start = table.CurrentThreadStartTicks();
+            if (start < 0)
+            {
+                t_slot = -1;
+                return -1;
+            }
+            byte* s = table.ClaimSlot(tid, (ulong)start);
+            t_slot = s == null ? -1 : (nint)s;
+            return t_slot;
+        }
+
+        /// <summary>Applies a label in the current context; returns the token that undoes it.</summary>
+        public static object? Push(string key, string value)
+        {
+            if (s_remotePush != null)
+            {
+                try { return s_remotePush(key, value); }
+                catch { return NotApplied; }
+            }
+            return PushLocal(key, value);
+        }
+
+        public static void Pop(object? token)
+        {
+            if (ReferenceEquals(token, NotApplied))
+                return;
+            if (s_remotePop != null)
+            {
+                try { s_remotePop(token); }
+                catch { /* owner gone: nothing to undo */ }
+                return;
+            }
+            PopLocal(token);
+        }
+
+        private static object? PushLocal(string key, string value)
+        {
+            if (!s_enabled || key == null)
+                return NotApplied;
+            try
+            {
+                int idx = s_table!.KeyIndex(key);
+                if (idx < 0)
+                {
+                    Interlocked.Increment(ref RecordEncoder.Dropped);
+                    return NotApplied;
+                }
+                byte[] v = RecordEncoder.Utf8Truncated(value ?? "", 255);
+                AsyncLocal<State?> al = s_state!;
+                State? prev = al.Value;
+                al.Value = new State(Activity.Current, LabelSet.With(prev?.Labels, (byte)idx, v));
+                return prev;
+            }
+            catch (Exception ex)
+            {
+                Disable("label: " + ex.Message);
+                return NotApplied;
+            }
+        }
+
+        private static void PopLocal(object? token)
+        {
+            if (!s_enabled || ReferenceEquals(token, NotApplied))
+                return;
+            try
+            {
+                var prev = (State?)token;
+                // The span may have changed inside the scope (started and not yet stopped): keep
+                // the current span, restore only the labels.
+                Activity? act = Activity.Current;
+                State? next = ReferenceEquals(prev?.Activity, act) ? prev
+                    : act == null && prev?.Labels == null ? null : new State(act, prev?.Labels);
+                s_state!.Value = next;
+            }
+            catch (Exception ex)
+            {
+                Disable("label scope end: " + ex.Message);
+            }
+        }
+
+        private static void AddPyroscopeListener()
+        {
+            // Never changes a sampling decision (None is the lowest result), only tags local roots
+            // that someone else decided to create: Grafana links a trace to its profile by this tag.
+            var l = new ActivityListener
+            {
+                ShouldListenTo = _ => true,
+                Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.None,
+                SampleUsingParentId = (ref ActivityCreationOptions<string> _) => ActivitySamplingResult.None,
+                ActivityStarted = a =>
+                {
+                    try
+                    {
+                        if (a.Parent == null)
+                            a.SetTag("pyroscope.profile.id", a.SpanId.ToHexString());
+                    }
+                    catch
+                    {
+                        // a tag is not worth disturbing the app for
+                    }
+                },
+            };
+            ActivitySource.AddActivityListener(l);
+            s_pyroscope = l;
+        }
+    }
+}

@@ -1,0 +1,136 @@
+// Record.cs: immutable per-context state and its pre-encoded OTEP 4947 record bytes.
+using System;
+using System.Diagnostics;
+using System.Text;
+using System.Text.Unicode;
+using System.Threading;
+
+namespace SpanProfHook
+{
+    /// <summary>User labels of a context: key index -> UTF-8 value (<= 255 bytes). Immutable.</summary>
+    internal sealed class LabelSet
+    {
+        public readonly byte[] Keys;
+        public readonly byte[][] Values;
+
+        private LabelSet(byte[] keys, byte[][] values)
+        {
+            Keys = keys;
+            Values = values;
+        }
+
+        /// <summary>A copy of s (may be null) with key set to value; a later value of a key wins.</summary>
+        public static LabelSet With(LabelSet? s, byte key, byte[] value)
+        {
+            int n = s?.Keys.Length ?? 0;
+            for (int i = 0; i < n; i++)
+            {
+                if (s!.Keys[i] == key)
+                {
+                    var vals = (byte[][])s.Values.Clone();
+                    vals[i] = value;
+                    return new LabelSet(s.Keys, vals);
+                }
+            }
+            var k = new byte[n + 1];
+            var v = new byte[n + 1][];
+            if (s != null)
+            {
+                Array.Copy(s.Keys, k, n);
+                Array.Copy(s.Values, v, n);
+            }
+            k[n] = key;
+            v[n] = value;
+            return new LabelSet(k, v);
+        }
+    }
+
+    /// <summary>What one ExecutionContext says the thread is doing: span + labels + record bytes.</summary>
+    internal sealed class State
+    {
+        public readonly Activity? Activity;
+        public readonly LabelSet? Labels;
+        public readonly byte[] Record; // valid byte (offset 24) is 0: the writer sets it last
+
+        public State(Activity? activity, LabelSet? labels)
+        {
+            Activity = activity;
+            Labels = labels;
+            Record = RecordEncoder.Encode(activity, labels);
+        }
+    }
+
+    internal static class RecordEncoder
+    {
+        public const int OffValid = 24, OffFlags = 25, OffAttrsSize = 26;
+
+        /// <summary>Labels that did not fit in the record or the key table.</summary>
+        public static long Dropped;
+
+        /// <summary>"No span, no labels": zero ids, no attributes.</summary>
+        public static readonly byte[] Empty = new byte[Table.RecordHead];
+
+        /// <summary>UTF-8 of s cut to at most max bytes at a character boundary.</summary>
+        public static byte[] Utf8Truncated(string s, int max)
+        {
+            Span<byte> tmp = stackalloc byte[max];
+            Utf8.FromUtf16(s, tmp, out _, out int written, replaceInvalidSequences: true, isFinalBlock: true);
+            return tmp.Slice(0, written).ToArray();
+        }
+
+        public static byte[] Encode(Activity? a, LabelSet? labels)
+        {
+            Span<byte> buf = stackalloc byte[Table.RecordMax];
+            buf.Clear();
+            int n = Table.RecordHead;
+            if (a != null)
+            {
+                a.TraceId.CopyTo(buf.Slice(0, 16));
+                a.SpanId.CopyTo(buf.Slice(16, 8));
+                buf[OffFlags] = (byte)a.ActivityTraceFlags;
+
+                // Local root: the top of the in-process parent chain (a remote parent is not an
+                // Activity.Parent, so a span with a remote or no parent is its own local root).
+                Activity root = a;
+                while (root.Parent != null)
+                    root = root.Parent;
+                buf[n++] = 0; // SP_KEY_LOCAL_ROOT_SPAN_ID
+                buf[n++] = 16;
+                Span<byte> id = stackalloc byte[8];
+                root.SpanId.CopyTo(id);
+                for (int i = 0; i < 8; i++)
+                {
+                    buf[n++] = Hex(id[i] >> 4);
+                    buf[n++] = Hex(id[i] & 15);
+                }
+                string name = root.DisplayName ?? root.OperationName ?? "";
+                Utf8.FromUtf16(name, buf.Slice(n + 2, 255), out _, out int w, replaceInvalidSequences: true, isFinalBlock: true);
+                buf[n] = 1; // SP_KEY_SPAN_NAME
+                buf[n + 1] = (byte)w;
+                n += 2 + w;
+            }
+            if (labels != null)
+            {
+                for (int i = 0; i < labels.Keys.Length; i++)
+                {
+                    byte[] v = labels.Values[i];
+                    if (n + 2 + v.Length > Table.RecordMax)
+                    {
+                        Interlocked.Increment(ref Dropped);
+                        continue;
+                    }
+                    buf[n++] = labels.Keys[i];
+                    buf[n++] = (byte)v.Length;
+                    v.CopyTo(buf.Slice(n));
+                    n += v.Length;
+                }
+            }
+            int attrs = n - Table.RecordHead;
+            buf[OffAttrsSize] = (byte)attrs;
+            buf[OffAttrsSize + 1] = (byte)(attrs >> 8);
+            return buf.Slice(0, n).ToArray();
+        }
+
+        private static byte Hex(int v) => (byte)(v < 10 ? '0' + v : 'a' + v - 10);
+    }
+}

@@ -1,0 +1,373 @@
+// Program.cs: HookCheck, runs known span/label patterns and tells tests/integration/hook-table.sh what
+// each thread's slot must hold at each checkpoint (the script checks it from outside with ctxdump).
+//
+// Protocol on stdout, one line each; after CHECK/HEADER lines the app waits for one line on stdin:
+//   CHECK <name> tid=<tid> want=<what ctxdump -t prints after "start_ticks=N ">   (or want=any-nospan)
+//   HEADER <name> <field><op><n>      header field check (op is = or >=)
+//   PAUSE pid=<pid>                   the script looks at the process, then answers
+//   SELF <name> ok|FAIL <detail>     checked inside the app
+//   INFO ...                          diagnostics
+//   DONE
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Linq;
+using System.Reflection;
+using System.Runtime.InteropServices;
+using System.Runtime.Loader;
+using System.Threading;
+using System.Threading.Tasks;
+
+internal static class Program
+{
+    private static readonly ActivitySource Src = new("HookCheck");
+    private static Func<string, string, IDisposable>? s_label;
+    private static int s_failures;
+
+    [DllImport("libc")]
+    private static extern int gettid();
+
+    private static int Main(string[] args)
+    {
+        ActivitySource.AddActivityListener(new ActivityListener
+        {
+            ShouldListenTo = s => s.Name == "HookCheck",
+            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+        });
+#if SPANPROF_REF
+        const string mode = "ref";
+        s_label = (k, v) => SpanProf.Label(k, v);
+#else
+        const string mode = "plain";
+#endif
+        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(a => a.GetName().Name == "SpanProf.Hook")
+            .Select(a => $"{AssemblyLoadContext.GetLoadContext(a)?.Name}:{a.Location}").ToList();
+        Console.WriteLine($"INFO mode={mode} pid={Environment.ProcessId} hook-assemblies-at-start=[{string.Join(",", copies)}]");
+
+        var scenarios = args.Length > 0 ? args.ToList() : new List<string>
+        {
+            "nested", "async", "labels-nospan", "nested-labels", "pool-flow", "suppress-flow", "pyroscope", "churn",
+        };
+        for (int i = 0; i < scenarios.Count; i++)
+        {
+            string s = scenarios[i];
+            Console.WriteLine($"INFO scenario {s}");
+            switch (s)
+            {
+                case "nested": OnThread(Nested); break;
+                case "async": AsyncScenario().GetAwaiter().GetResult(); break;
+                case "labels-nospan": OnThread(LabelsNoSpan); break;
+                case "nested-labels": OnThread(NestedLabels); break;
+                case "pool-flow": PoolFlow(); break;
+                case "suppress-flow": SuppressFlow(); break;
+                case "pyroscope": Pyroscope(); break;
+                case "churn": ChurnScenario(300, 10); break;
+                case "overflow": Overflow(40); break;
+                case "twocopies": TwoCopies(scenarios[++i]); break;
+                case "pause": Console.WriteLine($"PAUSE pid={Environment.ProcessId}"); Wait(); break;
+                case "label-noop": LabelNoop(); break;
+                default:
+                    Console.WriteLine($"SELF args FAIL unknown scenario {s}");
+                    s_failures++;
+                    break;
+            }
+        }
+        Console.WriteLine("DONE");
+        return s_failures == 0 ? 0 : 1;
+    }
+
+    // ---- helpers ---------------------------------------------------------------------------
+
+    private static IDisposable Label(string k, string v)
+    {
+        if (s_label == null)
+        {
+            // Startup-hook-only mode: the app has no reference, the hook is loaded: use reflection.
+            Assembly? asm = AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(a => a.GetName().Name == "SpanProf.Hook");
+            MethodInfo? mi = asm?.GetType("SpanProf")?.GetMethod("Label");
+            if (mi == null)
+                throw new InvalidOperationException("SpanProf.Hook is not loaded: run with DOTNET_STARTUP_HOOKS");
+            s_label = (key, val) => (IDisposable)mi.Invoke(null, new object[] { key, val })!;
+        }
+        return s_label(k, v);
+    }
+
+    private static void Wait()
+    {
+        // The script answers after checking; EOF (run by hand) just goes on.
+        Console.In.ReadLine();
+    }
+
+    private static void Check(string name, int tid, string want)
+    {
+        Console.WriteLine($"CHECK {name} tid={tid} want={want}");
+        Wait();
+    }
+
+    private static void Header(string name, string cond)
+    {
+        Console.WriteLine($"HEADER {name} {cond}");
+        Wait();
+    }
+
+    private static void Self(string name, bool ok, string detail = "")
+    {
+        Console.WriteLine($"SELF {name} {(ok ? "ok" : "FAIL")} {detail}");
+        if (!ok)
+            s_failures++;
+    }
+
+    private static void OnThread(Action a)
+    {
+        var t = new Thread(() => a());
+        t.Start();
+        t.Join();
+    }
+
+    private static string Want(Activity? a, params (string k, string v)[] labels)
+    {
+        string s = "thread=live valid=1";
+        if (a == null)
+        {
+            s += " nospan";
+        }
+        else
+        {
+            Activity root = a;
+            while (root.Parent != null)
+                root = root.Parent;
+            s += $" trace={a.TraceId.ToHexString()} span={a.SpanId.ToHexString()} flags={(int)a.ActivityTraceFlags:x2}";
+            s += $" local_root_span_id={root.SpanId.ToHexString()} span_name=\"{root.DisplayName}\"";
+        }
+        foreach (var (k, v) in labels)
+            s += $" {k}=\"{v}\"";
+        return s;
+    }
+
+    // ---- scenarios -------------------------------------------------------------------------
+
+    private static void Nested()
+    {
+        int tid = gettid();
+        using (Activity? root = Src.StartActivity("root-A"))
+        {
+            using (Activity? child = Src.StartActivity("child-B"))
+            {
+                using (Label("tenant", "acme"))
+                    Check("nested-child", tid, Want(child, ("tenant", "acme")));
+                Check("nested-child-nolabel", tid, Want(child));
+            }
+            Check("nested-root", tid, Want(root));
+        }
+        Check("nested-after", tid, Want(null));
+    }
+
+    private static async Task AsyncScenario()
+    {
+        int mainTid = gettid();
+        int lastTid;
+        using (Activity? root = Src.StartActivity("async-root"))
+        {
+            using (Label("region", "eu"))
+            {
+                await Task.Yield();
+                await Task.Delay(1);
+                lastTid = gettid();
+                Self("async-hopped", lastTid != mainTid, $"main={mainTid} continuation={lastTid}");
+                Check("async-continuation", lastTid, Want(root, ("region", "eu")));
+                // The thread that started the method gave its context back when the method yielded.
+                Check("async-starter-cleared", mainTid, Want(null));
+                await Task.Delay(1);
+                using (Activity? child = Src.StartActivity("async-child"))
+                {
+                    await Task.Yield();
+                    lastTid = gettid();
+                    Check("async-child", lastTid, Want(child, ("region", "eu")));
+                }
+            }
+        }
+        lastTid = gettid();
+        await Task.Delay(1);
+        int after = gettid();
+        // Nothing current any more, on whichever thread the method now runs.
+        Check("async-after-span", after, Want(null));
+        // Give the pool thread that ran the span time to return to the pool.
+        _ = lastTid;
+        await Task.Run(() => { });
+        Console.WriteLine($"INFO async-pool-thread {lastTid}");
+        await RunOnFreshThread(() => Check("async-pool-thread-idle", lastTid, "any-nospan"));
+    }
+
+    private static Task RunOnFreshThread(Action a)
+    {
+        var tcs = new TaskCompletionSource();
+        var t = new Thread(() => { a(); tcs.SetResult(); });
+        t.Start();
+        return tcs.Task;
+    }
+
+    private static void LabelsNoSpan()
+    {
+        int tid = gettid();
+        using (Label("job", "batch"))
+            Check("labels-nospan", tid, Want(null, ("job", "batch")));
+        Check("labels-nospan-after", tid, Want(null));
+    }
+
+    private static void NestedLabels()
+    {
+        int tid = gettid();
+        using (Activity? span = Src.StartActivity("labelled"))
+        {
+            using (Label("a", "1"))
+            {
+                using (Label("a", "2"))
+                {
+                    using (Label("b", "3"))
+                        Check("labels-inner", tid, Want(span, ("a", "2"), ("b", "3")));
+                    Check("labels-middle", tid, Want(span, ("a", "2")));
+                }
+                Check("labels-outer", tid, Want(span, ("a", "1")));
+                string big = new string('x', 300);       // cut to 255 bytes
+                using (Label("big", big))
+                    Check("labels-truncated", tid, Want(span, ("a", "1"), ("big", new string('x', 255))));
+                string euro = new string('€', 100);      // 300 bytes of UTF-8: cut at a char boundary
+                using (Label("utf8", euro))
+                    Check("labels-utf8-cut", tid, Want(span, ("a", "1"), ("utf8", new string('€', 85))));
+            }
+            Check("labels-none", tid, Want(span));
+        }
+    }
+
+    private static void PoolFlow()
+    {
+        using Activity? span = Src.StartActivity("pool-parent");
+        using (Label("flow", "yes"))
+        {
+            Task.Run(() => Check("pool-flow", gettid(), Want(span, ("flow", "yes")))).Wait();
+        }
+    }
+
+    private static void SuppressFlow()
+    {
+        using Activity? span = Src.StartActivity("suppressed");
+        var done = new ManualResetEventSlim();
+        using (ExecutionContext.SuppressFlow())
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(_ =>
+            {
+                Check("suppress-flow", gettid(), "any-nospan");
+                done.Set();
+            }, null);
+        }
+        done.Wait();
+    }
+
+    private static void Pyroscope()
+    {
+        bool on = Environment.GetEnvironmentVariable("SPANPROF_PYROSCOPE_PROFILE_ID") == "1";
+        using Activity? root = Src.StartActivity("pyro-root");
+        using Activity? child = Src.StartActivity("pyro-child");
+        object? rt = root?.GetTagItem("pyroscope.profile.id");
+        object? ct = child?.GetTagItem("pyroscope.profile.id");
+        if (on)
+            Self("pyroscope-on", rt as string == root?.SpanId.ToHexString() && ct == null, $"root={rt} child={ct}");
+        else
+            Self("pyroscope-off", rt == null && ct == null, $"root={rt} child={ct}");
+    }
+
+    private static void Churn(int total, int concurrent)
+    {
+        for (int i = 0; i < total; i += concurrent)
+        {
+            var ts = Enumerable.Range(0, concurrent).Select(_ => new Thread(() =>
+            {
+                using Activity? a = Src.StartActivity("churn");
+                Thread.SpinWait(100);
+            })).ToList();
+            ts.ForEach(t => t.Start());
+            ts.ForEach(t => t.Join());
+        }
+    }
+
+    private static void ChurnScenario(int total, int concurrent)
+    {
+        Churn(total, concurrent);
+        Console.WriteLine($"INFO churned {total} threads");
+        Header("churn-no-full", "slots_full=0");
+        OnThread(() =>
+        {
+            using Activity? a = Src.StartActivity("after-churn");
+            Check("churn-fresh-thread", gettid(), Want(a));
+        });
+    }
+
+    private static void Overflow(int n)
+    {
+        using var started = new CountdownEvent(n);
+        using var release = new ManualResetEventSlim();
+        var ts = Enumerable.Range(0, n).Select(_ => new Thread(() =>
+        {
+            using Activity? a = Src.StartActivity("overflow");
+            started.Signal();
+            release.Wait();
+        })).ToList();
+        ts.ForEach(t => t.Start());
+        started.Wait();
+        // A table of 16 slots holds at most 16 of them: the rest are counted, not published.
+        Header("overflow-counted", $"slots_full>={n - 16}");
+        release.Set();
+        ts.ForEach(t => t.Join());
+        Churn(64, 4); // dead owners' slots are reclaimed
+        OnThread(() =>
+        {
+            using Activity? a = Src.StartActivity("after-overflow");
+            Check("overflow-reclaimed", gettid(), Want(a));
+        });
+    }
+
+    private static void LabelNoop()
+    {
+        // With the hook disabled, labels and spans must still just work (no-op).
+        using Activity? a = Src.StartActivity("noop");
+        bool ok = true;
+        try
+        {
+            using (Label("k", "v"))
+                Thread.Sleep(1);
+        }
+        catch (Exception e)
+        {
+            ok = false;
+            Console.WriteLine("INFO " + e);
+        }
+        Self("label-noop", ok);
+    }
+
+    private static void TwoCopies(string dll)
+    {
+        // A second copy of the hook in its own load context must not create a second table; it
+        // forwards to the copy that owns the table.
+#if SPANPROF_REF
+        Self("twocopies-owner-start", SpanProf.Start()); // the referenced copy owns the table
+#endif
+        var alc = new AssemblyLoadContext("spanprof-second-copy");
+        Assembly asm = alc.LoadFromAssemblyPath(dll);
+        Type t = asm.GetType("SpanProf")!;
+        Self("twocopies-distinct", !ReferenceEquals(asm, typeof(Program).Assembly), asm.Location);
+        bool started = (bool)t.GetMethod("Start")!.Invoke(null, null)!;
+        Self("twocopies-start", started);
+        MethodInfo label = t.GetMethod("Label")!;
+        OnThread(() =>
+        {
+            int tid = gettid();
+            using Activity? a = Src.StartActivity("copy-span");
+            using (var scope = (IDisposable)label.Invoke(null, new object[] { "copy", "second" })!)
+                Check("twocopies-label", tid, Want(a, ("copy", "second")));
+            Check("twocopies-label-undone", tid, Want(a));
+        });
+        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(a => a.GetName().Name == "SpanProf.Hook")
+            .Select(a => $"{AssemblyLoadContext.GetLoadContext(a)?.Name}:{a.Location}");
+        Console.WriteLine($"INFO hook-assemblies=[{string.Join(",", copies)}]");
+    }
+}

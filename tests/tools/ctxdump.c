@@ -1,0 +1,319 @@
+/* ctxdump.c: debug tool: print the span-context table of a hooked .NET process (ctxdump [-t TID] PID). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spanctx.h"
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: ctxdump [-t TID] [-a] PID\n"
+		"  prints the header, the key table and every claimed slot of PID's span table\n"
+		"  -t TID  only the slot the sampler would use for TID (a thread id in PID's namespace)\n"
+		"  -a      read every slot, not only pages the process has touched (allocates its pages)\n"
+		"exit: 0 ok, 2 usage, 3 not hooked, 4 invalid table, 5 no slot for TID, 1 other error\n");
+}
+
+/* Prints a value quoted, with anything unprintable escaped, so one slot stays on one line. */
+static void print_quoted(const char *s, size_t n)
+{
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* Host view of thread tid's start (stat field 22) through its namespace tid; -1 when none. */
+struct task_info {
+	long nstid;
+	long long start;
+};
+
+static int load_tasks(int pid, struct task_info **out, size_t *n_out)
+{
+	char path[96], buf[4096];
+	struct task_info *tasks = NULL, *nt;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		long tid = strtol(de->d_name, NULL, 10);
+		long nstid = tid;
+		long long start = -1;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", pid, tid);
+		f = fopen(path, "r");
+		if (f) {
+			while (fgets(buf, sizeof(buf), f)) {
+				if (!strncmp(buf, "NSpid:", 6)) {
+					char *p = buf + 6, *e;
+
+					for (;;) {
+						long v = strtol(p, &e, 10);
+
+						if (e == p)
+							break;
+						nstid = v;
+						p = e;
+					}
+				}
+			}
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
+		f = fopen(path, "r");
+		if (f) {
+			if (fgets(buf, sizeof(buf), f)) {
+				char *p = strrchr(buf, ')');
+
+				/* fields resume after the last ')'; starttime is field 22 */
+				for (int field = 2; p && field < 22; field++)
+					p = strchr(p + 1, ' ');
+				if (p)
+					start = strtoll(p + 1, NULL, 10);
+			}
+			fclose(f);
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nt = realloc(tasks, cap * sizeof(*tasks));
+			if (!nt) {
+				free(tasks);
+				closedir(d);
+				return -ENOMEM;
+			}
+			tasks = nt;
+		}
+		tasks[n].nstid = nstid;
+		tasks[n].start = start;
+		n++;
+	}
+	closedir(d);
+	*out = tasks;
+	*n_out = n;
+	return 0;
+}
+
+static const char *thread_state(const struct task_info *tasks, size_t n, uint32_t tid, uint64_t start)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (tasks[i].nstid != (long)tid)
+			continue;
+		/* The hook's tick conversion can be one tick off when a time namespace offset is not a
+		 * whole tick (hook/README.md). */
+		if (tasks[i].start >= 0 && (uint64_t)tasks[i].start + 1 >= start &&
+		    (uint64_t)tasks[i].start <= start + 1)
+			return "live";
+		return "reused";
+	}
+	return "dead";
+}
+
+static void print_slot(uint32_t index, const uint8_t *slot, uint32_t slot_size,
+		       const struct spanctx_keys *keys, const struct task_info *tasks, size_t n_tasks)
+{
+	const struct sp_slot_head *h = (const void *)slot;
+	struct spanctx_labels *l;
+	size_t rec_len = slot_size - SP_SLOT_HEAD;
+	int err;
+
+	printf("slot %u tid=%u start_ticks=%llu thread=%s", index, h->tid,
+	       (unsigned long long)h->start_ticks, thread_state(tasks, n_tasks, h->tid, h->start_ticks));
+	l = malloc(sizeof(*l));
+	if (!l) {
+		printf(" error=nomem\n");
+		return;
+	}
+	if (rec_len > SP_CTX_MAX)
+		rec_len = SP_CTX_MAX;
+	err = spanctx__decode(slot + SP_SLOT_HEAD, rec_len, keys, l);
+	if (err == -EAGAIN) {
+		printf(" valid=0\n");
+		goto free_labels;
+	}
+	if (err) {
+		printf(" error=%s\n", strerror(-err));
+		goto free_labels;
+	}
+	printf(" valid=1");
+	if (l->has_span)
+		printf(" trace=%s span=%s flags=%02x", l->trace_id, l->span_id, l->trace_flags);
+	else
+		printf(" nospan");
+	if (l->local_root_span_id[0])
+		printf(" local_root_span_id=%s", l->local_root_span_id);
+	if (l->has_span) {
+		printf(" span_name=");
+		print_quoted(l->span_name, strlen(l->span_name));
+	}
+	for (uint32_t i = 0; i < l->n_labels; i++) {
+		printf(" %s=", l->labels[i].key);
+		print_quoted(l->labels[i].value, l->labels[i].len);
+	}
+	if (l->unknown_keys)
+		printf(" unknown_keys=%u", l->unknown_keys);
+	if (l->skipped)
+		printf(" skipped=%u", l->skipped);
+	if (l->truncated)
+		printf(" truncated=1");
+	putchar('\n');
+free_labels:
+	free(l);
+}
+
+/* 1 when the page holding addr is resident in pid (pagemap bit 63); 1 too when unknown. */
+static int page_present(FILE *pagemap, uint64_t addr, long page)
+{
+	uint64_t e;
+
+	if (!pagemap)
+		return 1;
+	if (fseeko(pagemap, (off_t)(addr / (uint64_t)page * 8), SEEK_SET) ||
+	    fread(&e, sizeof(e), 1, pagemap) != 1)
+		return 1;
+	return (int)(e >> 63);
+}
+
+int main(int argc, char **argv)
+{
+	struct spanctx_table t;
+	struct sp_ctx_proc proc;
+	struct spanctx_keys *keys = NULL;
+	struct task_info *tasks = NULL;
+	size_t n_tasks = 0;
+	uint8_t *slot = NULL;
+	FILE *pagemap = NULL;
+	long only_tid = -1, page = sysconf(_SC_PAGESIZE);
+	int all = 0, opt, pid, err, ret = 1;
+	uint32_t claimed = 0;
+	char path[64];
+
+	while ((opt = getopt(argc, argv, "t:ah")) != -1) {
+		switch (opt) {
+		case 't':
+			only_tid = strtol(optarg, NULL, 10);
+			break;
+		case 'a':
+			all = 1;
+			break;
+		default:
+			usage();
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage();
+		return 2;
+	}
+	pid = (int)strtol(argv[optind], NULL, 10);
+
+	memset(&t, 0, sizeof(t));
+	err = spanctx__find(pid, &proc, &t);
+	if (err == -ENOENT && !t.map_start) {
+		fprintf(stderr, "ctxdump: pid %d: not hooked (no /memfd:%s mapping)\n", pid, SP_CTX_MEMFD_NAME);
+		return 3;
+	}
+	if (err == -ENOENT) {
+		printf("table pid=%d nspid=%u flags=%u disabled\n", pid, t.ns_pid, t.flags);
+		return 3;
+	}
+	if (err) {
+		fprintf(stderr, "ctxdump: pid %d: %s\n", pid, strerror(-err));
+		return err == -EBADMSG || err == -EPROTONOSUPPORT || err == -EAGAIN ? 4 : 1;
+	}
+	printf("table pid=%d nspid=%u addr=0x%llx slots_addr=0x%llx slots=%u slot_size=%u keys=%u "
+	       "slots_full=%llu flags=%u published_at_ns=%llu\n",
+	       pid, t.ns_pid, (unsigned long long)t.map_start, (unsigned long long)proc.slots_addr,
+	       proc.slot_count, proc.slot_size, t.keys_count, (unsigned long long)t.slots_full, t.flags,
+	       (unsigned long long)t.published_at_ns);
+
+	keys = spanctx_keys__new();
+	slot = malloc(proc.slot_size);
+	if (!keys || !slot) {
+		fprintf(stderr, "ctxdump: out of memory\n");
+		goto cleanup;
+	}
+	err = spanctx_keys__load(keys, pid, &t);
+	if (err < 0) {
+		fprintf(stderr, "ctxdump: key table: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	for (uint32_t i = 0; i < spanctx_keys__count(keys); i++)
+		printf("key %u %s\n", i, spanctx_keys__name(keys, i));
+	if (spanctx_keys__bad(keys))
+		printf("keys_bad=%u\n", spanctx_keys__bad(keys));
+	err = load_tasks(pid, &tasks, &n_tasks);
+	if (err)
+		fprintf(stderr, "ctxdump: threads: %s (thread state unknown)\n", strerror(-err));
+
+	if (only_tid >= 0) {
+		/* The sampler's lookup: first probe whose tid matches. */
+		for (uint32_t i = 0; i < SP_CTX_PROBES; i++) {
+			uint32_t idx = spanctx__probe((uint32_t)only_tid, i, proc.slot_count);
+			uint64_t addr = proc.slots_addr + (uint64_t)idx * proc.slot_size;
+
+			err = spanctx__read_mem(pid, addr, slot, proc.slot_size);
+			if (err) {
+				fprintf(stderr, "ctxdump: slot %u: %s\n", idx, strerror(-err));
+				goto cleanup;
+			}
+			if (((struct sp_slot_head *)slot)->tid == (uint32_t)only_tid) {
+				print_slot(idx, slot, proc.slot_size, keys, tasks, n_tasks);
+				ret = 0;
+				goto cleanup;
+			}
+		}
+		printf("noslot tid=%ld\n", only_tid);
+		ret = 5;
+		goto cleanup;
+	}
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	if (!all)
+		pagemap = fopen(path, "rb");
+	for (uint32_t idx = 0; idx < proc.slot_count; idx++) {
+		uint64_t addr = proc.slots_addr + (uint64_t)idx * proc.slot_size;
+
+		/* An untouched slot's page is not resident; reading it would allocate it in the target. */
+		if (!page_present(pagemap, addr, page))
+			continue;
+		err = spanctx__read_mem(pid, addr, slot, proc.slot_size);
+		if (err) {
+			fprintf(stderr, "ctxdump: slot %u: %s\n", idx, strerror(-err));
+			goto cleanup;
+		}
+		if (((struct sp_slot_head *)slot)->tid == 0)
+			continue;
+		claimed++;
+		print_slot(idx, slot, proc.slot_size, keys, tasks, n_tasks);
+	}
+	printf("claimed=%u\n", claimed);
+	ret = 0;
+cleanup:
+	if (pagemap)
+		fclose(pagemap);
+	free(tasks);
+	free(slot);
+	spanctx_keys__free(keys);
+	return ret;
+}

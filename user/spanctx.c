@@ -1,0 +1,502 @@
+/* spanctx.c: find, validate and decode the span-context table of a hooked .NET process (hook ABI v1). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "spanctx.h"
+
+#define MEMFD_PATH "/memfd:" SP_CTX_MEMFD_NAME
+#define MEMFD_PATH_DELETED MEMFD_PATH " (deleted)"
+#define SLOT_SIZE_MAX 4096u
+#define KEYS_SIZE_MAX (64u << 10)
+
+_Static_assert(SP_SLOT_HEAD + SP_CTX_HEAD <= SLOT_SIZE_MAX, "slot bounds");
+
+struct spanctx_keys {
+	uint32_t count;
+	uint32_t bad;
+	uint32_t off[SP_CTX_MAX_KEYS];
+	char names[SP_CTX_MAX_KEYS * 256];	/* NUL-terminated names, back to back */
+};
+
+static int is_path_char(char c)
+{
+	return c != ' ' && c != '\t';
+}
+
+/* Parses one maps line; 1 when it is the table's mapping, 0 otherwise, -EBADMSG for offset != 0. */
+static int parse_maps_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
+{
+	char buf[512];
+	unsigned long long s, e, off;
+	char perms[8];
+	const char *path;
+	size_t plen;
+	int n = 0;
+
+	if (len >= sizeof(buf))
+		return 0;	/* too long for our name: not ours */
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	if (sscanf(buf, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &n) < 4 || n == 0)
+		return 0;
+	path = buf + n;
+	while (*path == ' ' || *path == '\t')
+		path++;
+	if (!is_path_char(*path))
+		return 0;
+	plen = strlen(path);
+	while (plen && (path[plen - 1] == '\r' || path[plen - 1] == ' '))
+		plen--;
+	if (!((plen == strlen(MEMFD_PATH_DELETED) && !memcmp(path, MEMFD_PATH_DELETED, plen)) ||
+	      (plen == strlen(MEMFD_PATH) && !memcmp(path, MEMFD_PATH, plen))))
+		return 0;
+	if (off != 0 || e <= s)
+		return -EBADMSG;
+	*start = s;
+	*end = e;
+	return 1;
+}
+
+int spanctx__find_mapping(const char *maps, size_t len, uint64_t *start, uint64_t *end)
+{
+	size_t pos = 0;
+	int found = 0;
+	uint64_t s = 0, e = 0;
+
+	if (!maps || !start || !end)
+		return -EINVAL;
+	while (pos < len) {
+		const char *nl = memchr(maps + pos, '\n', len - pos);
+		size_t llen = nl ? (size_t)(nl - (maps + pos)) : len - pos;
+		uint64_t ls, le;
+		int r = parse_maps_line(maps + pos, llen, &ls, &le);
+
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			if (found)
+				return -EBADMSG;	/* one table per process, by construction */
+			found = 1;
+			s = ls;
+			e = le;
+		}
+		pos += llen + (nl ? 1 : 0);
+	}
+	if (!found)
+		return -ENOENT;
+	*start = s;
+	*end = e;
+	return 0;
+}
+
+int spanctx__check_header(const void *hdr, size_t hdr_len, uint64_t map_start, uint64_t map_end,
+			  struct spanctx_table *out)
+{
+	struct sp_ctx_header h;
+	static const char zero[8];
+	uint64_t map_len, slots_end, keys_end;
+
+	if (!hdr || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (hdr_len < sizeof(h) || map_end <= map_start)
+		return -EBADMSG;
+	map_len = map_end - map_start;
+	if (map_len < sizeof(h))
+		return -EBADMSG;
+	memcpy(&h, hdr, sizeof(h));
+
+	if (!memcmp(h.magic, zero, sizeof(zero)))
+		return -EAGAIN;		/* the hook writes the magic last */
+	if (memcmp(h.magic, SP_CTX_MAGIC, sizeof(h.magic)))
+		return -EBADMSG;
+	if (h.abi_version != SP_CTX_ABI)
+		return -EPROTONOSUPPORT;
+	if (h.header_size < sizeof(h) || h.header_size > map_len)
+		return -EBADMSG;
+	if (h.slot_count == 0 || (h.slot_count & (h.slot_count - 1)) || h.slot_count > SP_CTX_MAX_SLOTS)
+		return -EBADMSG;
+	if (h.slot_size % 8 || h.slot_size < SP_SLOT_HEAD + SP_CTX_HEAD || h.slot_size > SLOT_SIZE_MAX)
+		return -EBADMSG;
+	if (h.slots_offset % 4096 || h.slots_offset < h.header_size)
+		return -EBADMSG;
+	slots_end = (uint64_t)h.slots_offset + (uint64_t)h.slot_count * h.slot_size;
+	if (slots_end > map_len)
+		return -EBADMSG;
+	keys_end = (uint64_t)h.keys_offset + h.keys_size;
+	if (h.keys_offset < h.header_size || keys_end > map_len || h.keys_size > KEYS_SIZE_MAX)
+		return -EBADMSG;
+	if (!(keys_end <= h.slots_offset || h.keys_offset >= slots_end))
+		return -EBADMSG;	/* keys overlapping slots */
+	if (h.keys_count > SP_CTX_MAX_KEYS)
+		return -EBADMSG;
+
+	out->map_start = map_start;
+	out->map_end = map_end;
+	out->keys_addr = map_start + h.keys_offset;
+	out->keys_size = h.keys_size;
+	out->keys_count = h.keys_count;
+	out->ns_pid = h.pid;
+	out->flags = h.flags;
+	out->published_at_ns = h.published_at_ns;
+	out->slots_full = h.slots_full;
+	out->proc.slots_addr = map_start + h.slots_offset;
+	out->proc.slot_count = h.slot_count;
+	out->proc.slot_size = h.slot_size;
+	if (h.flags & SPANCTX_F_DISABLED)
+		return -ENOENT;
+	return 0;
+}
+
+int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	char path[64];
+	ssize_t n;
+	int fd, err;
+
+	if (!buf || pid <= 0)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n >= 0)
+		return -EFAULT;		/* partial: part of the range is not mapped */
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+	/* Kernels or sandboxes without process_vm_readv: /proc/<pid>/mem needs the same access. */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len, (off_t)addr);
+	err = n < 0 ? -errno : (n == (ssize_t)len ? 0 : -EFAULT);
+	close(fd);
+	return err;
+}
+
+/* Reads a whole /proc file, at most max bytes; *out is malloc'd (NUL-terminated). */
+static int read_proc_file(const char *path, size_t max, char **out, size_t *out_len)
+{
+	size_t cap = 64 << 10, len = 0;
+	char *buf, *nbuf;
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto close_fd;
+	}
+	for (;;) {
+		if (len == cap) {
+			if (cap >= max) {
+				err = -EFBIG;
+				goto free_buf;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			nbuf = realloc(buf, cap + 1);
+			if (!nbuf) {
+				err = -ENOMEM;
+				goto free_buf;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto free_buf;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(fd);
+	*out = buf;
+	*out_len = len;
+	return 0;
+
+free_buf:
+	free(buf);
+close_fd:
+	close(fd);
+	return err;
+}
+
+/* The pid of host process pid inside its own pid namespace (last NStgid field), or -errno. */
+static int ns_pid_of(int pid)
+{
+	char path[64], *text = NULL, *line;
+	size_t len;
+	int err, nspid = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	err = read_proc_file(path, 1 << 20, &text, &len);
+	if (err)
+		return err;
+	line = strstr(text, "\nNStgid:");
+	if (line) {
+		char *p = line + 8, *endp;
+
+		for (;;) {
+			long v = strtol(p, &endp, 10);
+
+			if (endp == p)
+				break;
+			nspid = (int)v;
+			p = endp;
+		}
+	} else {
+		nspid = pid;	/* kernels before 4.1 have no NStgid: no pid namespaces to care about */
+	}
+	free(text);
+	return nspid;
+}
+
+int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl)
+{
+	struct spanctx_table t;
+	struct sp_ctx_header h;
+	char path[64], *maps = NULL;
+	size_t maps_len;
+	uint64_t start, end;
+	int err, nspid;
+
+	if (pid <= 0 || !proc)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	err = read_proc_file(path, SPANCTX_MAPS_MAX, &maps, &maps_len);
+	if (err)
+		return err;
+	err = spanctx__find_mapping(maps, maps_len, &start, &end);
+	free(maps);
+	if (err)
+		return err;
+	err = spanctx__read_mem(pid, start, &h, sizeof(h));
+	if (err)
+		return err;
+	err = spanctx__check_header(&h, sizeof(h), start, end, &t);
+	if (tbl)
+		*tbl = t;
+	if (err)
+		return err;
+	nspid = ns_pid_of(pid);
+	if (nspid < 0)
+		return nspid;
+	if ((uint32_t)nspid != t.ns_pid)
+		return -EBADMSG;	/* inherited through fork(), or forged */
+	*proc = t.proc;
+	return 0;
+}
+
+uint32_t spanctx__probe(uint32_t tid, uint32_t i, uint32_t slot_count)
+{
+	return (SP_SLOT_HASH(tid) + i) & (slot_count - 1);
+}
+
+struct spanctx_keys *spanctx_keys__new(void)
+{
+	return calloc(1, sizeof(struct spanctx_keys));
+}
+
+void spanctx_keys__free(struct spanctx_keys *keys)
+{
+	free(keys);
+}
+
+int spanctx_keys__parse(struct spanctx_keys *keys, const uint8_t *buf, size_t len, uint32_t count)
+{
+	size_t pos = 0, npos = 0;
+	uint32_t i;
+
+	if (!keys || (!buf && len))
+		return -EINVAL;
+	keys->count = 0;
+	keys->bad = 0;
+	if (count > SP_CTX_MAX_KEYS) {
+		keys->bad += count - SP_CTX_MAX_KEYS;
+		count = SP_CTX_MAX_KEYS;
+	}
+	for (i = 0; i < count; i++) {
+		uint8_t n;
+
+		if (pos >= len) {
+			keys->bad += count - i;
+			break;
+		}
+		n = buf[pos];
+		if ((size_t)n > len - pos - 1) {
+			keys->bad += count - i;	/* overruns: this and every later entry are lost */
+			break;
+		}
+		keys->off[i] = (uint32_t)npos;
+		memcpy(keys->names + npos, buf + pos + 1, n);
+		/* A NUL inside a name would silently shorten it for C callers: make it visible. */
+		for (size_t j = 0; j < n; j++)
+			if (keys->names[npos + j] == '\0')
+				keys->names[npos + j] = '?';
+		keys->names[npos + n] = '\0';
+		npos += (size_t)n + 1;
+		pos += (size_t)n + 1;
+		keys->count = i + 1;
+	}
+	return (int)keys->count;
+}
+
+int spanctx_keys__load(struct spanctx_keys *keys, int pid, const struct spanctx_table *tbl)
+{
+	struct sp_ctx_header h;
+	uint8_t *buf;
+	int err;
+
+	if (!keys || !tbl || tbl->keys_size > KEYS_SIZE_MAX)
+		return -EINVAL;
+	err = spanctx__read_mem(pid, tbl->map_start, &h, sizeof(h));
+	if (err)
+		return err;
+	if (h.keys_count > SP_CTX_MAX_KEYS)
+		return -EBADMSG;
+	buf = malloc(tbl->keys_size ? tbl->keys_size : 1);
+	if (!buf)
+		return -ENOMEM;
+	err = spanctx__read_mem(pid, tbl->keys_addr, buf, tbl->keys_size);
+	if (!err)
+		err = spanctx_keys__parse(keys, buf, tbl->keys_size, h.keys_count);
+	free(buf);
+	return err;
+}
+
+uint32_t spanctx_keys__count(const struct spanctx_keys *keys)
+{
+	return keys ? keys->count : 0;
+}
+
+uint32_t spanctx_keys__bad(const struct spanctx_keys *keys)
+{
+	return keys ? keys->bad : 0;
+}
+
+const char *spanctx_keys__name(const struct spanctx_keys *keys, uint32_t index)
+{
+	if (!keys || index >= keys->count)
+		return NULL;
+	return keys->names + keys->off[index];
+}
+
+static void hex(char *dst, const uint8_t *src, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		dst[2 * i] = digits[src[i] >> 4];
+		dst[2 * i + 1] = digits[src[i] & 15];
+	}
+	dst[2 * n] = '\0';
+}
+
+static void copy_value(char *dst, const uint8_t *src, uint8_t n)
+{
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *keys,
+		    struct spanctx_labels *out)
+{
+	size_t attrs, end, p;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!rec || len < SP_CTX_HEAD)
+		return -EINVAL;
+	if (len > SP_CTX_MAX)
+		len = SP_CTX_MAX;
+	hex(out->trace_id, rec, 16);
+	hex(out->span_id, rec + 16, 8);
+	for (int i = 0; i < 16; i++)
+		out->has_span |= rec[i] != 0;
+	if (!rec[24])
+		return -EAGAIN;
+	out->trace_flags = rec[25];
+
+	attrs = (size_t)rec[26] | (size_t)rec[27] << 8;
+	if (attrs > len - SP_CTX_HEAD) {
+		out->truncated = 1;
+		attrs = len - SP_CTX_HEAD;
+	}
+	p = SP_CTX_HEAD;
+	end = SP_CTX_HEAD + attrs;
+	while (p < end) {
+		uint8_t key, n;
+		const uint8_t *v;
+
+		if (end - p < 2) {
+			out->skipped++;	/* a lone byte: half an attribute header */
+			break;
+		}
+		key = rec[p];
+		n = rec[p + 1];
+		p += 2;
+		if (n > end - p) {
+			out->skipped++;	/* overruns the record: nothing after it can be trusted */
+			break;
+		}
+		v = rec + p;
+		p += n;
+
+		if (key == SP_KEY_LOCAL_ROOT_SPAN_ID) {
+			int ok = n == 16;
+
+			for (int i = 0; ok && i < 16; i++)
+				ok = isxdigit(v[i]);
+			if (!ok) {
+				out->skipped++;
+				continue;
+			}
+			for (int i = 0; i < 16; i++)
+				out->local_root_span_id[i] = (char)tolower(v[i]);
+			out->local_root_span_id[16] = '\0';
+		} else if (key == SP_KEY_SPAN_NAME) {
+			copy_value(out->span_name, v, n);
+		} else {
+			const char *name = spanctx_keys__name(keys, key);
+			struct spanctx_label *l = NULL;
+
+			if (!name) {
+				out->unknown_keys++;
+				continue;
+			}
+			for (uint32_t i = 0; i < out->n_labels; i++)
+				if (out->labels[i].key_index == key)
+					l = &out->labels[i];
+			if (!l) {
+				if (out->n_labels == SPANCTX_MAX_LABELS) {
+					out->skipped++;
+					continue;
+				}
+				l = &out->labels[out->n_labels++];
+			}
+			l->key = name;
+			l->key_index = key;
+			l->len = n;
+			copy_value(l->value, v, n);
+		}
+	}
+	return 0;
+}

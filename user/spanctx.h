@@ -1,0 +1,118 @@
+/* spanctx.h: find, validate and decode the span-context table of a hooked .NET process (hook ABI v1). */
+#ifndef SPANPROF_SPANCTX_H
+#define SPANPROF_SPANCTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profiler.h"
+
+/*
+ * Error codes, distinct so the caller can count them apart:
+ *   -ENOENT          the process has no table (not .NET, hook not loaded, or the hook disabled itself)
+ *   -EAGAIN          the table exists but its header is not published yet: try again later
+ *   -EPROTONOSUPPORT the table speaks another hook ABI version
+ *   -EBADMSG         the table is invalid (anything a hostile process could forge is checked)
+ * Anything else is an I/O error from /proc or process_vm_readv (-ESRCH, -EPERM, -EFAULT, ...).
+ */
+
+#define SPANCTX_F_DISABLED 1u		/* header.flags: the hook gave up and freed every slot */
+#define SPANCTX_MAX_LABELS 32		/* user labels kept per decoded record; more are counted */
+#define SPANCTX_MAPS_MAX (64u << 20)	/* bound on /proc/<pid>/maps text */
+
+/* What spanctx__find() learnt about a table; proc is what the BPF map ctx_procs wants. */
+struct spanctx_table {
+	uint64_t map_start;		/* the mapping (== header address) */
+	uint64_t map_end;
+	uint64_t keys_addr;
+	uint32_t keys_size;
+	uint32_t keys_count;		/* at the time the header was read */
+	uint32_t ns_pid;		/* header.pid: the pid inside the process's pid namespace */
+	uint32_t flags;
+	uint64_t published_at_ns;
+	uint64_t slots_full;
+	struct sp_ctx_proc proc;	/* proc_start_ns is left 0: the caller knows the process start */
+};
+
+/*
+ * Finds the "/memfd:spanprof-ctx (deleted)" mapping in /proc/<pid>/maps text (len bytes, need not
+ * be NUL-terminated; a last line without a newline counts). Returns 0 and sets *start, *end;
+ * -ENOENT when there is none; -EBADMSG when there is more than one or it does not start at
+ * file offset 0.
+ */
+int spanctx__find_mapping(const char *maps, size_t len, uint64_t *start, uint64_t *end);
+
+/*
+ * Validates a header (hdr_len bytes read from map_start) against the mapping [map_start,
+ * map_end) and fills *out. Returns 0, -EAGAIN, -EPROTONOSUPPORT, -EBADMSG or -ENOENT (disabled).
+ */
+int spanctx__check_header(const void *hdr, size_t hdr_len, uint64_t map_start, uint64_t map_end,
+			  struct spanctx_table *out);
+
+/* Reads len bytes at addr in process pid (process_vm_readv, else /proc/<pid>/mem). 0 or -errno. */
+int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Finds and validates the table of host process pid: maps, header, and header.pid against the
+ * process's own namespace pid (a table inherited through fork() belongs to the parent). Fills
+ * *proc and, when tbl is not NULL, *tbl. Returns 0 or one of the codes above.
+ */
+int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl);
+
+/* Slot index of probe i (0 <= i < SP_CTX_PROBES) for tid in a table of slot_count slots. */
+uint32_t spanctx__probe(uint32_t tid, uint32_t i, uint32_t slot_count);
+
+/* Attribute key names of a table: index -> name. Opaque. */
+struct spanctx_keys;
+
+/* Constructor: returns NULL and sets errno. */
+struct spanctx_keys *spanctx_keys__new(void);
+void spanctx_keys__free(struct spanctx_keys *keys);	/* NULL-safe */
+
+/*
+ * Replaces the names with the first count entries ({u8 len, bytes}) of buf. Stops at an entry
+ * that overruns buf or past SP_CTX_MAX_KEYS (counted in spanctx_keys__bad()). Returns the number
+ * of names now known, or -EINVAL.
+ */
+int spanctx_keys__parse(struct spanctx_keys *keys, const uint8_t *buf, size_t len, uint32_t count);
+
+/* Re-reads keys_count and the key table of a found table from process pid. Count or -errno. */
+int spanctx_keys__load(struct spanctx_keys *keys, int pid, const struct spanctx_table *tbl);
+
+uint32_t spanctx_keys__count(const struct spanctx_keys *keys);
+uint32_t spanctx_keys__bad(const struct spanctx_keys *keys);
+/* Name of key index, or NULL when unknown. Valid until the next parse/load/free. */
+const char *spanctx_keys__name(const struct spanctx_keys *keys, uint32_t index);
+
+struct spanctx_label {
+	const char *key;		/* from the keys passed to decode: valid while they are */
+	uint8_t key_index;
+	uint8_t len;			/* value bytes (value is also NUL-terminated) */
+	char value[256];
+};
+
+/* One decoded OTEP 4947 record. */
+struct spanctx_labels {
+	int has_span;			/* trace id not all zero */
+	uint8_t trace_flags;
+	char trace_id[33];		/* 32 lowercase hex digits */
+	char span_id[17];
+	char local_root_span_id[17];	/* "" when absent or malformed */
+	char span_name[256];		/* "" when absent */
+	uint32_t n_labels;
+	struct spanctx_label labels[SPANCTX_MAX_LABELS];
+	uint32_t unknown_keys;		/* attributes whose key has no name yet: reload keys, decode again */
+	uint32_t skipped;		/* malformed, overrunning or over-cap attributes */
+	int truncated;			/* attrs_data_size claimed more bytes than were given */
+};
+
+/*
+ * Decodes the record bytes the sampler copied (head plus attributes, len bytes; more than
+ * SP_CTX_MAX are ignored). keys may be NULL (every user label is then unknown). A user key that
+ * appears twice keeps its last value. Returns 0; -EINVAL when len < SP_CTX_HEAD or an argument is
+ * NULL; -EAGAIN when the valid flag is clear (caught mid-write). *out is always initialised.
+ */
+int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *keys,
+		    struct spanctx_labels *out);
+
+#endif /* SPANPROF_SPANCTX_H */
