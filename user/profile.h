@@ -10,7 +10,7 @@
  * Ids are indexes into the profile's tables; 0 means "none" everywhere, so a real id starts at 1
  * (pprof ids are 1-based too and string 0 is ""). Every interning call deduplicates.
  */
-struct profile;
+struct profile;	/* not thread-safe: one thread at a time (the caller locks) */
 
 struct pf_mapping {
 	uint64_t start;
@@ -37,7 +37,10 @@ struct profile_opts {
 struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);	/* NULL-safe */
 
-/* Interning; each returns an id >= 1, or 0 on allocation failure (errno set). */
+/*
+ * Interning; each returns an id >= 1, or 0 on failure (errno: ENOMEM; EINVAL for a NULL
+ * function name or an id that does not exist). NULL strings other than the name mean "".
+ */
 uint32_t profile__mapping(struct profile *p, const struct pf_mapping *m);
 uint32_t profile__function(struct profile *p, const char *name, const char *system_name,
 			   const char *filename);
@@ -48,13 +51,16 @@ uint32_t profile__location(struct profile *p, uint32_t mapping_id, uint64_t addr
 /*
  * Add count samples of a stack. locs is leaf first (pprof order). Samples with the same
  * stack and the same labels (same keys and values, any order) merge. Returns 0 or -errno.
+ * -EINVAL: a location id that does not exist, a NULL or "" key, a NULL value ("" is a value).
+ * An empty stack is allowed; count 0 adds nothing. Nothing is added on error.
  */
 int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		 const struct pf_label *labels, size_t n_labels, uint64_t count);
 
 /*
  * Read access for writers, summaries and tests. Pointers in views stay valid until the next
- * call that changes p. Labels in a view are sorted (by key, then value) and deduplicated.
+ * call that changes p. Labels in a view are deduplicated, in one canonical order (by interned
+ * key, then value), not necessarily the order they were added in.
  */
 struct pf_sample_view {
 	const uint32_t *locs;	/* leaf first */
@@ -99,6 +105,9 @@ int profile__location_get(const struct profile *p, uint32_t id, struct pf_locati
 /*
  * The n functions with the most self samples, optionally only over samples whose label key
  * equals value (key NULL: all samples). Fills names/counts, returns how many were filled.
+ * Functions are grouped by display name; total counts a name once per sample (recursion).
+ * Ties: more total first, then by name. value NULL with a key: any value of that key.
+ * Returns 0 with errno ENOMEM when out of memory.
  */
 struct pf_top {
 	const char *name;
