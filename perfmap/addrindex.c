@@ -45,6 +45,7 @@ struct addrindex {
 	struct ai_entry **chunks;
 	uint32_t nchunks;
 	uint32_t chunks_cap;
+	uint32_t chunk0_cap;	/* entries allocated in chunks[0] (<= CHUNK_SIZE) */
 	uint32_t n;		/* entries appended */
 	uint32_t indexed;	/* entries [0, indexed) are in runs or hidden; the rest is the tail */
 	uint64_t hidden;
@@ -114,9 +115,27 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 		return -EOVERFLOW;
 	if (!sym->size || sym->start + sym->size < sym->start)
 		return -EINVAL;
-	if ((id >> CHUNK_SHIFT) >= ix->nchunks) {
+	if (id < CHUNK_SIZE && id >= ix->chunk0_cap) {
+		/* The first chunk grows by doubling so small processes stay small. */
+		uint32_t cap = ix->chunk0_cap ? ix->chunk0_cap * 2 : 256;
+		struct ai_entry *c;
+
+		if (!ix->chunks) {
+			ix->chunks = malloc(16 * sizeof(*ix->chunks));
+			if (!ix->chunks)
+				return -ENOMEM;
+			ix->chunks_cap = 16;
+			ix->chunks[0] = NULL;
+		}
+		c = realloc(ix->chunks[0], (size_t)cap * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		ix->chunks[0] = c;
+		ix->chunk0_cap = cap;
+		ix->nchunks = 1;
+	} else if ((id >> CHUNK_SHIFT) >= ix->nchunks) {
 		if (ix->nchunks == ix->chunks_cap) {
-			uint32_t cap = ix->chunks_cap ? ix->chunks_cap * 2 : 16;
+			uint32_t cap = ix->chunks_cap * 2;
 			struct ai_entry **c = realloc(ix->chunks, cap * sizeof(*c));
 
 			if (!c)
@@ -611,8 +630,8 @@ void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
 	out->tail = ix->n - ix->indexed;
 	out->runs = ix->nruns;
 	out->merges = ix->merges;
-	out->bytes = (uint64_t)ix->nchunks * CHUNK_SIZE * sizeof(struct ai_entry) +
-		     ix->chunks_cap * sizeof(void *);
+	out->bytes = ((uint64_t)(ix->nchunks ? ix->nchunks - 1 : 0) * CHUNK_SIZE + ix->chunk0_cap) *
+		     sizeof(struct ai_entry) + ix->chunks_cap * sizeof(void *);
 	for (uint32_t i = 0; i < ix->nruns; i++) {
 		const struct run *r = &ix->runs[i];
 

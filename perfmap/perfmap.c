@@ -100,8 +100,13 @@ static const char *intern(struct intern *in, const char *s, size_t len)
 		if (in->tab[i].hash == h && in->tab[i].len == len && !memcmp(in->tab[i].s, s, len))
 			return in->tab[i].s;
 	if (in->avail < len + 1) {
-		size_t sz = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
-		struct arena_chunk *c = malloc(sizeof(*c) + sz);
+		struct arena_chunk *c;
+		/* chunks double from 4 KiB to ARENA_CHUNK: small processes stay small */
+		size_t sz = in->bytes < 4096 ? 4096 : in->bytes < ARENA_CHUNK ? in->bytes : ARENA_CHUNK;
+
+		if (sz < len + 1)
+			sz = len + 1;
+		c = malloc(sizeof(*c) + sz);
 
 		if (!c)
 			return NULL;

@@ -1,0 +1,310 @@
+/* test_addrindex.c: unit tests for the perfmap address index (overlaps, times, runs, scale). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "addrindex.h"
+
+static int setup(void **state)
+{
+	*state = addrindex__new();
+	return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	addrindex__free(*state);
+	return 0;
+}
+
+static int64_t add(struct addrindex *ix, uint64_t start, uint64_t size, uint64_t load_ns,
+		   uint64_t order, const char *name, unsigned flags)
+{
+	struct perfmap_sym s = {
+		.start = start, .size = size, .load_ns = load_ns, .name = name, .tier = "",
+		.source = load_ns ? PERFMAP_SRC_JITDUMP : PERFMAP_SRC_MAP,
+	};
+
+	return addrindex__add(ix, &s, order, flags);
+}
+
+static const char *name_at(struct addrindex *ix, uint64_t addr, uint64_t t)
+{
+	const struct perfmap_sym *s = addrindex__lookup(ix, addr, t);
+
+	return s ? s->name : NULL;
+}
+
+static void test_addrindex_disjoint(void **state)
+{
+	struct addrindex *ix = *state;
+
+	assert_int_equal(add(ix, 0x2000, 0x100, 0, 1, "b", 0), 0);
+	assert_int_equal(add(ix, 0x1000, 0x10, 0, 1, "a", 0), 1);
+	assert_int_equal(add(ix, 0x3000, 0x1, 0, 1, "c", 0), 2);
+	assert_null(name_at(ix, 0xfff, 0));
+	assert_string_equal(name_at(ix, 0x1000, 0), "a");
+	assert_string_equal(name_at(ix, 0x100f, 0), "a");
+	assert_null(name_at(ix, 0x1010, 0));	/* end is exclusive */
+	assert_string_equal(name_at(ix, 0x20ff, 0), "b");
+	assert_string_equal(name_at(ix, 0x3000, 0), "c");
+	assert_null(name_at(ix, 0x3001, 0));
+	assert_null(name_at(ix, UINT64_MAX, 0));
+	assert_null(name_at(ix, 0, 0));
+}
+
+static void test_addrindex_invalid_ranges(void **state)
+{
+	struct addrindex *ix = *state;
+
+	assert_int_equal(add(ix, 0x1000, 0, 0, 1, "empty", 0), -EINVAL);
+	assert_int_equal(add(ix, UINT64_MAX - 4, 0x10, 0, 1, "wraps", 0), -EINVAL);
+	assert_int_equal(addrindex__count(ix), 0);
+	assert_null(name_at(ix, 0x1000, 0));
+}
+
+/* A stub block logged before or after a single stub inside it: the stub wins where it is. */
+static void test_addrindex_block_smallest_wins(void **state)
+{
+	struct addrindex *ix = *state;
+
+	add(ix, 0x10000, 0x10000, 0, 1, "stub ReportStubBlock<MethodCallThunk>", ADDRINDEX_BLOCK);
+	add(ix, 0x10100, 0x20, 0, 2, "stub CreateHelper<DynamicHelper>", 0);
+	add(ix, 0x18000, 0x20, 0, 0, "stub Allocate<FixupPrecode>", 0);	/* logged earlier */
+	add(ix, 0x18000, 0x1000, 0, 3, "stub<9> ReportStubBlock<Inner>", ADDRINDEX_BLOCK);
+	assert_string_equal(name_at(ix, 0x10110, 0), "stub CreateHelper<DynamicHelper>");
+	assert_string_equal(name_at(ix, 0x18010, 0), "stub Allocate<FixupPrecode>");
+	/* outside single stubs: the smallest block */
+	assert_string_equal(name_at(ix, 0x18100, 0), "stub<9> ReportStubBlock<Inner>");
+	assert_string_equal(name_at(ix, 0x10000, 0), "stub ReportStubBlock<MethodCallThunk>");
+	assert_string_equal(name_at(ix, 0x1ffff, 0), "stub ReportStubBlock<MethodCallThunk>");
+	assert_int_equal(addrindex__flush(ix), 0);	/* same answers from a sorted run */
+	assert_string_equal(name_at(ix, 0x18010, 0), "stub Allocate<FixupPrecode>");
+	assert_string_equal(name_at(ix, 0x18100, 0), "stub<9> ReportStubBlock<Inner>");
+}
+
+/* The same range reused by newer code: the newest load at or before the sample time wins. */
+static void test_addrindex_reuse_by_time(void **state)
+{
+	struct addrindex *ix = *state;
+
+	add(ix, 0x1000, 0x40, 100, 100, "old", 0);
+	add(ix, 0x1000, 0x40, 300, 300, "new", 0);
+	add(ix, 0x1000, 0x40, 200, 200, "middle", 0);	/* arrives late, ranks by time */
+	for (int pass = 0; pass < 2; pass++) {
+		assert_null(name_at(ix, 0x1010, 50));	/* nothing was loaded yet */
+		assert_string_equal(name_at(ix, 0x1010, 100), "old");
+		assert_string_equal(name_at(ix, 0x1010, 250), "middle");
+		assert_string_equal(name_at(ix, 0x1010, 300), "new");
+		assert_string_equal(name_at(ix, 0x1010, 0), "new");
+		assert_int_equal(addrindex__flush(ix), 0);
+	}
+}
+
+/* Freed code reused by a bigger newer method (seen on .NET 10.0.12 with DynamicHelper stubs):
+ * the newer range wins even though an older, smaller one also contains the address. */
+static void test_addrindex_reuse_partial_overlap(void **state)
+{
+	struct addrindex *ix = *state;
+
+	add(ix, 0x4688, 0xf, 10, 10, "stub CreateHelper<DynamicHelper>", 0);
+	add(ix, 0x4688, 0x12, 20, 20, "stub CreateHelperArgMove<DynamicHelper>", 0);
+	add(ix, 0x4690, 0x21, 30, 30, "stub CreateDictionaryLookupHelper<DynamicHelper>", 0);
+	assert_string_equal(name_at(ix, 0x4689, 0), "stub CreateHelperArgMove<DynamicHelper>");
+	assert_string_equal(name_at(ix, 0x4689, 15), "stub CreateHelper<DynamicHelper>");
+	assert_string_equal(name_at(ix, 0x4692, 0), "stub CreateDictionaryLookupHelper<DynamicHelper>");
+	assert_string_equal(name_at(ix, 0x4692, 25), "stub CreateHelperArgMove<DynamicHelper>");
+	assert_null(name_at(ix, 0x46a0, 25));	/* only the newest (time 30) covers 0x46a0 */
+	assert_string_equal(name_at(ix, 0x46a0, 31), "stub CreateDictionaryLookupHelper<DynamicHelper>");
+}
+
+/* Re-jitting at a new address: every tier stays valid for its own range. */
+static void test_addrindex_rejit_keeps_tiers(void **state)
+{
+	struct addrindex *ix = *state;
+	const struct perfmap_sym *s;
+	struct perfmap_sym q = { .start = 0x5000, .size = 0x80, .load_ns = 10, .name = "M",
+				 .tier = "QuickJitted", .source = PERFMAP_SRC_JITDUMP };
+	struct perfmap_sym o = { .start = 0x9000, .size = 0x20, .load_ns = 90, .name = "M",
+				 .tier = "OptimizedTier1", .source = PERFMAP_SRC_JITDUMP };
+
+	assert_int_equal(addrindex__add(ix, &q, 10, 0), 0);
+	assert_int_equal(addrindex__add(ix, &o, 90, 0), 1);
+	s = addrindex__lookup(ix, 0x5010, 0);
+	assert_non_null(s);
+	assert_string_equal(s->tier, "QuickJitted");
+	s = addrindex__lookup(ix, 0x9010, 0);
+	assert_non_null(s);
+	assert_string_equal(s->tier, "OptimizedTier1");
+	s = addrindex__lookup(ix, 0x5010, 1000);	/* still runs after tier-up (on-stack frames) */
+	assert_non_null(s);
+	assert_string_equal(s->tier, "QuickJitted");
+	assert_null(addrindex__lookup(ix, 0x9010, 50));	/* tier 1 did not exist yet */
+}
+
+static void test_addrindex_hidden_entries_skipped(void **state)
+{
+	struct addrindex *ix = *state;
+
+	add(ix, 0x1000, 0x10, 0, 1, "map copy", 0);
+	add(ix, 0x1000, 0x10, 0, 0, "older", 0);
+	addrindex__hide(ix, 0);
+	assert_true(addrindex__hidden(ix, 0));
+	assert_false(addrindex__hidden(ix, 1));
+	assert_string_equal(name_at(ix, 0x1000, 0), "older");
+	addrindex__hide(ix, 1);
+	assert_null(name_at(ix, 0x1000, 0));
+	assert_int_equal(addrindex__flush(ix), 0);
+	assert_null(name_at(ix, 0x1000, 0));
+	add(ix, 0x1000, 0x10, 0, 5, "later", 0);
+	assert_string_equal(name_at(ix, 0x1000, 0), "later");
+}
+
+/* One huge range at the bottom and 200k disjoint small ones on top of it: lookups must reach
+ * the huge one through the max-end tree without scanning, and still prefer the newer ones. */
+static void test_addrindex_deep_cover(void **state)
+{
+	struct addrindex *ix = *state;
+	struct addrindex_shape sh;
+
+	add(ix, 0x100000, 0x10000000, 0, 0, "big", 0);
+	for (uint64_t i = 0; i < 200000; i++)
+		add(ix, 0x100000 + i * 0x40, 0x20, 0, 1, "small", 0);
+	for (uint64_t i = 0; i < 200000; i += 997) {
+		assert_string_equal(name_at(ix, 0x100000 + i * 0x40 + 0x1f, 0), "small");
+		assert_string_equal(name_at(ix, 0x100000 + i * 0x40 + 0x20, 0), "big");
+	}
+	assert_string_equal(name_at(ix, 0x100000 + 0x10000000 - 1, 0), "big");
+	assert_null(name_at(ix, 0x100000 + 0x10000000, 0));
+	addrindex__shape(ix, &sh);
+	assert_int_equal(sh.entries, 200001);
+	assert_int_equal(sh.tail, 0);
+	assert_true(sh.runs >= 1);
+}
+
+/* ---- differential test against a brute-force reading of the rules ------------------------ */
+
+struct ref {
+	uint64_t start, size, load_ns, order;
+	unsigned flags;
+	bool hidden;
+};
+
+static bool ref_better(const struct ref *a, uint32_t ai, const struct ref *b, uint32_t bi)
+{
+	bool ab = a->flags & ADDRINDEX_BLOCK, bb = b->flags & ADDRINDEX_BLOCK;
+
+	if (ab != bb)
+		return !ab;
+	if (ab && a->size != b->size)
+		return a->size < b->size;
+	if (a->order != b->order)
+		return a->order > b->order;
+	return ai > bi;
+}
+
+static int64_t ref_lookup(const struct ref *r, uint32_t n, uint64_t addr, uint64_t t)
+{
+	int64_t best = -1;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (r[i].hidden || addr < r[i].start || addr - r[i].start >= r[i].size)
+			continue;
+		if (t && r[i].load_ns && r[i].load_ns > t)
+			continue;
+		if (best < 0 || ref_better(&r[i], i, &r[best], (uint32_t)best))
+			best = i;
+	}
+	return best;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void test_addrindex_matches_brute_force(void **state)
+{
+	struct addrindex *ix = *state;
+	enum { N = 6000, Q = 60 };
+	struct ref *r = calloc(N, sizeof(*r));
+	char (*names)[16] = calloc(N, sizeof(*names));
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	uint64_t checked = 0, hits = 0;
+
+	assert_non_null(r);
+	assert_non_null(names);
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t k = rng_next(&seed);
+		struct perfmap_sym s = { 0 };
+
+		/* dense address space so overlaps, reuse and blocks are frequent */
+		r[i].start = 0x10000 + (k % 4096) * 8;
+		r[i].size = 1 + (k >> 20) % 96;
+		r[i].flags = (k >> 40) % 23 == 0 ? ADDRINDEX_BLOCK : 0;
+		if (r[i].flags)
+			r[i].size *= 16;
+		r[i].load_ns = (k >> 30) % 3 ? 1 + (k >> 33) % 100000 : 0;
+		r[i].order = r[i].load_ns ? r[i].load_ns : (k >> 50) % 100000;
+		snprintf(names[i], sizeof(names[i]), "e%u", i);
+		s.start = r[i].start;
+		s.size = r[i].size;
+		s.load_ns = r[i].load_ns;
+		s.name = names[i];
+		s.tier = "";
+		assert_int_equal(addrindex__add(ix, &s, r[i].order, r[i].flags), i);
+		if ((k >> 56) % 29 == 0) {
+			uint32_t h = (uint32_t)((k >> 8) % (i + 1));
+
+			addrindex__hide(ix, h);
+			r[h].hidden = true;
+		}
+		/* interleave lookups with appends: tails, runs and merges all get exercised */
+		if (i % 37 == 0 || i == N - 1) {
+			for (int q = 0; q < Q; q++) {
+				uint64_t a = 0x10000 - 64 + rng_next(&seed) % (4096 * 8 + 2048);
+				uint64_t t = rng_next(&seed) % 3 ? rng_next(&seed) % 110000 : 0;
+				int64_t want = ref_lookup(r, i + 1, a, t);
+				const struct perfmap_sym *got = addrindex__lookup(ix, a, t);
+
+				if (want < 0) {
+					assert_null(got);
+				} else {
+					assert_non_null(got);
+					assert_ptr_equal(got->name, names[want]);
+					hits++;
+				}
+				checked++;
+			}
+		}
+	}
+	assert_true(hits > checked / 3);
+	free(r);
+	free(names);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_addrindex_disjoint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_invalid_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_block_smallest_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_reuse_by_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_reuse_partial_overlap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_rejit_keeps_tiers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_hidden_entries_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_deep_cover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_matches_brute_force, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
