@@ -159,29 +159,35 @@ done
 
 awk '
 	{ rps[$1, $2] = $3; p99[$1, $2] = $5; cpu[$1, $2] = $6; if ($1 > n) n = $1 }
-	function stats(name, sum, sq, lo, hi,    mean, sd) {
+	# median of v[1..n] (insertion sort: n is small)
+	function median(v,    i, j, t, w) {
+		for (i = 1; i <= n; i++) w[i] = v[i]
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && w[j - 1] > w[j]; j--) { t = w[j]; w[j] = w[j - 1]; w[j - 1] = t }
+		return n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+	}
+	function stats(name, v, sum, sq, lo, hi,    mean, sd) {
 		mean = sum / n
 		sd = n > 1 ? (sq - n * mean * mean) / (n - 1) : 0
 		sd = sd > 0 ? sqrt(sd) : 0
-		printf "bench-service: RESULT %s = %.4f (per-round min %.4f, max %.4f, sd %.4f, n=%d)\n", name, mean, lo, hi, sd, n
+		printf "bench-service: RESULT %s = %.4f (median %.4f, per-round min %.4f, max %.4f, sd %.4f, n=%d)\n", name, mean, median(v), lo, hi, sd, n
 		return mean
 	}
 	END {
 		for (r = 1; r <= n; r++) {
 			off += rps[r, "off"]; on += rps[r, "on"]; poff += p99[r, "off"]; pon += p99[r, "on"]
 			coff += cpu[r, "off"]; con += cpu[r, "on"]
-			t = rps[r, "on"] / rps[r, "off"]; ts += t; tq += t * t
+			t = rps[r, "on"] / rps[r, "off"]; tv[r] = t; ts += t; tq += t * t
 			if (r == 1 || t < tlo) tlo = t
 			if (r == 1 || t > thi) thi = t
 			# requests per service CPU-second, with/without: robust to other load on the machine
-			e = cpu[r, "off"] / cpu[r, "on"]; es += e; eq += e * e
+			e = cpu[r, "off"] / cpu[r, "on"]; ev[r] = e; es += e; eq += e * e
 			if (r == 1 || e < elo) elo = e
 			if (r == 1 || e > ehi) ehi = e
 			printf "bench-service: round %d with/without: throughput %.4f, requests per CPU-second %.4f\n", r, t, e
 		}
 		printf "bench-service: without hook: mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", off / n, coff / n, poff / n
 		printf "bench-service: with hook:    mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", on / n, con / n, pon / n
-		t = stats("throughput ratio with_hook/without_hook (req/s)", ts, tq, tlo, thi)
-		e = stats("CPU-efficiency ratio with_hook/without_hook (req per service CPU-s)", es, eq, elo, ehi)
+		t = stats("throughput ratio with_hook/without_hook (req/s)", tv, ts, tq, tlo, thi)
+		e = stats("CPU-efficiency ratio with_hook/without_hook (req per service CPU-s)", ev, es, eq, elo, ehi)
 		printf "bench-service: RESULT throughput change %+.2f%%, service CPU per request change %+.2f%%\n", (t - 1) * 100, (con / coff - 1) * 100
 	}' "$TMP/results"
