@@ -8,7 +8,9 @@ using System.Threading;
 internal static class Program
 {
     // Modes:
-    //   jit  (default) Main -> Outer -> Middle -> HotLoop; HotLoop is JIT-compiled managed code.
+    //   jit  (default) Main -> Outer -> Middle -> HotLoop; HotLoop is JIT-compiled managed code,
+    //        optimized from the start (no tier 0, no OSR), so every frame is on the FP chain.
+    //   osr  Main -> Outer -> Middle -> HotLoopOsr, left to tiering: tier 0, then an OSR method.
     //   r2r  Main -> Outer -> Middle -> R2RLoop -> string.GetHashCode(ReadOnlySpan<char>) ->
     //        Marvin.ComputeHash32: precompiled ReadyToRun code in System.Private.CoreLib. Each call
     //        hashes up to 1 GiB, and there are fewer calls than the tiering call-count threshold
@@ -21,14 +23,14 @@ internal static class Program
         if (args.Length > 0 && !double.TryParse(args[0], System.Globalization.NumberStyles.Float,
                 System.Globalization.CultureInfo.InvariantCulture, out seconds))
         {
-            Console.Error.WriteLine("usage: HotChain [seconds=10] [jit|r2r]");
+            Console.Error.WriteLine("usage: HotChain [seconds=10] [jit|r2r|osr]");
             return 2;
         }
         if (args.Length > 1)
             mode = args[1];
-        if (mode != "jit" && mode != "r2r")
+        if (mode != "jit" && mode != "r2r" && mode != "osr")
         {
-            Console.Error.WriteLine($"HotChain: unknown mode '{mode}' (jit|r2r)");
+            Console.Error.WriteLine($"HotChain: unknown mode '{mode}' (jit|r2r|osr)");
             return 2;
         }
         Console.WriteLine($"pid {Environment.ProcessId}");
@@ -57,13 +59,30 @@ internal static class Program
             Console.Out.Flush();
         }
         double scale = 1.0 + (round & 7);
-        return mode == "r2r" ? R2RLoop(remaining) * scale : HotLoop(remaining) / scale;
+        return mode switch
+        {
+            "r2r" => R2RLoop(remaining) * scale,
+            "osr" => HotLoopOsr(remaining) / scale,
+            _ => HotLoop(remaining) / scale,
+        };
     }
 
     // Floating-point and integer work; returns after about `remaining` seconds (at most 1 s per
     // call so Outer/Middle stay on the stack while HotLoop dominates the CPU).
+    // AggressiveOptimization: jitted fully optimized at once. Left to tiering, this long-running
+    // loop would be replaced by an OSR (on-stack replacement) method, and a frame-pointer walk
+    // from an OSR frame shows the method's own tier-0 code where its caller should be (checked on
+    // .NET 10.0.12, mode "osr": HotLoopBody[OptimizedTier1OSR] <- HotLoopBody[QuickJitted] <-
+    // Middle <- Outer <- Main, HotLoopOsr missing).
+    [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
+    private static double HotLoop(double remaining) => HotLoopBody(remaining);
+
+    // Same body, left to tiered compilation (tier 0, then OSR).
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static double HotLoop(double remaining)
+    private static double HotLoopOsr(double remaining) => HotLoopBody(remaining);
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private static double HotLoopBody(double remaining)
     {
         long deadline = Stopwatch.GetTimestamp() + (long)(Math.Min(remaining, 1.0) * Stopwatch.Frequency);
         double x = 1.0001, acc = 0;
