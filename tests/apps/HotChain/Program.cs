@@ -15,7 +15,10 @@ internal static class Program
     //        Marvin.ComputeHash32: precompiled ReadyToRun code in System.Private.CoreLib. Each call
     //        hashes up to 1 GiB, and there are fewer calls than the tiering call-count threshold
     //        (30), so the R2R code is never replaced by a tier-1 rejit: samples land in [PreJIT]
-    //        code for the first ~15 s.
+    //        code for the first ~15 s. Frame-pointer stacks seen on .NET 10.0.12:
+    //        Marvin.ComputeHash32[PreJIT] <- R2RLoop <- Middle <- Outer <- Main (GetHashCode
+    //        tail-calls Marvin, so its own frame is absent). R2R code is named only by the
+    //        jitdump (PerfMapType 1 or 2), never by the perf map.
     private static int Main(string[] args)
     {
         double seconds = 10;
