@@ -250,7 +250,7 @@ int proc__read_maps(struct proc *p)
 static int stat_start_ticks(int dir_fd, uint64_t *ticks)
 {
 	char buf[1024], *s;
-	int field = 3;
+	int field = 2;	/* the space after ")" starts field 3 */
 	long len = read_small_file(dir_fd, "stat", buf, sizeof(buf));
 
 	if (len < 0)
@@ -270,7 +270,7 @@ static int stat_start_ticks(int dir_fd, uint64_t *ticks)
 static void proc_open(struct proctab *pt, struct proc *p)
 {
 	char path[96];
-	uint64_t ticks;
+	uint64_t ticks = 0;
 
 	snprintf(path, sizeof(path), "%s/%u", pt->proc_root, p->pid);
 	p->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -826,6 +826,12 @@ const char *profile__label(const struct pf_sample_view *s, const char *key)
 	return NULL;
 }
 
+void profile__set_times(struct profile *p, int64_t time_ns, int64_t duration_ns)
+{
+	p->opts.time_ns = time_ns;
+	p->opts.duration_ns = duration_ns;
+}
+
 const struct profile_opts *profile__opts(const struct profile *p)
 {
 	return p ? &p->opts : NULL;

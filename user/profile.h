@@ -36,6 +36,8 @@ struct profile_opts {
 /* Constructors return NULL and set errno. */
 struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);	/* NULL-safe */
+/* Wall-clock start and duration of the recording, known only when it ends. */
+void profile__set_times(struct profile *p, int64_t time_ns, int64_t duration_ns);
 
 /*
  * Interning; each returns an id >= 1, or 0 on failure (errno: ENOMEM; EINVAL for a NULL

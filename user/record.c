@@ -331,7 +331,6 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	const struct sp_sample *smp = data;
 	struct pf_label labels[MAX_LABELS];
 	char pid[16], tid[16], comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
-	char label_buf[HOOKPROC_LABEL_BUF];
 	uint32_t key[1 + 2 * SP_MAX_FRAMES];
 	const __u64 *frames;
 	struct proc *p;
@@ -381,7 +380,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	if (smp->ctx_len) {
 		int n = hookproc__labels(p, smp->data + (smp->n_user + smp->n_kernel) * 8ul,
 					 smp->ctx_len, s->o->pyroscope_labels, labels + nl,
-					 MAX_LABELS - nl, label_buf, sizeof(label_buf));
+					 MAX_LABELS - nl);
 
 		if (n < 0)
 			s->uc.ctx_undecodable++;
@@ -518,7 +517,7 @@ static void print_top(const struct profile *prof, const char *key, const char *v
 	uint64_t total = profile__total(prof);
 	size_t got = profile__top(prof, key, value, top, n < 16 ? n : 16);
 
-	for (size_t i = 0; i < got; i++)
+	for (size_t i = 0; i < got && top[i].self; i++)
 		printf("%s%6.2f%% %8.0fms  %s\n", indent, total ? 100.0 * top[i].self / total : 0,
 		       top[i].self * period_ns / 1e6, top[i].name);
 }
@@ -660,7 +659,7 @@ int record__run(const struct record_opts *o)
 				      .maps_refresh_ns = 50 * 1000000ull };
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
 	struct sigaction sa = { .sa_handler = on_signal };
-	int rc, max_rate = max_sample_rate();
+	int rc, err, max_rate = max_sample_rate();
 
 	s.dn = (struct dotnetproc_opts){ .enable_perfmap = o->enable_perfmap, .perfmap_type = 1,
 					 .min_age_ns = 1000000000ull, .verbose = o->verbose };
@@ -712,8 +711,8 @@ int record__run(const struct record_opts *o)
 		goto out;
 	}
 	profile__set_times(s.prof, s.wall_start, s.t_end - s.t_start);
-	if (write_output(&s)) {
-		rc = fail("cannot write %s: %s", o->output, strerror(errno));
+	if ((err = write_output(&s))) {
+		rc = fail("cannot write %s: %s", o->output, strerror(-err));
 		goto out;
 	}
 	report(&s);

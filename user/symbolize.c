@@ -110,7 +110,7 @@ void symbolizer__free(struct symbolizer *sym)
 
 static uint32_t location(struct symbolizer *sym, uint32_t mapping, uint64_t addr, const char *name)
 {
-	uint32_t fn = profile__function(sym->prof, name, name, NULL);
+	uint32_t fn = profile__function(sym->prof, name, NULL, NULL);
 
 	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
 }

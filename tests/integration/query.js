@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// query.js: statistics over a profile decoded by tests/tools/pprof-json.js, for the integration
+// tests' assertions. Counts are sample counts (values[0]).
+//
+//   query.js leaf     JSON --leaf RE [--pid P] [--label k=v]...      fraction of samples whose leaf matches
+//   query.js chain    JSON --leaf RE --chain A,B,C [--pid P]          among leaf matches, fraction with A..B..C in order (root->leaf)
+//   query.js named    JSON --pid P [--after NS]                        fraction of samples whose every frame is named
+//   query.js top      JSON [--pid P]                                   leaf functions by count
+//   query.js total    JSON [--pid P]
+'use strict';
+const fs = require('fs');
+
+function parse(argv) {
+  const o = { labels: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--label') o.labels.push(argv[++i].split('='));
+    else if (a.startsWith('--')) o[a.slice(2)] = argv[++i];
+    else (o._ = o._ || []).push(a);
+  }
+  return o;
+}
+
+const [cmd, file, ...rest] = process.argv.slice(2);
+const o = parse(rest);
+const prof = JSON.parse(fs.readFileSync(file, 'utf8'));
+let samples = prof.samples;
+if (o.pid) samples = samples.filter((s) => s.labels.pid === o.pid);
+for (const [k, v] of o.labels) samples = samples.filter((s) => s.labels[k] === v);
+const count = (s) => Number(s.values[0]);
+const sum = (arr) => arr.reduce((t, s) => t + count(s), 0);
+const total = sum(samples);
+const leafRe = o.leaf ? new RegExp(o.leaf) : null;
+const leafOf = (s) => s.stack[s.stack.length - 1] || '';
+
+// A frame is unnamed when it is an address or module+offset fallback.
+const unnamed = (f) => f === '[unknown]' || /^0x[0-9a-f]+$/.test(f) || /\+0x[0-9a-f]+$/.test(f);
+
+function inOrder(stack, chain) {
+  let i = 0;
+  for (const f of stack) if (i < chain.length && new RegExp(chain[i]).test(f)) i++;
+  return i === chain.length;
+}
+
+let out;
+switch (cmd) {
+case 'total':
+  out = { total };
+  break;
+case 'leaf': {
+  const hit = sum(samples.filter((s) => leafRe.test(leafOf(s))));
+  out = { total, hit, frac: total ? hit / total : 0 };
+  break;
+}
+case 'chain': {
+  const leafs = samples.filter((s) => leafRe.test(leafOf(s)));
+  const chain = o.chain.split(',');
+  const hit = sum(leafs.filter((s) => inOrder(s.stack, chain)));
+  const n = sum(leafs);
+  out = { leaf_samples: n, hit, frac: n ? hit / n : 0 };
+  break;
+}
+case 'named': {
+  // Managed frames named: samples whose leaf is named (the leaf is what the sample is charged to).
+  const named = sum(samples.filter((s) => !unnamed(leafOf(s))));
+  out = { total, named, frac: total ? named / total : 0 };
+  break;
+}
+case 'top': {
+  const m = new Map();
+  for (const s of samples) m.set(leafOf(s), (m.get(leafOf(s)) || 0) + count(s));
+  out = [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(o.n || 15));
+  break;
+}
+default:
+  process.stderr.write(`unknown command ${cmd}\n`);
+  process.exit(2);
+}
+process.stdout.write(JSON.stringify(out) + '\n');

@@ -1,0 +1,149 @@
+/* hookproc.c: span tables of hooked processes: discovery, BPF registration, label decoding. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "hookproc.h"
+#include "profile.h"
+#include "proctab.h"
+#include "util.h"
+
+#define RETRY_NS (1000 * 1000000ull)
+
+struct hook_state {
+	struct spanctx_table tbl;
+	struct spanctx_keys *keys;
+	struct spanctx_labels dec;	/* decode scratch: labels point into it */
+	int registered;
+	int last_err;
+	uint64_t next_try_ns;
+	char desc[160];
+};
+
+static struct hook_state *state(struct proc *p)
+{
+	if (!p->hook) {
+		p->hook = calloc(1, sizeof(*p->hook));
+		if (p->hook && !(p->hook->keys = spanctx_keys__new())) {
+			free(p->hook);
+			p->hook = NULL;
+		}
+	}
+	return p->hook;
+}
+
+int hookproc__poll(struct proc *p, int ctx_map_fd)
+{
+	struct hook_state *h = state(p);
+	struct sp_ctx_proc cp;
+	uint64_t now = now_ns();
+	int err;
+
+	if (!h)
+		return -ENOMEM;
+	if (h->registered)
+		return 0;
+	if (p->gone || now < h->next_try_ns)
+		return h->last_err;
+	h->next_try_ns = now + RETRY_NS;
+	err = spanctx__find(p->pid, &cp, &h->tbl);
+	h->last_err = err;
+	switch (err) {
+	case 0:
+		break;
+	case -ENOENT:
+		snprintf(h->desc, sizeof(h->desc), "no span table (hook not loaded)");
+		return err;
+	case -EAGAIN:
+		snprintf(h->desc, sizeof(h->desc), "span table not published yet");
+		return err;
+	case -EPROTONOSUPPORT:
+		snprintf(h->desc, sizeof(h->desc), "span table of another hook ABI version: ignored");
+		return err;
+	case -EBADMSG:
+		snprintf(h->desc, sizeof(h->desc), "invalid span table: ignored");
+		return err;
+	default:
+		snprintf(h->desc, sizeof(h->desc), "span table unreadable: %s", strerror(-err));
+		return err;
+	}
+	/* The sampler checks this against each sample, so a reused pid never reads this table. */
+	cp.proc_start_ns = p->start_ns;
+	if (bpf_map_update_elem(ctx_map_fd, &p->pid, &cp, BPF_ANY)) {
+		err = -errno;
+		snprintf(h->desc, sizeof(h->desc), "span table found, not registered: %s",
+			 strerror(-err));
+		return h->last_err = err;
+	}
+	spanctx_keys__load(h->keys, p->pid, &h->tbl);
+	h->registered = 1;
+	snprintf(h->desc, sizeof(h->desc), "span table v%u: %u slots", SP_CTX_ABI,
+		 cp.slot_count);
+	return 0;
+}
+
+int hookproc__pending(const struct proc *p)
+{
+	return !p->hook || !p->hook->registered;
+}
+
+int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
+		     struct pf_label *out, size_t max)
+{
+	struct hook_state *h = p->hook;
+	struct spanctx_labels *d;
+	size_t n = 0;
+	int err;
+
+	if (!h)
+		return -ENOENT;
+	d = &h->dec;
+	err = spanctx__decode(rec, len, h->keys, d);
+	if (!err && d->unknown_keys && !p->gone) {
+		/* A key published after we last looked: read the key table again. */
+		spanctx_keys__load(h->keys, p->pid, &h->tbl);
+		err = spanctx__decode(rec, len, h->keys, d);
+	}
+	if (err)
+		return err;
+	if (!d->has_span)
+		return 0;
+#define ADD(k, v)                                               \
+	do {                                                    \
+		if (n < max)                                    \
+			out[n++] = (struct pf_label){ (k), (v) }; \
+	} while (0)
+	if (pyroscope) {
+		/* Pyroscope links a trace to its profile through the local root span id. */
+		ADD("span_id", d->local_root_span_id[0] ? d->local_root_span_id : d->span_id);
+	} else {
+		ADD("trace_id", d->trace_id);
+		ADD("span_id", d->span_id);
+		if (d->local_root_span_id[0])
+			ADD("local_root_span_id", d->local_root_span_id);
+	}
+	if (d->span_name[0])
+		ADD("span_name", d->span_name);
+	for (uint32_t i = 0; i < d->n_labels; i++)
+		if (d->labels[i].key)
+			ADD(d->labels[i].key, d->labels[i].value);
+#undef ADD
+	return n;
+}
+
+const char *hookproc__describe(const struct proc *p)
+{
+	return p->hook ? p->hook->desc : "";
+}
+
+void hookproc__detach(struct proc *p)
+{
+	if (!p->hook)
+		return;
+	spanctx_keys__free(p->hook->keys);
+	free(p->hook);
+	p->hook = NULL;
+}
