@@ -88,6 +88,7 @@ static int cmd_record(int argc, char **argv)
 	int c;
 
 	optind = 1;
+	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "p:F:d:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -148,7 +149,9 @@ static int cmd_record(int argc, char **argv)
 			fputs(usage_record, stdout);
 			return 0;
 		default:
-			return bad_usage("bad option", NULL);
+			return bad_usage(optopt && optopt < 256 ? "bad option or missing value for"
+								 : "bad option",
+					 argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

@@ -82,13 +82,9 @@ for (const s of p.samples) {
 
 // Flat (leaf) count per function: both readers must agree row by row. go tool pprof names an
 // unsymbolized location after its mapping ("[libc.so.6]") or "<unknown>"; pprof-json.js prints
-// "libc.so.6+0x1234" or "0x1234", so those are folded into go's names first.
-const goName = (n) => /^0x[0-9a-f]+$/.test(n) ? '<unknown>' : n.replace(/^(.+)\+0x[0-9a-f]+$/, '[$1]');
-const flat = new Map();
-for (const s of p.samples) {
-  const leaf = s.stack.length ? goName(s.stack[s.stack.length - 1]) : null;
-  if (leaf !== null) flat.set(leaf, (flat.get(leaf) ?? 0n) + BigInt(s.values[0]));
-}
+// "libc.so.6+0x1234" or "0x1234", so those are folded into go's names first, unless go shows the
+// name as is (a function really named "libc.so.6+0x1234", as spanprof names frames it could not
+// symbolize).
 const goFlat = new Map();
 let inRows = false;
 for (const l of lines) {
@@ -97,6 +93,13 @@ for (const l of lines) {
   const r = l.match(/^\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.*)$/);
   if (!r) continue;
   if (BigInt(r[1]) !== 0n) goFlat.set(r[3], (goFlat.get(r[3]) ?? 0n) + BigInt(r[1]));
+}
+const goName = (n) => goFlat.has(n) ? n :
+  /^0x[0-9a-f]+$/.test(n) ? '<unknown>' : n.replace(/^(.+)\+0x[0-9a-f]+$/, '[$1]');
+const flat = new Map();
+for (const s of p.samples) {
+  const leaf = s.stack.length ? goName(s.stack[s.stack.length - 1]) : null;
+  if (leaf !== null) flat.set(leaf, (flat.get(leaf) ?? 0n) + BigInt(s.values[0]));
 }
 for (const [name, n] of flat) {
   if (goFlat.get(name) !== n)
