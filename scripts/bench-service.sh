@@ -37,10 +37,11 @@ GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
 
 die() { echo "bench-service: $*" >&2; exit 1; }
 
-# Builds $2 into $3 unless $3's dll is newer than every source under $1.
+# build_if_stale "DIRS" PROJ OUT DLL: builds PROJ into OUT unless DLL is newer than every source in DIRS.
 build_if_stale() {
-	dir=$1 proj=$2 out=$3 dll=$4
-	if [ -f "$dll" ] && [ -z "$(find "$dir" -newer "$dll" \( -name '*.cs' -o -name '*.csproj' \) -not -path '*/obj/*' -not -path '*/bin/*' | head -n 1)" ]; then
+	dirs=$1 proj=$2 out=$3 dll=$4
+	# shellcheck disable=SC2086
+	if [ -f "$dll" ] && [ -z "$(find $dirs -newer "$dll" \( -name '*.cs' -o -name '*.csproj' \) -not -path '*/obj/*' -not -path '*/bin/*' | head -n 1)" ]; then
 		return 0
 	fi
 	echo "bench-service: building $proj"
@@ -68,7 +69,7 @@ trap 'exit 1' INT TERM
 
 [ -f hook/SpanProf.Hook.csproj ] || die "hook/SpanProf.Hook.csproj not found: nothing to compare against"
 build_if_stale hook hook/SpanProf.Hook.csproj "$BUILD/hook" "$HOOK_DLL"
-build_if_stale tests/apps/SpanService tests/apps/SpanService/SpanService.csproj "$BUILD/apps/SpanService" "$SVC_DLL"
+build_if_stale "tests/apps/SpanService hook" tests/apps/SpanService/SpanService.csproj "$BUILD/apps/SpanService" "$SVC_DLL"
 build_if_stale tests/apps/LoadGen tests/apps/LoadGen/LoadGen.csproj "$BUILD/apps/LoadGen" "$GEN_DLL"
 
 # json_num FILE KEY: the first numeric value of "KEY": in a one-line JSON file.
