@@ -88,8 +88,10 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	}
 	snprintf(d->files.dir, sizeof(d->files.dir), "%s", f.dir);
 	if (f.map_err == -ELOOP || f.jitdump_err == -ELOOP)
-		set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d: a symlink (possible escape from the container)",
-			  f.dir, f.map_err == -ELOOP ? "perf" : "jit", d->nspid);
+		set_state(d, DOTNETPROC_REFUSED,
+			  "refused %s/%s-%d.%s: a symlink (possible escape from the container)", f.dir,
+			  f.map_err == -ELOOP ? "perf" : "jit", d->nspid,
+			  f.map_err == -ELOOP ? "map" : "dump");
 	else if (f.map_err == -EINVAL || f.jitdump_err == -EINVAL)
 		set_state(d, DOTNETPROC_REFUSED, "refused a perf map / jitdump in %s: not a regular file",
 			  f.dir);
@@ -158,7 +160,16 @@ int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 
 const struct perfmap_sym *dotnetproc__lookup(struct proc *p, uint64_t addr, uint64_t time_ns)
 {
-	return p->dotnet ? perfmap__lookup(p->dotnet->pm, addr, time_ns) : NULL;
+	const struct perfmap_sym *s;
+
+	if (!p->dotnet)
+		return NULL;
+	s = perfmap__lookup(p->dotnet->pm, addr, time_ns);
+	/* Code logged after the sample: a perf map enabled late logs existing code with the time of
+	 * the enabling, so the code was there before its record. Take what the range holds now. */
+	if (!s && time_ns)
+		s = perfmap__lookup(p->dotnet->pm, addr, 0);
+	return s;
 }
 
 void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)

@@ -5,6 +5,7 @@
 //   query.js leaf     JSON --leaf RE [--pid P] [--label k=v]...      fraction of samples whose leaf matches
 //   query.js chain    JSON --leaf RE --chain A,B,C [--pid P]          among leaf matches, fraction with A..B..C in order (root->leaf)
 //   query.js named    JSON --pid P [--after NS]                        fraction of samples whose every frame is named
+//   query.js managed  JSON --pid P                                     fraction of samples with a named .NET frame and no unnamed frame
 //   query.js top      JSON [--pid P]                                   leaf functions by count
 //   query.js total    JSON [--pid P]
 'use strict';
@@ -64,6 +65,14 @@ case 'named': {
   // Managed frames named: samples whose leaf is named (the leaf is what the sample is charged to).
   const named = sum(samples.filter((s) => !unnamed(leafOf(s))));
   out = { total, named, frac: total ? named / total : 0 };
+  break;
+}
+case 'managed': {
+  // "[Assembly] Namespace.Type::Method(args)": a .NET frame named from the perf map / jitdump.
+  const managed = (f) => /\[[^\]]+\] \S.*::/.test(f);
+  const ok = samples.filter((s) => s.stack.some(managed) && !s.stack.some((f) => f === '[unknown]'));
+  const n = sum(ok);
+  out = { total, named: n, frac: total ? n / total : 0 };
   break;
 }
 case 'top': {
