@@ -2,6 +2,7 @@
 using System;
 using System.Diagnostics;
 using System.IO;
+using System.Runtime.CompilerServices;
 using System.Threading;
 
 namespace SpanProfHook
@@ -179,7 +180,13 @@ namespace SpanProfHook
                 if (ReferenceEquals(cur?.Activity, act))
                     return;
                 LabelSet? labels = cur?.Labels;
-                al.Value = act == null && labels == null ? null : new State(act, labels);
+                State? outer = cur?.Outer;
+                if (outer != null && ReferenceEquals(outer.Activity, act) && ReferenceEquals(outer.Labels, labels))
+                    al.Value = outer; // a span stopped: back to its parent's state, no new record
+                else if (act == null && labels == null)
+                    al.Value = null;
+                else
+                    al.Value = new State(act, labels, cur != null && ReferenceEquals(act?.Parent, cur.Activity) ? cur : null);
             }
             catch (Exception ex)
             {
@@ -216,15 +223,23 @@ namespace SpanProfHook
                 if (slot <= 0)
                     return;
             }
-            byte[] rec = state?.Record ?? RecordEncoder.Empty;
             byte* r = (byte*)slot + Table.SlotHead;
-            // valid=0, fence, body, fence, valid=1. The reader (a BPF program sampling this very
-            // thread) sees either the old or the new record complete, or valid=0.
+            // OTEP 4947 protocol: valid=0, body, valid=1. The reader is the BPF program sampling
+            // this very thread on its own CPU, which sees the thread's stores in program order, so
+            // only the compiler must keep the order (no CPU fence; a full fence cost ~14 ns here):
+            // the body is written by a call the JIT cannot inline or move stores across, and
+            // valid=1 is a release store after it.
             Volatile.Write(ref r[RecordEncoder.OffValid], (byte)0);
-            Interlocked.MemoryBarrier();
-            fixed (byte* src = rec)
-                Buffer.MemoryCopy(src, r, Table.RecordMax, rec.Length);
+            CopyRecord(r, state?.Record ?? RecordEncoder.Empty);
             Volatile.Write(ref r[RecordEncoder.OffValid], (byte)1);
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private static void CopyRecord(byte* dst, byte[] rec)
+        {
+            // rec's valid byte is 0, so the slot stays invalid until the caller's final store.
+            fixed (byte* src = rec)
+                Buffer.MemoryCopy(src, dst, Table.RecordMax, rec.Length);
         }
 
         private static nint ClaimForThisThread()

@@ -1,6 +1,7 @@
 // Record.cs: immutable per-context state and its pre-encoded OTEP 4947 record bytes.
 using System;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Unicode;
 using System.Threading;
@@ -52,10 +53,18 @@ namespace SpanProfHook
         public readonly LabelSet? Labels;
         public readonly byte[] Record; // valid byte (offset 24) is 0: the writer sets it last
 
-        public State(Activity? activity, LabelSet? labels)
+        /// <summary>
+        /// The state current when this span started, when this span is its child with the same
+        /// labels: a span stop goes back to it without encoding again. The chain follows
+        /// Activity.Parent, which the activities hold anyway, so it retains nothing new.
+        /// </summary>
+        public readonly State? Outer;
+
+        public State(Activity? activity, LabelSet? labels, State? outer = null)
         {
             Activity = activity;
             Labels = labels;
+            Outer = outer;
             Record = RecordEncoder.Encode(activity, labels);
         }
     }
@@ -78,10 +87,11 @@ namespace SpanProfHook
             return tmp.Slice(0, written).ToArray();
         }
 
+        [SkipLocalsInit] // every byte that leaves buf is written first
         public static byte[] Encode(Activity? a, LabelSet? labels)
         {
             Span<byte> buf = stackalloc byte[Table.RecordMax];
-            buf.Clear();
+            buf.Slice(0, Table.RecordHead).Clear();
             int n = Table.RecordHead;
             if (a != null)
             {
@@ -97,7 +107,10 @@ namespace SpanProfHook
                 buf[n++] = 0; // SP_KEY_LOCAL_ROOT_SPAN_ID
                 buf[n++] = 16;
                 Span<byte> id = stackalloc byte[8];
-                root.SpanId.CopyTo(id);
+                if (ReferenceEquals(root, a))
+                    buf.Slice(16, 8).CopyTo(id);
+                else
+                    root.SpanId.CopyTo(id);
                 for (int i = 0; i < 8; i++)
                 {
                     buf[n++] = Hex(id[i] >> 4);

@@ -158,6 +158,17 @@ internal static class Program
                 Check("nested-child-nolabel", tid, Want(child));
             }
             Check("nested-root", tid, Want(root));
+            using (Activity? sibling = Src.StartActivity("child-C"))
+            {
+                using (Label("tenant", "acme"))
+                {
+                    // Stopped inside the label scope: the parent becomes current with the label kept.
+                    sibling?.Stop();
+                    Check("nested-stop-in-label", tid, Want(root, ("tenant", "acme")));
+                }
+                Check("nested-label-after-stop", tid, Want(root));
+            }
+            Check("nested-root-again", tid, Want(root));
         }
         Check("nested-after", tid, Want(null));
     }
