@@ -122,6 +122,28 @@ $(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(AL
 unit: $(TESTS)
 	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
+# ---- fuzz and bench (perfmap) ----
+# libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
+# build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -Iperfmap $(WARN) $< $(PERFMAP_CORE) -o $@
+
+fuzz: $(FUZZ_TARGETS)
+
+$(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
+
+.PHONY: fuzz
+
 # ---- top-level targets ---------------------------------------------------------------------
 all: $(BUILD)/spanprof
 
@@ -131,7 +153,7 @@ test: all unit
 demo: all
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all
+bench: all $(BUILD)/bench/bench_perfmap
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:

@@ -9,36 +9,50 @@
 #define CHUNK_SIZE	(1u << CHUNK_SHIFT)
 #define FANOUT		16			/* max-end tree fan-out */
 #define MAX_LEVELS	10			/* 16^9 > 2^32 slots */
+#define SUM_SHIFT	5			/* one summary key per 32 slots */
 #define MAX_RUNS	40			/* GROWTH 4 keeps runs below log4(2^32) + 1 */
 #define GROWTH		4
 #define TAIL_SCAN	64			/* a tail this small is scanned, not sorted */
 #define MAX_ENTRIES	(UINT32_MAX - 1)
 
-#define HIDDEN_FLAG	0x80000000u
-
 struct ai_entry {
 	struct perfmap_sym sym;
 	uint64_t order;
-	uint32_t flags;		/* enum addrindex_flags | HIDDEN_FLAG */
+	uint32_t flags;		/* enum addrindex_flags */
 };
 
 /*
- * A run: distinct ranges ("slots") sorted by start ascending, end descending; each slot lists
- * the entries with exactly that range (versions), oldest first. covered marks slots whose start
- * lies inside an earlier slot, so the common non-overlapping lookup is one binary search.
- * lmax[l][k] is the largest end among the FANOUT^l slots under node k (lmax[0] = end).
+ * A run: distinct ranges ("slots") sorted by start ascending, end descending. A slot holds one
+ * entry (ref = its id, load_ns copied) or several with exactly that range (SLOT_MULTI: ref
+ * indexes ver[], where ver[ref] is the count and the ids follow, oldest first). SLOT_COVERED
+ * marks slots whose start lies inside an earlier slot, so the common lookup (no overlap) is a
+ * search in the summary (every 32nd start, small enough to stay cached), one probe of 32 slots
+ * and no look at the entries: memory latency, not instructions, is what a lookup costs.
+ * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends).
  */
+enum {
+	SLOT_COVERED = 1,
+	SLOT_MULTI = 2,
+};
+
+struct slot {
+	uint64_t start;
+	uint64_t end;
+	uint64_t load_ns;	/* single entry: its load time */
+	uint32_t ref;
+	uint32_t info;
+};
+
 struct run {
 	uint32_t nslots;
-	uint32_t nver;
-	uint64_t *start;
-	uint64_t *end;
-	uint32_t *vfirst;	/* nslots + 1: versions of slot s are ver[vfirst[s] .. vfirst[s+1]) */
+	uint32_t nver;		/* entries in the run */
+	uint32_t nextra;	/* used length of ver[] */
+	struct slot *slots;
+	uint64_t *sum;		/* slots[k << SUM_SHIFT].start */
 	uint32_t *ver;
-	uint8_t *covered;	/* bitmap */
 	uint32_t nlevels;
 	uint32_t lcount[MAX_LEVELS];
-	uint64_t *lmax[MAX_LEVELS];
+	uint64_t *lmax[MAX_LEVELS];	/* lmax[0] unused: level 0 reads slots[].end */
 };
 
 struct addrindex {
@@ -48,6 +62,8 @@ struct addrindex {
 	uint32_t chunk0_cap;	/* entries allocated in chunks[0] (<= CHUNK_SIZE) */
 	uint32_t n;		/* entries appended */
 	uint32_t indexed;	/* entries [0, indexed) are in runs or hidden; the rest is the tail */
+	uint64_t *hbits;	/* hidden entries, one bit per id */
+	uint32_t hbits_cap;	/* in 64-bit words */
 	uint64_t hidden;
 	uint64_t merges;
 	uint32_t nruns;
@@ -59,17 +75,23 @@ struct skey {
 	uint64_t start;
 	uint64_t end;
 	uint64_t order;
+	uint64_t load_ns;
 	uint32_t id;
 };
 
 struct best {
-	const struct ai_entry *e;
 	uint32_t id;
+	bool set;
 };
 
 static inline struct ai_entry *entry(const struct addrindex *ix, uint32_t id)
 {
 	return &ix->chunks[id >> CHUNK_SHIFT][id & (CHUNK_SIZE - 1)];
+}
+
+static inline bool is_hidden(const struct addrindex *ix, uint32_t id)
+{
+	return ix->hbits[id >> 6] & (1ULL << (id & 63));
 }
 
 struct addrindex *addrindex__new(void)
@@ -83,11 +105,9 @@ struct addrindex *addrindex__new(void)
 
 static void run_free(struct run *r)
 {
-	free(r->start);
-	free(r->end);
-	free(r->vfirst);
+	free(r->slots);
+	free(r->sum);
 	free(r->ver);
-	free(r->covered);
 	for (uint32_t l = 1; l < r->nlevels; l++)
 		free(r->lmax[l]);
 	memset(r, 0, sizeof(*r));
@@ -102,6 +122,7 @@ void addrindex__free(struct addrindex *ix)
 	for (uint32_t c = 0; c < ix->nchunks; c++)
 		free(ix->chunks[c]);
 	free(ix->chunks);
+	free(ix->hbits);
 	free(ix);
 }
 
@@ -115,6 +136,16 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 		return -EOVERFLOW;
 	if (!sym->size || sym->start + sym->size < sym->start)
 		return -EINVAL;
+	if ((id >> 6) >= ix->hbits_cap) {
+		uint32_t cap = ix->hbits_cap ? ix->hbits_cap * 2 : 8;
+		uint64_t *h = realloc(ix->hbits, (size_t)cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		memset(h + ix->hbits_cap, 0, (size_t)(cap - ix->hbits_cap) * sizeof(*h));
+		ix->hbits = h;
+		ix->hbits_cap = cap;
+	}
 	if (id < CHUNK_SIZE && id >= ix->chunk0_cap) {
 		/* The first chunk grows by doubling so small processes stay small. */
 		uint32_t cap = ix->chunk0_cap ? ix->chunk0_cap * 2 : 256;
@@ -151,22 +182,22 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 	e = entry(ix, id);
 	e->sym = *sym;
 	e->order = order;
-	e->flags = flags & ~HIDDEN_FLAG;
+	e->flags = flags;
 	ix->n++;
 	return id;
 }
 
 void addrindex__hide(struct addrindex *ix, uint32_t id)
 {
-	if (id >= ix->n || (entry(ix, id)->flags & HIDDEN_FLAG))
+	if (id >= ix->n || is_hidden(ix, id))
 		return;
-	entry(ix, id)->flags |= HIDDEN_FLAG;
+	ix->hbits[id >> 6] |= 1ULL << (id & 63);
 	ix->hidden++;
 }
 
 bool addrindex__hidden(const struct addrindex *ix, uint32_t id)
 {
-	return id < ix->n && (entry(ix, id)->flags & HIDDEN_FLAG);
+	return id < ix->n && is_hidden(ix, id);
 }
 
 const struct perfmap_sym *addrindex__get(const struct addrindex *ix, uint32_t id)
@@ -181,15 +212,15 @@ uint64_t addrindex__count(const struct addrindex *ix)
 
 /* ---- ranking ------------------------------------------------------------------------------ */
 
-static inline bool alive(const struct ai_entry *e, uint64_t t)
+static inline bool alive(const struct addrindex *ix, uint32_t id, uint64_t load_ns, uint64_t t)
 {
-	return !(e->flags & HIDDEN_FLAG) && !(t && e->sym.load_ns && e->sym.load_ns > t);
+	return !is_hidden(ix, id) && !(t && load_ns && load_ns > t);
 }
 
-/* Is (a, aid) a better answer than (b, bid)? Both contain the address and are alive. */
-static inline bool better(const struct ai_entry *a, uint32_t aid, const struct ai_entry *b,
-			  uint32_t bid)
+/* Is entry a a better answer than entry b? Both contain the address and are alive. */
+static inline bool better(const struct addrindex *ix, uint32_t aid, uint32_t bid)
 {
+	const struct ai_entry *a = entry(ix, aid), *b = entry(ix, bid);
 	bool ablk = a->flags & ADDRINDEX_BLOCK, bblk = b->flags & ADDRINDEX_BLOCK;
 
 	if (ablk != bblk)
@@ -201,11 +232,11 @@ static inline bool better(const struct ai_entry *a, uint32_t aid, const struct a
 	return aid > bid;
 }
 
-static inline void offer(struct best *b, const struct ai_entry *e, uint32_t id)
+static inline void offer(const struct addrindex *ix, struct best *b, uint32_t id)
 {
-	if (!b->e || better(e, id, b->e, b->id)) {
-		b->e = e;
+	if (!b->set || better(ix, id, b->id)) {
 		b->id = id;
+		b->set = true;
 	}
 }
 
@@ -291,28 +322,94 @@ static struct skey *skey_sort(struct skey *a, struct skey *tmp, uint32_t n)
 
 /* ---- runs --------------------------------------------------------------------------------- */
 
-static inline bool covered(const struct run *r, uint32_t s)
+static inline uint32_t slot_nver(const struct run *r, const struct slot *sl)
 {
-	return r->covered[s >> 3] & (1u << (s & 7));
+	return (sl->info & SLOT_MULTI) ? r->ver[sl->ref] : 1;
 }
 
-/* Fill covered and the max-end levels of a run whose slots are set. */
+/* The k-th entry of a slot, oldest first. */
+static inline uint32_t slot_id(const struct run *r, const struct slot *sl, uint32_t k)
+{
+	return (sl->info & SLOT_MULTI) ? r->ver[sl->ref + 1 + k] : sl->ref;
+}
+
+static int run_alloc(struct run *r, uint32_t nslots, uint64_t nextra)
+{
+	memset(r, 0, sizeof(*r));
+	if (nextra > UINT32_MAX)
+		return -ENOMEM;
+	r->slots = malloc((size_t)nslots * sizeof(*r->slots) + 1);
+	r->ver = malloc((size_t)nextra * sizeof(*r->ver) + 1);
+	if (!r->slots || !r->ver) {
+		run_free(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void emit_single(struct run *r, uint64_t start, uint64_t end, uint32_t id, uint64_t load_ns)
+{
+	struct slot *sl = &r->slots[r->nslots++];
+
+	sl->start = start;
+	sl->end = end;
+	sl->load_ns = load_ns;
+	sl->ref = id;
+	sl->info = 0;
+	r->nver++;
+}
+
+static void multi_begin(struct run *r, uint64_t start, uint64_t end)
+{
+	struct slot *sl = &r->slots[r->nslots++];
+
+	sl->start = start;
+	sl->end = end;
+	sl->load_ns = 0;
+	sl->ref = r->nextra;
+	sl->info = SLOT_MULTI;
+	r->ver[r->nextra++] = 0;
+}
+
+static void multi_add(struct run *r, uint32_t id)
+{
+	r->ver[r->nextra++] = id;
+	r->ver[r->slots[r->nslots - 1].ref]++;
+	r->nver++;
+}
+
+/* Copy slot sl of run src, versions and all, to the end of r. */
+static void copy_slot(struct run *r, const struct run *src, const struct slot *sl)
+{
+	if (!(sl->info & SLOT_MULTI)) {
+		emit_single(r, sl->start, sl->end, sl->ref, sl->load_ns);
+		return;
+	}
+	multi_begin(r, sl->start, sl->end);
+	for (uint32_t k = 0; k < slot_nver(src, sl); k++)
+		multi_add(r, slot_id(src, sl, k));
+}
+
+/* Fill the covered flags, the summary and the max-end levels of a run whose slots are set. */
 static int run_finish(struct run *r)
 {
 	uint32_t n = r->nslots;
 	uint64_t pmax = 0;
 
-	r->covered = calloc(n / 8 + 1, 1);
-	if (!r->covered)
+	r->sum = malloc((((size_t)n + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT) * sizeof(*r->sum) + 1);
+	if (!r->sum)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < n; s++) {
-		if (s && pmax > r->start[s])
-			r->covered[s >> 3] |= 1u << (s & 7);
-		if (r->end[s] > pmax)
-			pmax = r->end[s];
+		struct slot *sl = &r->slots[s];
+
+		if (s && pmax > sl->start)
+			sl->info |= SLOT_COVERED;
+		if (sl->end > pmax)
+			pmax = sl->end;
+		if (!(s & ((1u << SUM_SHIFT) - 1)))
+			r->sum[s >> SUM_SHIFT] = sl->start;
 	}
 	r->lcount[0] = n;
-	r->lmax[0] = r->end;
 	r->nlevels = 1;
 	while (r->lcount[r->nlevels - 1] > FANOUT) {
 		uint32_t l = r->nlevels, below = r->lcount[l - 1];
@@ -326,9 +423,12 @@ static int run_finish(struct run *r)
 		for (uint32_t k = 0; k < cnt; k++) {
 			uint64_t mx = 0;
 
-			for (uint32_t c = k * FANOUT; c < below && c < (k + 1) * FANOUT; c++)
-				if (r->lmax[l - 1][c] > mx)
-					mx = r->lmax[l - 1][c];
+			for (uint32_t c = k * FANOUT; c < below && c < (k + 1) * FANOUT; c++) {
+				uint64_t v = l == 1 ? r->slots[c].end : r->lmax[l - 1][c];
+
+				if (v > mx)
+					mx = v;
+			}
 			m[k] = mx;
 		}
 		r->lmax[l] = m;
@@ -338,44 +438,34 @@ static int run_finish(struct run *r)
 	return 0;
 }
 
-static int run_alloc(struct run *r, uint32_t nslots, uint32_t nver)
-{
-	memset(r, 0, sizeof(*r));
-	r->start = malloc((size_t)nslots * sizeof(uint64_t) + 1);
-	r->end = malloc((size_t)nslots * sizeof(uint64_t) + 1);
-	r->vfirst = malloc(((size_t)nslots + 1) * sizeof(uint32_t));
-	r->ver = malloc((size_t)nver * sizeof(uint32_t) + 1);
-	if (!r->start || !r->end || !r->vfirst || !r->ver) {
-		run_free(r);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* Build a run from keys sorted by skey_less. */
 static int run_from_keys(struct run *r, const struct skey *k, uint32_t m)
 {
-	uint32_t nslots = 0, s = 0;
+	uint32_t nslots = 0;
+	uint64_t nextra = 0;
 	int err;
 
-	for (uint32_t i = 0; i < m; i++)
-		if (!i || k[i].start != k[i - 1].start || k[i].end != k[i - 1].end)
-			nslots++;
-	err = run_alloc(r, nslots, m);
+	for (uint32_t i = 0, j; i < m; i = j) {
+		for (j = i + 1; j < m && k[j].start == k[i].start && k[j].end == k[i].end; j++)
+			;
+		nslots++;
+		if (j - i > 1)
+			nextra += 1 + (j - i);
+	}
+	err = run_alloc(r, nslots, nextra);
 	if (err)
 		return err;
-	for (uint32_t i = 0; i < m; i++) {
-		if (!i || k[i].start != k[i - 1].start || k[i].end != k[i - 1].end) {
-			r->start[s] = k[i].start;
-			r->end[s] = k[i].end;
-			r->vfirst[s] = i;
-			s++;
+	for (uint32_t i = 0, j; i < m; i = j) {
+		for (j = i + 1; j < m && k[j].start == k[i].start && k[j].end == k[i].end; j++)
+			;
+		if (j - i == 1) {
+			emit_single(r, k[i].start, k[i].end, k[i].id, k[i].load_ns);
+			continue;
 		}
-		r->ver[i] = k[i].id;
+		multi_begin(r, k[i].start, k[i].end);
+		for (uint32_t x = i; x < j; x++)
+			multi_add(r, k[x].id);
 	}
-	r->vfirst[nslots] = m;
-	r->nslots = nslots;
-	r->nver = m;
 	err = run_finish(r);
 	if (err)
 		run_free(r);
@@ -395,58 +485,59 @@ static inline bool ver_less(const struct addrindex *ix, uint32_t x, uint32_t y)
 static int run_merge(const struct addrindex *ix, const struct run *a, const struct run *b,
 		     struct run *out)
 {
-	uint32_t ia = 0, ib = 0, s = 0, v = 0;
-	int err = run_alloc(out, a->nslots + b->nslots, a->nver + b->nver);
+	uint32_t ia = 0, ib = 0;
+	uint32_t common = a->nslots < b->nslots ? a->nslots : b->nslots;
+	int err = run_alloc(out, a->nslots + b->nslots,
+			    (uint64_t)a->nextra + b->nextra + 3ULL * common);
 
 	if (err)
 		return err;
 	while (ia < a->nslots || ib < b->nslots) {
+		const struct slot *sa = ia < a->nslots ? &a->slots[ia] : NULL;
+		const struct slot *sb = ib < b->nslots ? &b->slots[ib] : NULL;
 		int cmp;
 
-		if (ia == a->nslots)
+		if (!sa)
 			cmp = 1;
-		else if (ib == b->nslots)
+		else if (!sb)
 			cmp = -1;
-		else if (a->start[ia] != b->start[ib])
-			cmp = a->start[ia] < b->start[ib] ? -1 : 1;
-		else if (a->end[ia] != b->end[ib])
-			cmp = a->end[ia] > b->end[ib] ? -1 : 1;
+		else if (sa->start != sb->start)
+			cmp = sa->start < sb->start ? -1 : 1;
+		else if (sa->end != sb->end)
+			cmp = sa->end > sb->end ? -1 : 1;
 		else
 			cmp = 0;
 
-		out->vfirst[s] = v;
 		if (cmp < 0) {
-			out->start[s] = a->start[ia];
-			out->end[s] = a->end[ia];
-			for (uint32_t k = a->vfirst[ia]; k < a->vfirst[ia + 1]; k++)
-				out->ver[v++] = a->ver[k];
+			copy_slot(out, a, sa);
 			ia++;
 		} else if (cmp > 0) {
-			out->start[s] = b->start[ib];
-			out->end[s] = b->end[ib];
-			for (uint32_t k = b->vfirst[ib]; k < b->vfirst[ib + 1]; k++)
-				out->ver[v++] = b->ver[k];
+			copy_slot(out, b, sb);
 			ib++;
 		} else {
-			uint32_t i = a->vfirst[ia], ie = a->vfirst[ia + 1];
-			uint32_t j = b->vfirst[ib], je = b->vfirst[ib + 1];
+			/* the same range in both: one slot, versions merged by age (rare) */
+			uint32_t i = 0, ie = slot_nver(a, sa), j = 0, je = slot_nver(b, sb);
 
-			out->start[s] = a->start[ia];
-			out->end[s] = a->end[ia];
-			while (i < ie && j < je)
-				out->ver[v++] = ver_less(ix, b->ver[j], a->ver[i]) ? b->ver[j++] : a->ver[i++];
-			while (i < ie)
-				out->ver[v++] = a->ver[i++];
-			while (j < je)
-				out->ver[v++] = b->ver[j++];
+			multi_begin(out, sa->start, sa->end);
+			while (i < ie && j < je) {
+				uint32_t x = slot_id(a, sa, i), y = slot_id(b, sb, j);
+
+				if (ver_less(ix, y, x)) {
+					multi_add(out, y);
+					j++;
+				} else {
+					multi_add(out, x);
+					i++;
+				}
+			}
+			for (; i < ie; i++)
+				multi_add(out, slot_id(a, sa, i));
+			for (; j < je; j++)
+				multi_add(out, slot_id(b, sb, j));
 			ia++;
 			ib++;
 		}
-		s++;
 	}
-	out->vfirst[s] = v;
-	out->nslots = s;
-	out->nver = v;
 	err = run_finish(out);
 	if (err)
 		run_free(out);
@@ -493,11 +584,12 @@ int addrindex__flush(struct addrindex *ix)
 	for (uint32_t id = ix->indexed; id < ix->n; id++) {
 		const struct ai_entry *e = entry(ix, id);
 
-		if (e->flags & HIDDEN_FLAG)
+		if (is_hidden(ix, id))
 			continue;
 		keys[m].start = e->sym.start;
 		keys[m].end = e->sym.start + e->sym.size;
 		keys[m].order = e->order;
+		keys[m].load_ns = e->sym.load_ns;
 		keys[m].id = id;
 		m++;
 	}
@@ -522,37 +614,40 @@ out_free:
 static void consider_slot(const struct addrindex *ix, const struct run *r, uint32_t s, uint64_t t,
 			  struct best *b)
 {
-	const struct ai_entry *pick = NULL;
-	uint32_t pick_id = 0;
+	const struct slot *sl = &r->slots[s];
+	uint32_t pick = 0;
+	bool picked = false, pick_blk = false;
 
-	/* Newest alive version; a block only if no alive non-block shares the range. */
-	for (uint32_t k = r->vfirst[s + 1]; k-- > r->vfirst[s];) {
-		uint32_t id = r->ver[k];
-		const struct ai_entry *e = entry(ix, id);
-
-		if (!alive(e, t))
-			continue;
-		if (!pick) {
-			pick = e;
-			pick_id = id;
-		}
-		if (!(e->flags & ADDRINDEX_BLOCK)) {
-			if (pick->flags & ADDRINDEX_BLOCK) {
-				pick = e;
-				pick_id = id;
-			}
-			break;
-		}
+	if (!(sl->info & SLOT_MULTI)) {
+		if (alive(ix, sl->ref, sl->load_ns, t))
+			offer(ix, b, sl->ref);
+		return;
 	}
-	if (pick)
-		offer(b, pick, pick_id);
+	/* Newest alive version; a block only if no alive non-block shares the range. */
+	for (uint32_t k = slot_nver(r, sl); k-- > 0;) {
+		uint32_t id = slot_id(r, sl, k);
+		const struct ai_entry *e = entry(ix, id);
+		bool blk = e->flags & ADDRINDEX_BLOCK;
+
+		if (!alive(ix, id, e->sym.load_ns, t))
+			continue;
+		if (!picked || (pick_blk && !blk)) {
+			pick = id;
+			pick_blk = blk;
+			picked = true;
+		}
+		if (!blk)
+			break;
+	}
+	if (picked)
+		offer(ix, b, pick);
 }
 
 static void descend(const struct addrindex *ix, const struct run *r, uint32_t level, uint32_t node,
 		    uint64_t addr, uint64_t t, struct best *b)
 {
 	if (level == 0) {
-		if (r->end[node] > addr)
+		if (r->slots[node].end > addr)
 			consider_slot(ix, r, node, t, b);
 		return;
 	}
@@ -569,21 +664,34 @@ static void descend(const struct addrindex *ix, const struct run *r, uint32_t le
 static void run_search(const struct addrindex *ix, const struct run *r, uint64_t addr, uint64_t t,
 		       struct best *b)
 {
-	uint32_t lo = 0, hi = r->nslots, pos, level = 0;
+	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT;
+	uint32_t lo = 0, hi = nsum, pos, level = 0;
 
+	/* the last summary key <= addr, then the last slot of its block with start <= addr */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (r->start[mid] <= addr)
+		if (r->sum[mid] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
 		return;
+	hi = (lo - 1) << SUM_SHIFT;
+	lo = hi + 1;
+	hi = hi + (1u << SUM_SHIFT) < r->nslots ? hi + (1u << SUM_SHIFT) : r->nslots;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->slots[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	pos = lo - 1;
-	if (!covered(r, pos)) {
-		if (r->end[pos] > addr)
+	if (!(r->slots[pos].info & SLOT_COVERED)) {
+		if (r->slots[pos].end > addr)
 			consider_slot(ix, r, pos, t, b);
 		return;
 	}
@@ -614,10 +722,11 @@ const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr,
 	for (uint32_t id = ix->indexed; id < ix->n; id++) {
 		const struct ai_entry *e = entry(ix, id);
 
-		if (addr >= e->sym.start && addr - e->sym.start < e->sym.size && alive(e, time_ns))
-			offer(&b, e, id);
+		if (addr >= e->sym.start && addr - e->sym.start < e->sym.size &&
+		    alive(ix, id, e->sym.load_ns, time_ns))
+			offer(ix, &b, id);
 	}
-	return b.e ? &b.e->sym : NULL;
+	return b.set ? &entry(ix, b.id)->sym : NULL;
 }
 
 void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
@@ -631,13 +740,15 @@ void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
 	out->runs = ix->nruns;
 	out->merges = ix->merges;
 	out->bytes = ((uint64_t)(ix->nchunks ? ix->nchunks - 1 : 0) * CHUNK_SIZE + ix->chunk0_cap) *
-		     sizeof(struct ai_entry) + ix->chunks_cap * sizeof(void *);
+		     sizeof(struct ai_entry) + ix->chunks_cap * sizeof(void *) +
+		     (uint64_t)ix->hbits_cap * sizeof(uint64_t);
 	for (uint32_t i = 0; i < ix->nruns; i++) {
 		const struct run *r = &ix->runs[i];
 
 		out->slots += r->nslots;
-		out->bytes += (uint64_t)r->nslots * (2 * sizeof(uint64_t) + sizeof(uint32_t)) +
-			      (uint64_t)r->nver * sizeof(uint32_t) + r->nslots / 8 + 1;
+		out->bytes += (uint64_t)r->nslots * sizeof(struct slot) +
+			      (uint64_t)r->nextra * sizeof(uint32_t) +
+			      ((r->nslots >> SUM_SHIFT) + 1) * sizeof(uint64_t);
 		for (uint32_t l = 1; l < r->nlevels; l++)
 			out->bytes += (uint64_t)r->lcount[l] * sizeof(uint64_t);
 	}
