@@ -615,5 +615,6 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
 	*out = pm->st;
 	addrindex__shape(pm->ix, &sh);
 	out->entries = sh.entries - sh.hidden;
-	out->partial = pm->map.len + jd_reader_partial(&pm->jd);
+	out->jitdump_partial = jd_reader_partial(&pm->jd);
+	out->partial = pm->map.len + out->jitdump_partial;
 }

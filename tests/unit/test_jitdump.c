@@ -453,6 +453,7 @@ static void test_jitdump_real_runtime_fixture(void **state)
 	assert_int_equal(stats(pm).records, 2);
 	assert_int_equal(stats(pm).malformed, 0);
 	assert_int_equal(stats(pm).partial, 33281 - 40 - 387);
+	assert_int_equal(stats(pm).jitdump_partial, 33281 - 40 - 387);
 	assert_string_equal(name_at(pm, 0x7f339ec30000 + 0x10f, 0),
 			    "stub InitThreadManagerPerfMapData<JIT_CopiedWriteBarriers>");
 	assert_string_equal(name_at(pm, 0x7f339fc20000, 0), "stub ReportStubBlock<Unknown>");
