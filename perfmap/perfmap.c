@@ -178,6 +178,11 @@ static int twin_grow(struct perfmap *pm)
 	return 0;
 }
 
+/*
+ * Record entry id in its key's bucket. Map entries with one key form a chain (twin_prev), so
+ * a jitdump record hides all of them: the same (range, name) logged again is the same code,
+ * and the jitdump copy carries its time.
+ */
 static int twin_note(struct perfmap *pm, uint32_t id, int source)
 {
 	const struct perfmap_sym *s = addrindex__get(pm->ix, id);
@@ -185,13 +190,34 @@ static int twin_note(struct perfmap *pm, uint32_t id, int source)
 
 	if ((pm->twin_n + 1) * 2 > pm->twin_cap && twin_grow(pm))
 		return -ENOMEM;
+	if (source == PERFMAP_SRC_MAP && id >= pm->twin_prev_cap) {
+		uint32_t cap = pm->twin_prev_cap ? pm->twin_prev_cap : 4096;
+		uint32_t *prev;
+
+		while (cap <= id)
+			cap *= 2;
+		prev = realloc(pm->twin_prev, (size_t)cap * sizeof(*prev));
+		if (!prev)
+			return -ENOMEM;
+		pm->twin_prev = prev;
+		pm->twin_prev_cap = cap;
+	}
 	b = twin_slot(pm->twins, pm->twin_cap, pm->ix, s);
 	if (!b->map_id && !b->jit_id)
 		pm->twin_n++;
-	if (source == PERFMAP_SRC_MAP)
+	if (source == PERFMAP_SRC_MAP) {
+		pm->twin_prev[id] = b->map_id;
 		b->map_id = id + 1;
-	else
-		b->jit_id = id + 1;
+		return 0;
+	}
+	b->jit_id = id + 1;	/* set first: the bucket must never look empty */
+	for (uint32_t m = b->map_id; m; m = pm->twin_prev[m - 1]) {
+		if (!addrindex__hidden(pm->ix, m - 1)) {
+			addrindex__hide(pm->ix, m - 1);
+			pm->st.dups++;
+		}
+	}
+	b->map_id = 0;
 	return 0;
 }
 
@@ -208,6 +234,7 @@ static int twins_start(struct perfmap *pm)
 		free(pm->twins);
 		pm->twins = NULL;
 		pm->twin_cap = pm->twin_n = 0;
+		/* entries hidden so far stay hidden: they were twins */
 	}
 	return err;
 }
@@ -253,6 +280,7 @@ void perfmap__free(struct perfmap *pm)
 	free(pm->map.line);
 	jd_reader_free(&pm->jd);
 	free(pm->twins);
+	free(pm->twin_prev);
 	free(pm->rbuf);
 	free(pm);
 }
@@ -365,18 +393,10 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 		if (err)
 			return err;
 	}
-	if (pm->twins) {
-		struct twin_bucket *b = twin_slot(pm->twins, pm->twin_cap, pm->ix, &sym);
-
-		if (source == PERFMAP_SRC_MAP && b->jit_id) {
-			pm->st.dups++;	/* jitdump already has it, with a time */
-			return 0;
-		}
-		if (source == PERFMAP_SRC_JITDUMP && b->map_id &&
-		    !addrindex__hidden(pm->ix, b->map_id - 1)) {
-			addrindex__hide(pm->ix, b->map_id - 1);
-			pm->st.dups++;
-		}
+	if (pm->twins && source == PERFMAP_SRC_MAP &&
+	    twin_slot(pm->twins, pm->twin_cap, pm->ix, &sym)->jit_id) {
+		pm->st.dups++;	/* the jitdump already has it, with a time */
+		return 0;
 	}
 	id = addrindex__add(pm->ix, &sym, load_ns ? load_ns : pm->feed_now,
 			    is_stub_block(name, name_len) ? ADDRINDEX_BLOCK : 0);

@@ -34,8 +34,8 @@ struct intern {
 
 /* Twins: the same code logged to both files. One bucket per (start, size, name, tier). */
 struct twin_bucket {
-	uint32_t map_id;	/* entry id + 1; 0 = none */
-	uint32_t jit_id;
+	uint32_t map_id;	/* newest map entry id + 1 not yet matched by a record; 0 = none */
+	uint32_t jit_id;	/* newest jitdump entry id + 1; 0 = none */
 };
 
 struct jd_reader {
@@ -75,6 +75,8 @@ struct perfmap {
 	struct twin_bucket *twins;	/* NULL until both sources produced entries */
 	uint32_t twin_cap;
 	uint32_t twin_n;
+	uint32_t *twin_prev;	/* map entry id -> previous map entry id + 1 with its key */
+	uint32_t twin_prev_cap;
 	bool have_map;
 	bool have_jit;
 	uint64_t pinned_now;	/* perfmap__set_feed_time */

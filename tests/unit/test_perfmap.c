@@ -380,6 +380,30 @@ static void test_perfmap_twins_deduplicated(void **state)
 	assert_int_equal(stats(pm).entries, 4);
 }
 
+/* The same stub re-created at the same place is logged again with the same text: every map
+ * copy of it yields to the jitdump, whichever file is read first. */
+static void test_perfmap_twins_repeated_key(void **state)
+{
+	struct perfmap *pm = PM(state);
+	static const char *line = "1000 20 stub CreateHelper<DynamicHelper>\n";
+	uint8_t buf[512];
+	size_t n;
+
+	feed(pm, line);
+	feed(pm, "1008 20 stub CreateReturnConst<DynamicHelper>\n");
+	feed(pm, line);
+	n = jd_bytes(buf, 0x1000, 0x20, 100, "stub CreateHelper<DynamicHelper>", true);
+	assert_int_equal(perfmap__feed_jitdump(pm, buf, n), 0);
+	assert_int_equal(stats(pm).dups, 2);
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->load_ns, 100);
+	/* the map copy of the second stub, without a jitdump twin, is newer where they overlap */
+	assert_string_equal(perfmap__lookup(pm, 0x1010, 0)->name, "stub CreateReturnConst<DynamicHelper>");
+	feed(pm, line);	/* logged once more: the jitdump twin stands for it */
+	assert_int_equal(stats(pm).dups, 3);
+	assert_int_equal(stats(pm).entries, 2);
+}
+
 /* A map line is ranked against jitdump records by when it was fed. */
 static void test_perfmap_feed_time_orders_sources(void **state)
 {
@@ -503,6 +527,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfmap_newer_line_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_stub_block_vs_stub, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_deduplicated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_perfmap_twins_repeated_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_feed_time_orders_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),
