@@ -10,9 +10,11 @@ BUILD=${BUILD:-$ROOT/build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 CTXDUMP=$BUILD/tests/ctxdump
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
+STARTUP_DLL=$BUILD/hook/SpanProf.Hook.Startup.dll
 PLAIN=$BUILD/apps/hookcheck-plain/HookCheck.dll
 REF=$BUILD/apps/hookcheck-ref/HookCheck.Ref.dll
-TMP=$(mktemp -d /tmp/hook-table.XXXXXX)
+mkdir -p "$BUILD/tmp"
+TMP=$(mktemp -d "$BUILD/tmp/hook-table.XXXXXX") # not /tmp: seen cleaned under a running test
 trap 'rm -rf "$TMP"' EXIT
 pass=0
 fail=0
@@ -25,6 +27,10 @@ build() {
 	${CC:-cc} -D_GNU_SOURCE -I"$ROOT" -I"$ROOT/bpf" -I"$ROOT/user" -O2 -g -Wall -Wextra -Werror \
 		"$ROOT/tests/tools/ctxdump.c" "$ROOT/user/spanctx.c" -o "$CTXDUMP" || return 1
 	dotnet build "$ROOT/hook/SpanProf.Hook.csproj" -c Release -o "$BUILD/hook" -nologo -v q >"$TMP/build.log" 2>&1 &&
+	dotnet build "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj" -c Release -o "$BUILD/hook" -nologo -v q \
+		>>"$TMP/build.log" 2>&1 &&
+	dotnet build "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj" -c Release -o "$BUILD/hook-skew" -p:Version=9.9.0 \
+		-p:BaseIntermediateOutputPath="$BUILD/obj/hook/SpanProf.Hook.Startup-skew/" -nologo -v q >>"$TMP/build.log" 2>&1 &&
 	dotnet build "$ROOT/tests/apps/HookCheck/HookCheck.csproj" -c Release -o "$BUILD/apps/hookcheck-plain" \
 		-nologo -v q >>"$TMP/build.log" 2>&1 &&
 	dotnet build "$ROOT/tests/apps/HookCheck/Ref/HookCheck.Ref.csproj" -c Release \
@@ -117,6 +123,7 @@ run_app() {
 	wait "$app_pid"
 	rc=$?
 	[[ $done == 1 && $rc == 0 ]] && ok "$label: app finished" || bad "$label: app rc=$rc done=$done"
+	[[ -d $TMP ]] || bad "$label: work dir $TMP vanished (something else cleaned it)"
 	if [[ -s $TMP/stderr ]]; then
 		sed 's/^/     stderr: /' "$TMP/stderr"
 	fi
@@ -158,6 +165,10 @@ run_app "both" "$REF" "DOTNET_STARTUP_HOOKS=$HOOK_DLL" -- nested async twocopies
 grep -q "forwarding" "$TMP/stderr" && ok "both: second copy forwards to the owner" ||
 	bad "both: no forwarding message from the second copy"
 run_app "startup-hook+second-copy" "$PLAIN" "DOTNET_STARTUP_HOOKS=$HOOK_DLL" -- nested twocopies "$BUILD/apps/hookcheck-ref/SpanProf.Hook.dll"
+run_app "startup-variant" "$PLAIN" "DOTNET_STARTUP_HOOKS=$STARTUP_DLL" -- nested async labels-nospan
+run_app "startup-variant-9.9+reference-1.0" "$REF" "DOTNET_STARTUP_HOOKS=$BUILD/hook-skew/SpanProf.Hook.Startup.dll" -- nested async nested-labels
+grep -q "forwarding" "$TMP/stderr" && ok "startup-variant+reference: the app's copy forwards to the startup copy" ||
+	bad "startup-variant+reference: no forwarding message"
 run_app "small-table" "$PLAIN" "DOTNET_STARTUP_HOOKS=$HOOK_DLL" "SPANPROF_MAX_THREADS=16" -- churn overflow
 run_app "pyroscope" "$PLAIN" "DOTNET_STARTUP_HOOKS=$HOOK_DLL" "SPANPROF_PYROSCOPE_PROFILE_ID=1" -- pyroscope nested
 

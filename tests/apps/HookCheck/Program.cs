@@ -40,7 +40,7 @@ internal static class Program
 #else
         const string mode = "plain";
 #endif
-        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(a => a.GetName().Name == "SpanProf.Hook")
+        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(IsHook)
             .Select(a => $"{AssemblyLoadContext.GetLoadContext(a)?.Name}:{a.Location}").ToList();
         Console.WriteLine($"INFO mode={mode} pid={Environment.ProcessId} hook-assemblies-at-start=[{string.Join(",", copies)}]");
 
@@ -78,12 +78,15 @@ internal static class Program
 
     // ---- helpers ---------------------------------------------------------------------------
 
+    // SpanProf.Hook (package / startup hook) or SpanProf.Hook.Startup (startup-hook-only build).
+    private static bool IsHook(Assembly a) => a.GetName().Name is "SpanProf.Hook" or "SpanProf.Hook.Startup";
+
     private static IDisposable Label(string k, string v)
     {
         if (s_label == null)
         {
             // Startup-hook-only mode: the app has no reference, the hook is loaded: use reflection.
-            Assembly? asm = AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(a => a.GetName().Name == "SpanProf.Hook");
+            Assembly? asm = AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(IsHook);
             MethodInfo? mi = asm?.GetType("SpanProf")?.GetMethod("Label");
             if (mi == null)
                 throw new InvalidOperationException("SpanProf.Hook is not loaded: run with DOTNET_STARTUP_HOOKS");
@@ -377,7 +380,7 @@ internal static class Program
                 Check("twocopies-label", tid, Want(a, ("copy", "second")));
             Check("twocopies-label-undone", tid, Want(a));
         });
-        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(a => a.GetName().Name == "SpanProf.Hook")
+        var copies = AppDomain.CurrentDomain.GetAssemblies().Where(IsHook)
             .Select(a => $"{AssemblyLoadContext.GetLoadContext(a)?.Name}:{a.Location}");
         Console.WriteLine($"INFO hook-assemblies=[{string.Join(",", copies)}]");
     }
