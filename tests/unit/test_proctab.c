@@ -1,0 +1,199 @@
+/* test_proctab.c: unit tests for user/proctab.c: maps parsing and the (pid, start) identity,
+ * against a fake /proc tree in a temp dir. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proctab.h"
+
+static const char maps_text[] =
+	"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 1234   /usr/bin/app with space\n"
+	"55d0c0a01000-55d0c0a02000 r-xp 00001000 fd:01 1234   /usr/bin/app with space\n"
+	"7f0000000000-7f0000001000 r-xp 00000000 00:01 99     /memfd:doublemapper (deleted)\n"
+	"this line is garbage\n"
+	"7f0000100000-7f0000200000 r-xp 00026000 fe:00 332096 /usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.12/libcoreclr.so\n"
+	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0      [vdso]\n"
+	"7f0000300000-7f0000200000 r-xp 00000000 00:00 0      \n"	/* end < start */
+	"7fff00000000-7fff00001000 rw-p 00000000 00:00 0 ";	/* no newline, anonymous */
+
+static void test_proctab_maps_parse(void **state)
+{
+	struct vma *v;
+	size_t n, bad;
+
+	assert_int_equal(maps__parse(maps_text, strlen(maps_text), &v, &n, &bad), 0);
+	assert_int_equal(n, 6);
+	assert_int_equal(bad, 2);
+	assert_int_equal(v[0].start, 0x55d0c0a00000);
+	assert_string_equal(v[1].path, "/usr/bin/app with space");
+	assert_int_equal(v[1].pgoff, 0x1000);
+	assert_true(v[1].exec);
+	assert_false(v[0].exec);
+	assert_int_equal(v[1].kind, VMA_FILE);
+	assert_int_equal(v[1].dev, (0xfdull << 32) | 1);
+	assert_int_equal(v[1].ino, 1234);
+	assert_int_equal(v[2].kind, VMA_MEMFD);
+	assert_int_equal(v[3].kind, VMA_FILE);
+	assert_int_equal(v[4].start, 0x7ffd00000000);	/* sorted by start */
+	assert_int_equal(v[4].kind, VMA_VDSO);
+	assert_int_equal(v[5].kind, VMA_ANON);
+	assert_string_equal(v[5].path, "");
+	maps__free(v, n);
+}
+
+static void test_proctab_maps_parse_empty_and_huge_numbers(void **state)
+{
+	const char over[] = "1ffffffffffffffff-2 r-xp 0 0:0 0 x\n";
+	struct vma *v;
+	size_t n, bad;
+
+	assert_int_equal(maps__parse("", 0, &v, &n, &bad), 0);
+	assert_int_equal(n, 0);
+	maps__free(v, n);
+	assert_int_equal(maps__parse(over, strlen(over), &v, &n, &bad), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(bad, 1);
+	maps__free(v, n);
+}
+
+/* ---- a fake /proc ----------------------------------------------------------------------- */
+
+static char root[64];
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A process dir whose stat says it started at `ticks` (field 22); comm has spaces and ')'. */
+static void fake_proc(int pid, unsigned long long ticks, const char *maps)
+{
+	char dir[128], stat[512];
+
+	snprintf(dir, sizeof(dir), "%s/%d", root, pid);
+	mkdir(dir, 0755);
+	snprintf(stat, sizeof(stat),
+		 "%d (my (odd) app) S 1 %d %d 0 -1 4194304 100 0 0 0 5 6 0 0 20 0 3 0 %llu 1000 "
+		 "10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+		 pid, pid, pid, ticks);
+	write_file(dir, "stat", stat);
+	write_file(dir, "maps", maps);
+}
+
+static int setup(void **state)
+{
+	strcpy(root, "/tmp/test_proctab.XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd);
+}
+
+static void test_proctab_identity_and_maps(void **state)
+{
+	struct proctab *pt = proctab__new(root);
+	struct proc *p, *q;
+	const struct vma *v;
+
+	fake_proc(4242, 12345, maps_text);
+	/* start_ns in boot-time ns; /proc says 12345 ticks of 10 ms. */
+	p = proctab__get(pt, 4242, 12345ull * 10000000 + 7, "app");
+	assert_non_null(p);
+	assert_false(p->gone);
+	assert_true(p->is_dotnet);
+	assert_int_equal(p->nvmas, 6);
+	v = proc__vma(p, 0x55d0c0a01010, 0);
+	assert_non_null(v);
+	assert_string_equal(v->path, "/usr/bin/app with space");
+	assert_null(proc__vma(p, 0x1000, UINT64_MAX));
+	/* The same process again: the same entry. */
+	q = proctab__get(pt, 4242, 12345ull * 10000000 + 7, "app");
+	assert_ptr_equal(p, q);
+	assert_int_equal(proctab__count(pt), 1);
+	proctab__free(pt);
+}
+
+/* A pid now used by another process (other start time): an entry marked gone, no mappings. */
+static void test_proctab_reused_pid_is_gone(void **state)
+{
+	struct proctab *pt = proctab__new(root);
+	struct proc *old, *cur;
+
+	fake_proc(777, 50000, maps_text);
+	old = proctab__get(pt, 777, 40000ull * 10000000, "old");
+	assert_non_null(old);
+	assert_true(old->gone);
+	assert_int_equal(old->nvmas, 0);
+	assert_null(proc__vma(old, 0x55d0c0a01010, 0));
+	cur = proctab__get(pt, 777, 50000ull * 10000000, "new");
+	assert_ptr_not_equal(old, cur);
+	assert_false(cur->gone);
+	assert_int_equal(cur->nvmas, 6);
+	assert_int_equal(proctab__count(pt), 2);
+	proctab__free(pt);
+}
+
+static void test_proctab_missing_process(void **state)
+{
+	struct proctab *pt = proctab__new(root);
+	struct proc *p = proctab__get(pt, 99999, 1, "ghost");
+
+	assert_non_null(p);
+	assert_true(p->gone);
+	assert_string_equal(p->comm, "ghost");
+	proctab__free(pt);
+}
+
+/* A miss re-reads the maps: a new mapping (dlopen) is found after the file changes. */
+static void test_proctab_refresh_on_miss(void **state)
+{
+	struct proctab *pt = proctab__new(root);
+	char dir[128];
+	struct proc *p;
+
+	fake_proc(31337, 100, "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n");
+	p = proctab__get(pt, 31337, 100ull * 10000000, "a");
+	assert_null(proc__vma(p, 0x500000, UINT64_MAX));	/* no re-read allowed yet */
+	snprintf(dir, sizeof(dir), "%s/31337", root);
+	write_file(dir, "maps", "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n"
+				"500000-501000 r-xp 00000000 fd:01 2 /lib/b.so\n");
+	assert_null(proc__vma(p, 0x500000, UINT64_MAX));
+	assert_non_null(proc__vma(p, 0x500000, 0));
+	assert_string_equal(proc__vma(p, 0x500800, 0)->path, "/lib/b.so");
+	proctab__free(pt);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_proctab_maps_parse),
+		cmocka_unit_test(test_proctab_maps_parse_empty_and_huge_numbers),
+		cmocka_unit_test(test_proctab_identity_and_maps),
+		cmocka_unit_test(test_proctab_reused_pid_is_gone),
+		cmocka_unit_test(test_proctab_missing_process),
+		cmocka_unit_test(test_proctab_refresh_on_miss),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
