@@ -95,10 +95,10 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 
 	for (i = 0; i < SP_CTX_PROBES; i++) {
 		slot = cp->slots_addr + (__u64)((h + i) & mask) * cp->slot_size;
-		if (bpf_probe_read_user(&head, sizeof(head), (void *)slot)) {
-			*status = SP_CNT_CTX_READ_ERR;
-			return 0;
-		}
+		/* A page of the table no thread has written yet is not mapped in and cannot be read
+		 * from here (no faults in this context): it holds only free slots. */
+		if (bpf_probe_read_user(&head, sizeof(head), (void *)slot))
+			break;
 		if (head.tid == 0)
 			break;	/* slots are never freed, so an empty one ends the probe chain */
 		if (head.tid == tid) {
@@ -212,7 +212,7 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
 	cp = bpf_map_lookup_elem(&ctx_procs, &tgid);
-	if (cp && cp->proc_start_ns == s->proc_start_ns && cp->slot_count &&
+	if (cp && cp->proc_start_ticks == s->proc_start_ns / NSEC_PER_TICK && cp->slot_count &&
 	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
 		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
 	count(s->ctx_status);

@@ -27,8 +27,8 @@ enum sp_counter {
 	SP_CNT_KSTACK_ERR,	/* kernel stack read failed: sample kept, marked */
 	SP_CNT_TASK_ERR,	/* task fields (start time, comm, ns tid) unreadable: sample kept */
 	SP_CNT_CTX_UNHOOKED,	/* process has no span table (not .NET or hook not loaded) */
-	SP_CNT_CTX_NO_SLOT,	/* hooked process, but this thread has no slot */
-	SP_CNT_CTX_READ_ERR,	/* slot or record memory unreadable (garbage pointer, paged out) */
+	SP_CNT_CTX_NO_SLOT,	/* hooked process, but this thread has no slot (or its page is unwritten) */
+	SP_CNT_CTX_READ_ERR,	/* the thread's record unreadable (garbage pointer, paged out) */
 	SP_CNT_CTX_INVALID,	/* record caught mid-write (valid flag clear): no labels */
 	SP_CNT_CTX_NONE,	/* valid record, no span active (zero trace id) */
 	SP_CNT_CTX_OK,		/* valid record with a span: labels attached */
@@ -71,7 +71,8 @@ struct sp_sample {
  */
 struct sp_ctx_proc {
 	__u64 slots_addr;	/* user address of slot 0 */
-	__u64 proc_start_ns;	/* must equal the sample's proc_start_ns, else pid reuse: ignored */
+	__u64 proc_start_ticks;	/* the sample's proc_start_ns in SP_USER_HZ ticks, as /proc/<pid>/stat
+				 * shows it; else the pid was reused: ignored */
 	__u32 slot_count;	/* power of two */
 	__u32 slot_size;	/* bytes per slot, >= SP_SLOT_HEAD + SP_CTX_HEAD */
 };

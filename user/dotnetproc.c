@@ -11,10 +11,12 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
+#include "profiler.h"
 #include "proctab.h"
 #include "util.h"
 
 #define OPEN_RETRY_NS	(500 * 1000000ull)
+#define NSEC_PER_TICK	(1000000000ull / SP_USER_HZ)
 
 struct dotnet_state {
 	struct perfmap *pm;
@@ -106,7 +108,7 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotn
 	if (!o->enable_perfmap || d->enable_tried || p->root_fd < 0)
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
-	if (p->start_ns && boottime_ns() - p->start_ns < o->min_age_ns)
+	if (p->start_ticks && boottime_ns() - p->start_ticks * NSEC_PER_TICK < o->min_age_ns)
 		return;
 	d->enable_tried = 1;
 	err = diagipc__enable_perfmap(p->pid, p->root_fd, d->nspid, o->perfmap_type, &hr);

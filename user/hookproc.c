@@ -71,7 +71,7 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 		return err;
 	}
 	/* The sampler checks this against each sample, so a reused pid never reads this table. */
-	cp.proc_start_ns = p->start_ns;
+	cp.proc_start_ticks = p->start_ticks;
 	if (bpf_map_update_elem(ctx_map_fd, &p->pid, &cp, BPF_ANY)) {
 		err = -errno;
 		snprintf(h->desc, sizeof(h->desc), "span table found, not registered: %s",

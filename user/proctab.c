@@ -17,7 +17,7 @@
 
 struct proctab {
 	char proc_root[64];
-	struct intern *keys;	/* (pid, start_ns) -> idx */
+	struct intern *keys;	/* (pid, start_ticks) -> idx */
 	struct proc **procs;
 	uint32_t n, cap;
 };
@@ -277,8 +277,7 @@ static void proc_open(struct proctab *pt, struct proc *p)
 	if (p->dir_fd < 0)
 		goto gone;
 	/* The pid may already belong to a newer process: compare start times (10 ms ticks). */
-	if (p->start_ns && (stat_start_ticks(p->dir_fd, &ticks) ||
-			    ticks != p->start_ns / NSEC_PER_TICK))
+	if (p->start_ticks && (stat_start_ticks(p->dir_fd, &ticks) || ticks != p->start_ticks))
 		goto gone;
 	p->root_fd = openat(p->dir_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	proc__read_maps(p);
@@ -290,9 +289,9 @@ gone:
 	p->gone = 1;
 }
 
-struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ns, const char *comm)
+struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm)
 {
-	struct { uint32_t pid; uint64_t start; } __attribute__((packed)) key = { pid, start_ns };
+	struct { uint32_t pid; uint64_t start; } __attribute__((packed)) key = { pid, start_ticks };
 	struct proc *p, **np;
 	int added;
 	int64_t id = intern__id(pt->keys, &key, sizeof(key), &added);
@@ -315,7 +314,7 @@ struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ns, c
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->start_ns = start_ns;
+	p->start_ticks = start_ticks;
 	p->idx = id;
 	p->dir_fd = -1;
 	p->root_fd = -1;
@@ -324,6 +323,37 @@ struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ns, c
 	pt->procs[pt->n++] = p;
 	proc_open(pt, p);
 	return p;
+}
+
+struct proc *proctab__open(struct proctab *pt, uint32_t pid)
+{
+	char path[96], stat[1024], comm[16] = "", *open_paren, *close_paren;
+	uint64_t ticks;
+	int dir_fd;
+	long len;
+
+	snprintf(path, sizeof(path), "%s/%u", pt->proc_root, pid);
+	dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		errno = ESRCH;
+		return NULL;
+	}
+	len = read_small_file(dir_fd, "stat", stat, sizeof(stat));
+	if (len > 0 && stat_start_ticks(dir_fd, &ticks) == 0) {
+		open_paren = strchr(stat, '(');
+		close_paren = strrchr(stat, ')');
+		if (open_paren && close_paren > open_paren)
+			snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1),
+				 open_paren + 1);
+	} else {
+		len = -1;
+	}
+	close(dir_fd);
+	if (len < 0) {
+		errno = ESRCH;
+		return NULL;
+	}
+	return proctab__get(pt, pid, ticks, comm);
 }
 
 struct proc *proctab__at(const struct proctab *pt, uint32_t idx)

@@ -30,7 +30,8 @@ struct hook_state;
 struct proc {
 	uint32_t pid;
 	uint32_t idx;		/* dense index, stable for the table's life */
-	uint64_t start_ns;	/* boot-time ns of the group leader: pid + start_ns is the identity */
+	uint64_t start_ticks;	/* group leader's start, /proc/<pid>/stat field 22 (10 ms ticks):
+				 * pid + start_ticks is the identity across pid reuse */
 	char comm[16];
 	int dir_fd;		/* open /proc/<pid>: keeps reads tied to this process, not a reused pid */
 	int root_fd;		/* O_PATH /proc/<pid>/root, -1 if unavailable */
@@ -55,7 +56,10 @@ void proctab__free(struct proctab *pt);	/* NULL-safe; closes every fd */
  * Never NULL except on allocation failure: a process that is already gone gets an entry with
  * gone set and no mappings, so its samples are still counted.
  */
-struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ns, const char *comm);
+struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm);
+/* The process now running as pid (start time and name from /proc/<pid>/stat), as proctab__get
+ * would file it. NULL and errno ESRCH when there is no such process. */
+struct proc *proctab__open(struct proctab *pt, uint32_t pid);
 struct proc *proctab__at(const struct proctab *pt, uint32_t idx);
 uint32_t proctab__count(const struct proctab *pt);
 

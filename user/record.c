@@ -1,4 +1,5 @@
 /* record.c: one recording session: checks, BPF set-up, the sample loop, output and report. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -205,18 +206,11 @@ static int online_cpus(int *cpus, int max)
 
 static int handle_sample(void *ctx, void *data, size_t size);
 
-static int setup_bpf(struct session *s)
+static int load_bpf(struct session *s)
 {
 	const struct record_opts *o = s->o;
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.size = sizeof(attr),
-		.freq = 1,
-		.sample_freq = o->freq,
-	};
-	int cpus[4096], ncpu, err;
 	__u8 one = 1;
+	int err;
 
 	libbpf_set_print(libbpf_log);
 	s->skel = profiler_bpf__open();
@@ -234,6 +228,20 @@ static int setup_bpf(struct session *s)
 					 &one, sizeof(one), BPF_ANY))
 			return fail("cannot add pid %u to the filter: %s", o->pids[i],
 				    strerror(errno));
+	return 0;
+}
+
+static int attach_bpf(struct session *s)
+{
+	const struct record_opts *o = s->o;
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = o->freq,
+	};
+	int cpus[4096], ncpu, err;
 
 	ncpu = online_cpus(cpus, 4096);
 	if (ncpu <= 0)
@@ -348,7 +356,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	memcpy(pcomm, smp->pcomm, SP_COMM_LEN);
 	pcomm[SP_COMM_LEN] = 0;
 
-	p = proctab__get(s->procs, smp->tgid, smp->proc_start_ns, pcomm);
+	p = proctab__get(s->procs, smp->tgid, smp->proc_start_ns / (1000000000ull / SP_USER_HZ), pcomm);
 	if (!p)
 		goto nomem;
 	if (p->is_dotnet && !p->dotnet)
@@ -414,6 +422,31 @@ static void poll_processes(struct session *s)
 		if (!p->hook || hookproc__pending(p))
 			hookproc__poll(p, map_fd);
 	}
+}
+
+/*
+ * Processes already running when the recording starts: find the .NET ones and register their span
+ * tables now, so their first samples are labelled and named like every later one.
+ */
+static void prescan(struct session *s)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (s->o->npids) {
+		for (int i = 0; i < s->o->npids; i++)
+			proctab__open(s->procs, s->o->pids[i]);
+	} else if ((d = opendir("/proc"))) {
+		while ((de = readdir(d))) {
+			char *end;
+			unsigned long pid = strtoul(de->d_name, &end, 10);
+
+			if (*end == 0 && pid > 0 && pid != (unsigned long)getpid())
+				proctab__open(s->procs, pid);
+		}
+		closedir(d);
+	}
+	poll_processes(s);
 }
 
 static void print_progress(struct session *s)
@@ -685,7 +718,10 @@ int record__run(const struct record_opts *o)
 		rc = fail("cannot start the symbolizer: %s", strerror(errno));
 		goto out;
 	}
-	if ((rc = setup_bpf(&s)))
+	if ((rc = load_bpf(&s)))
+		goto out;
+	prescan(&s);
+	if ((rc = attach_bpf(&s)))
 		goto out;
 
 	sigaction(SIGINT, &sa, NULL);

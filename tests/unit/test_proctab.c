@@ -117,8 +117,7 @@ static void test_proctab_identity_and_maps(void **state)
 	const struct vma *v;
 
 	fake_proc(4242, 12345, maps_text);
-	/* start_ns in boot-time ns; /proc says 12345 ticks of 10 ms. */
-	p = proctab__get(pt, 4242, 12345ull * 10000000 + 7, "app");
+	p = proctab__get(pt, 4242, 12345, "app");
 	assert_non_null(p);
 	assert_false(p->gone);
 	assert_true(p->is_dotnet);
@@ -128,7 +127,7 @@ static void test_proctab_identity_and_maps(void **state)
 	assert_string_equal(v->path, "/usr/bin/app with space");
 	assert_null(proc__vma(p, 0x1000, UINT64_MAX));
 	/* The same process again: the same entry. */
-	q = proctab__get(pt, 4242, 12345ull * 10000000 + 7, "app");
+	q = proctab__get(pt, 4242, 12345, "app");
 	assert_ptr_equal(p, q);
 	assert_int_equal(proctab__count(pt), 1);
 	proctab__free(pt);
@@ -141,12 +140,12 @@ static void test_proctab_reused_pid_is_gone(void **state)
 	struct proc *old, *cur;
 
 	fake_proc(777, 50000, maps_text);
-	old = proctab__get(pt, 777, 40000ull * 10000000, "old");
+	old = proctab__get(pt, 777, 40000, "old");
 	assert_non_null(old);
 	assert_true(old->gone);
 	assert_int_equal(old->nvmas, 0);
 	assert_null(proc__vma(old, 0x55d0c0a01010, 0));
-	cur = proctab__get(pt, 777, 50000ull * 10000000, "new");
+	cur = proctab__get(pt, 777, 50000, "new");
 	assert_ptr_not_equal(old, cur);
 	assert_false(cur->gone);
 	assert_int_equal(cur->nvmas, 6);
@@ -173,7 +172,7 @@ static void test_proctab_refresh_on_miss(void **state)
 	struct proc *p;
 
 	fake_proc(31337, 100, "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n");
-	p = proctab__get(pt, 31337, 100ull * 10000000, "a");
+	p = proctab__get(pt, 31337, 100, "a");
 	assert_null(proc__vma(p, 0x500000, UINT64_MAX));	/* no re-read allowed yet */
 	snprintf(dir, sizeof(dir), "%s/31337", root);
 	write_file(dir, "maps", "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n"
