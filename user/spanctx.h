@@ -31,7 +31,7 @@ struct spanctx_table {
 	uint32_t flags;
 	uint64_t published_at_ns;
 	uint64_t slots_full;
-	struct sp_ctx_proc proc;	/* proc_start_ns is left 0: the caller knows the process start */
+	struct sp_ctx_proc proc;	/* proc_start_ticks is left 0: the caller knows the process start */
 };
 
 /*

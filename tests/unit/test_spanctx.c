@@ -221,7 +221,7 @@ static void test_spanctx_header_good(void **state)
 	assert_int_equal(t.proc.slots_addr, MAP_START + 20480);
 	assert_int_equal(t.proc.slot_count, 4096);
 	assert_int_equal(t.proc.slot_size, 656);
-	assert_int_equal(t.proc.proc_start_ns, 0);
+	assert_int_equal(t.proc.proc_start_ticks, 0);
 	assert_int_equal(t.keys_addr, MAP_START + 128);
 	assert_int_equal(t.keys_size, 16384);
 	assert_int_equal(t.keys_count, 3);
