@@ -28,7 +28,8 @@ struct ai_entry {
  * marks slots whose start lies inside an earlier slot, so the common lookup (no overlap) is a
  * search in the summary (every 32nd start, small enough to stay cached), one probe of 32 slots
  * and no look at the entries: memory latency, not instructions, is what a lookup costs.
- * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends).
+ * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends);
+ * pre[] lets the walk stop as soon as nothing further left can reach the address.
  */
 enum {
 	SLOT_COVERED = 1,
@@ -49,6 +50,7 @@ struct run {
 	uint32_t nextra;	/* used length of ver[] */
 	struct slot *slots;
 	uint64_t *sum;		/* slots[k << SUM_SHIFT].start */
+	uint64_t *pre;		/* pre[g]: largest end among slots [0, g * FANOUT) */
 	uint32_t *ver;
 	uint32_t nlevels;
 	uint32_t lcount[MAX_LEVELS];
@@ -107,6 +109,7 @@ static void run_free(struct run *r)
 {
 	free(r->slots);
 	free(r->sum);
+	free(r->pre);
 	free(r->ver);
 	for (uint32_t l = 1; l < r->nlevels; l++)
 		free(r->lmax[l]);
@@ -397,11 +400,14 @@ static int run_finish(struct run *r)
 	uint64_t pmax = 0;
 
 	r->sum = malloc((((size_t)n + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT) * sizeof(*r->sum) + 1);
-	if (!r->sum)
+	r->pre = malloc(((size_t)n / FANOUT + 1) * sizeof(*r->pre));
+	if (!r->sum || !r->pre)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < n; s++) {
 		struct slot *sl = &r->slots[s];
 
+		if (!(s % FANOUT))
+			r->pre[s / FANOUT] = pmax;
 		if (s && pmax > sl->start)
 			sl->info |= SLOT_COVERED;
 		if (sl->end > pmax)
@@ -697,12 +703,13 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 	}
 	/* Every slot that contains addr starts at or before slot pos: visit the nodes left of
 	 * pos level by level, descending only where some end reaches past addr. */
-	for (;;) {
+	for (uint64_t span = 1;; span *= FANOUT) {
 		uint32_t first = pos - pos % FANOUT;
 
 		for (uint32_t n = pos + 1; n-- > first;)
 			descend(ix, r, level, n, addr, t, b);
-		if (first == 0)
+		/* stop when no slot left of this group reaches past addr */
+		if (first == 0 || r->pre[first * span / FANOUT] <= addr)
 			break;
 		pos = first / FANOUT - 1;
 		level++;
@@ -748,7 +755,8 @@ void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
 		out->slots += r->nslots;
 		out->bytes += (uint64_t)r->nslots * sizeof(struct slot) +
 			      (uint64_t)r->nextra * sizeof(uint32_t) +
-			      ((r->nslots >> SUM_SHIFT) + 1) * sizeof(uint64_t);
+			      ((r->nslots >> SUM_SHIFT) + 1) * sizeof(uint64_t) +
+			      (r->nslots / FANOUT + 1) * sizeof(uint64_t);
 		for (uint32_t l = 1; l < r->nlevels; l++)
 			out->bytes += (uint64_t)r->lcount[l] * sizeof(uint64_t);
 	}
