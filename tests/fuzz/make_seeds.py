@@ -8,6 +8,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "perfmap")
 NAMES = [
     "int32 [App] Program::Fresh3(int32)[QuickJitted]",
     "int32 [App] Program::Fresh3(int32)[OptimizedTier1]",
@@ -47,11 +48,8 @@ def perfmap_seeds():
            b"ffffffffffffffff 10 wrap\n12345678901234567 1 long\n1000\t10\tnotab\r\n"
            b"1000 10 nul\x00inside\n" + b"2000 10 " + b"x" * 200 + b"\n2100 10 partial")
     write("perfmap", "malformed", b"\x01\x03\x00" + bad)
-    real = os.path.join("/tmp/pmverify/sample.map")
-    if os.path.exists(real):
-        with open(real, "rb") as f:
-            data = f.read(6000)
-        write("perfmap", "real-10.0.12", b"\x00\x11\x00" + data)
+    with open(os.path.join(FIXTURES, "perf-10.0.12.map"), "rb") as f:
+        write("perfmap", "real-10.0.12", b"\x00\x11\x00" + f.read())
 
 
 def jd_header(swap=False, flags=0, size=40):
@@ -96,6 +94,8 @@ def jitdump_seeds():
     write("jitdump", "bad-size", b"\x00\x0b\x00" + bad)
     nonul = jd_header() + struct.pack("<IIQ", 0, 16 + 40 + 4, 1) + b"\0" * 40 + b"abcd"
     write("jitdump", "name-no-nul", b"\x00\x0c\x00" + nonul)
+    with open(os.path.join(FIXTURES, "jit-10.0.12-stubblock.dump"), "rb") as f:
+        write("jitdump", "real-10.0.12-stubblock", b"\x00\x0d\x00" + f.read())
 
 
 if __name__ == "__main__":
