@@ -245,7 +245,7 @@ namespace SpanProfHook
         private static nint ClaimForThisThread()
         {
             Table? table = s_table;
-            if (table == null)
+            if (table == null || !s_enabled)
             {
                 t_slot = -1;
                 return -1;

@@ -51,7 +51,6 @@ namespace SpanProfHook
     {
         public readonly Activity? Activity;
         public readonly LabelSet? Labels;
-        public readonly byte[] Record; // valid byte (offset 24) is 0: the writer sets it last
 
         /// <summary>
         /// The state current when this span started, when this span is its child with the same
@@ -60,12 +59,50 @@ namespace SpanProfHook
         /// </summary>
         public readonly State? Outer;
 
+        private readonly Activity? _root;
+        private Encoded _enc;
+
+        /// <summary>Record bytes (valid byte 0) and the root name string they were made from.</summary>
+        private sealed class Encoded
+        {
+            public readonly byte[] Bytes;
+            public readonly string? RootName;
+
+            public Encoded(byte[] bytes, string? rootName)
+            {
+                Bytes = bytes;
+                RootName = rootName;
+            }
+        }
+
         public State(Activity? activity, LabelSet? labels, State? outer = null)
         {
             Activity = activity;
             Labels = labels;
             Outer = outer;
-            Record = RecordEncoder.Encode(activity, labels);
+            byte[] b = RecordEncoder.Encode(activity, labels, out _root, out string? name);
+            _enc = new Encoded(b, name);
+        }
+
+        /// <summary>
+        /// The record to publish. A local root renamed after this state was encoded (ASP.NET Core
+        /// names the request span only after routing) is noticed here, by string identity, and the
+        /// record is encoded again: the only allocation on the switch path, once per rename.
+        /// </summary>
+        public byte[] Record
+        {
+            get
+            {
+                Encoded e = Volatile.Read(ref _enc);
+                Activity? root = _root;
+                if (root != null && !ReferenceEquals(root.DisplayName, e.RootName))
+                {
+                    byte[] b = RecordEncoder.Encode(Activity, Labels, out _, out string? name);
+                    e = new Encoded(b, name);
+                    Volatile.Write(ref _enc, e); // racing threads write equal records
+                }
+                return e.Bytes;
+            }
         }
     }
 
@@ -88,8 +125,10 @@ namespace SpanProfHook
         }
 
         [SkipLocalsInit] // every byte that leaves buf is written first
-        public static byte[] Encode(Activity? a, LabelSet? labels)
+        public static byte[] Encode(Activity? a, LabelSet? labels, out Activity? localRoot, out string? rootName)
         {
+            localRoot = null;
+            rootName = null;
             Span<byte> buf = stackalloc byte[Table.RecordMax];
             buf.Slice(0, Table.RecordHead).Clear();
             int n = Table.RecordHead;
@@ -116,8 +155,9 @@ namespace SpanProfHook
                     buf[n++] = Hex(id[i] >> 4);
                     buf[n++] = Hex(id[i] & 15);
                 }
-                string name = root.DisplayName ?? root.OperationName ?? "";
-                Utf8.FromUtf16(name, buf.Slice(n + 2, 255), out _, out int w, replaceInvalidSequences: true, isFinalBlock: true);
+                rootName = root.DisplayName; // compared by identity in State.Record
+                localRoot = root;
+                Utf8.FromUtf16(rootName ?? "", buf.Slice(n + 2, 255), out _, out int w, replaceInvalidSequences: true, isFinalBlock: true);
                 buf[n] = 1; // SP_KEY_SPAN_NAME
                 buf[n + 1] = (byte)w;
                 n += 2 + w;

@@ -46,7 +46,7 @@ internal static class Program
 
         var scenarios = args.Length > 0 ? args.ToList() : new List<string>
         {
-            "nested", "async", "labels-nospan", "nested-labels", "pool-flow", "suppress-flow", "pyroscope", "churn",
+            "nested", "async", "rename", "labels-nospan", "nested-labels", "pool-flow", "suppress-flow", "pyroscope", "churn",
         };
         for (int i = 0; i < scenarios.Count; i++)
         {
@@ -56,6 +56,7 @@ internal static class Program
             {
                 case "nested": OnThread(Nested); break;
                 case "async": AsyncScenario().GetAwaiter().GetResult(); break;
+                case "rename": Rename().GetAwaiter().GetResult(); break;
                 case "labels-nospan": OnThread(LabelsNoSpan); break;
                 case "nested-labels": OnThread(NestedLabels); break;
                 case "pool-flow": PoolFlow(); break;
@@ -210,6 +211,26 @@ internal static class Program
         await Task.Run(() => { });
         Console.WriteLine($"INFO async-pool-thread {lastTid}");
         await RunOnFreshThread(() => Check("async-pool-thread-idle", lastTid, "any-nospan"));
+    }
+
+    private static async Task Rename()
+    {
+        // ASP.NET Core names the request span after routing, long after it became current: the
+        // published span_name must follow, on label-scope exit and after an await.
+        using Activity? root = Src.StartActivity("Microsoft.AspNetCore.Hosting.HttpRequestIn");
+        int tid = gettid();
+        Check("rename-before", tid, Want(root));
+        using (Label("tenant", "acme"))
+        {
+            root!.DisplayName = "GET /work/labels";
+            Check("rename-in-scope-stale-until-next-write", tid, Want(root, ("tenant", "acme")).Replace(
+                "span_name=\"GET /work/labels\"", "span_name=\"Microsoft.AspNetCore.Hosting.HttpRequestIn\""));
+        }
+        Check("rename-after-scope", tid, Want(root));
+        await Task.Yield();
+        Check("rename-after-await", gettid(), Want(root));
+        using (Activity? child = Src.StartActivity("child"))
+            Check("rename-child", gettid(), Want(child));
     }
 
     private static Task RunOnFreshThread(Action a)
