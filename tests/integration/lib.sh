@@ -7,7 +7,10 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
 TOOLS=$ROOT/tests/tools
 GO=/usr/lib/go-1.19/bin/go
-TMP=$(mktemp -d /tmp/spanprof-it.XXXXXX)
+# Under build/, not /tmp: tests run apps in mount namespaces with a private /tmp, and their files
+# must stay visible from the host.
+mkdir -p "$BUILD/tmp"
+TMP=$(mktemp -d "$BUILD/tmp/it.XXXXXX")
 PIDS_TO_KILL=()
 
 cleanup() {
