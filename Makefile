@@ -1,6 +1,7 @@
 # Makefile: spanprof. `make`, `make test`, `make demo`, `make bench`, `make SANITIZE=address,undefined test`, V=1.
 .DELETE_ON_ERROR:
 .SUFFIXES:
+.SECONDEXPANSION:
 
 BUILD     ?= build
 ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -87,12 +88,25 @@ $(BUILD)/spanprof: $(OBJ)/user/main.o $(ALL_OBJS)
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
 # ---- hook and .NET apps --------------------------------------------------------------------
+# Each .NET project rebuilds when one of its sources changes; obj/ and bin/ never count.
+dotnet_srcs = $(shell find $(1) \( -name obj -o -name bin \) -prune -o \( -name '*.cs' -o -name '*.csproj' -o -name '*.props' \) -print 2>/dev/null)
+DOTNET_BUILD = $(Q)dotnet build $(1) -c Release -o $(2) -nologo -v q -clp:NoSummary
+
 HOOK_DLL := $(BUILD)/hook/SpanProf.Hook.dll
-$(HOOK_DLL): $(shell find hook -name '*.cs' -o -name '*.csproj' 2>/dev/null)
+$(HOOK_DLL): $(call dotnet_srcs,hook/src) hook/SpanProf.Hook.csproj hook/startup/SpanProf.Hook.Startup.csproj | $(DEPS_STAMP)
 	$(call msg,DOTNET,$@)
-	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release -o $(BUILD)/hook -nologo -v q
+	$(call DOTNET_BUILD,hook/SpanProf.Hook.csproj,$(BUILD)/hook)
+	$(call DOTNET_BUILD,hook/startup/SpanProf.Hook.Startup.csproj,$(BUILD)/hook)
+	$(Q)touch $@
+
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen,$(BUILD)/apps/$(a)/$(a).dll)
+$(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
+	$(call msg,DOTNET,$@)
+	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
+	$(Q)touch $@
 
 hook: $(HOOK_DLL)
+apps: $(HOOK_DLL) $(APP_DLLS)
 
 # ---- unit tests ----------------------------------------------------------------------------
 # Each tests/unit/test_X.c links against the objects in TEST_OBJS_X, or everything when unset,
@@ -108,6 +122,7 @@ TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o
 TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o
 TEST_OBJS_test_spanctx = $(OBJ)/user/spanctx.o
 TEST_OBJS_test_intern  = $(OBJ)/user/intern.o
+TEST_OBJS_test_names   = $(PERFMAP_OBJS)
 TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/intern.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o
 TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
                           $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
@@ -115,7 +130,6 @@ TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 
-.SECONDEXPANSION:
 $(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
@@ -149,17 +163,17 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 # ---- top-level targets ---------------------------------------------------------------------
 all: $(BUILD)/spanprof
 
-test: all unit
+test: all apps unit
 	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
 
-demo: all
+demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all $(BUILD)/bench/bench_perfmap
+bench: all apps $(BUILD)/bench/bench_perfmap
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook unit test demo bench clean
+.PHONY: all deps hook apps unit test demo bench clean
 .DEFAULT_GOAL := all

@@ -90,4 +90,8 @@ void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns);
  * suffix and points *tier, *tier_len at the tier inside the brackets (len 0 when none). */
 size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size_t *tier_len);
 
+/* Offset of "[Assembly] Type::Method(args)" in a runtime method name, past "instance" and the
+ * return type; 0 when the name has another shape (stubs). */
+size_t perfmap__method_offset(const char *name, size_t len);
+
 #endif /* SPANPROF_PERFMAP_H */

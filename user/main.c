@@ -21,14 +21,14 @@ static const char usage_main[] =
 	"  --version      print the version\n";
 
 static const char usage_record[] =
-	"Usage: spanprof record [-p PID]... [-F HZ] [-d SECONDS] [-o FILE] [--format F] [-v]\n"
+	"Usage: spanprof record [-p PID]... [-F HZ] [-d SECONDS] [-o FILE]... [--format F] [-v]\n"
 	"\n"
 	"Sample every CPU (or only the given processes) and write a profile.\n"
 	"\n"
 	"  -p, --pid PID          profile this process (repeat for several); default: all\n"
 	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: at Ctrl-C / SIGTERM)\n"
-	"  -o, --output FILE      output file (default spanprof.pb.gz)\n"
+	"  -o, --output FILE      output file (default spanprof.pb.gz); repeat for several\n"
 	"      --format F         pprof | folded | svg (default from the suffix: .pb.gz pprof,\n"
 	"                         .svg flame graph, anything else folded stacks)\n"
 	"      --by-span          print CPU time and top functions per local root span\n"
@@ -79,7 +79,6 @@ static int cmd_record(int argc, char **argv)
 	};
 	struct record_opts o = {
 		.freq = 99,
-		.output = "spanprof.pb.gz",
 		.enable_perfmap = 1,
 		.ringbuf_mb = 8,
 	};
@@ -113,7 +112,9 @@ static int cmd_record(int argc, char **argv)
 		case 'o':
 			if (!optarg[0])
 				return bad_usage("empty output path", NULL);
-			o.output = optarg;
+			if (o.noutputs == RECORD_MAX_OUTPUTS)
+				return bad_usage("too many -o options", NULL);
+			o.outputs[o.noutputs++] = optarg;
 			break;
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "pprof"))
@@ -156,6 +157,8 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument", argv[optind]);
+	if (!o.noutputs)
+		o.outputs[o.noutputs++] = "spanprof.pb.gz";
 	return record__run(&o);
 }
 

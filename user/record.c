@@ -55,9 +55,8 @@ struct session {
 	uint32_t counts_cap;
 	struct user_counters uc;
 	struct dotnetproc_opts dn;
-	enum out_format format;
-	int out_fd;
-	int out_created;
+	struct output outs[RECORD_MAX_OUTPUTS];
+	int nouts;
 	uint64_t t_start, t_end;
 	int64_t wall_start;
 	uint64_t bpf_counters[SP_CNT__MAX];
@@ -141,32 +140,16 @@ static int max_sample_rate(void)
 	return n > 0 ? atoi(buf) : 100000;
 }
 
-static enum out_format format_of(const struct record_opts *o)
+/* Open every output now, so a bad path fails before anything is recorded. */
+static int open_outputs(struct session *s)
 {
-	size_t n = strlen(o->output);
+	char err[512];
 
-	if (o->format != FMT_AUTO)
-		return o->format;
-	if (n >= 6 && !strcmp(o->output + n - 6, ".pb.gz"))
-		return FMT_PPROF;
-	if (n >= 4 && !strcmp(o->output + n - 4, ".svg"))
-		return FMT_SVG;
-	return FMT_FOLDED;
-}
-
-/* Open the output now, so a bad path fails before anything is recorded. */
-static int open_output(struct session *s)
-{
-	struct stat st;
-
-	s->out_created = stat(s->o->output, &st) != 0;
-	if (!s->out_created && S_ISDIR(st.st_mode))
-		return fail("cannot write %s: it is a directory; give a file name with -o",
-			    s->o->output);
-	s->out_fd = open(s->o->output, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (s->out_fd < 0)
-		return fail("cannot write %s: %s; choose a writable path with -o", s->o->output,
-			    strerror(errno));
+	for (int i = 0; i < s->o->noutputs; i++) {
+		if (output__open(&s->outs[i], s->o->outputs[i], s->o->format, err, sizeof(err)))
+			return fail("%s", err);
+		s->nouts++;
+	}
 	return 0;
 }
 
@@ -516,33 +499,6 @@ static int build_profile(struct session *s)
 	return 0;
 }
 
-static int write_output(struct session *s)
-{
-	FILE *f;
-	int err;
-
-	if (ftruncate(s->out_fd, 0))
-		return -errno;
-	f = fdopen(s->out_fd, "w");
-	if (!f)
-		return -errno;
-	s->out_fd = -1;
-	switch (s->format) {
-	case FMT_PPROF:
-		err = pprof__write(s->prof, f);
-		break;
-	case FMT_SVG:
-		err = flamegraph__write(s->prof, f, "spanprof CPU profile", "process_name");
-		break;
-	default:
-		err = folded__write(s->prof, f, "process_name");
-		break;
-	}
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
-}
-
 static void print_top(const struct profile *prof, const char *key, const char *value, size_t n,
 		      uint64_t period_ns, const char *indent)
 {
@@ -603,11 +559,26 @@ static void report(struct session *s)
 		print_by_span(s, period_ns);
 }
 
+static const uint64_t *span_cpu;
+static const struct intern *span_names;
+
+static int by_cpu_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int xe = !*(const char *)intern__key(span_names, x, NULL);
+	int ye = !*(const char *)intern__key(span_names, y, NULL);
+
+	if (xe != ye)
+		return xe - ye;	/* "(no span)" last */
+	return span_cpu[x] < span_cpu[y] ? 1 : span_cpu[x] > span_cpu[y] ? -1 : 0;
+}
+
 /* Per local root span name: CPU time and the top functions. */
 static void print_by_span(struct session *s, uint64_t period_ns)
 {
 	struct intern *names = intern__new();
-	uint64_t *cpu = NULL;
+	uint64_t *cpu = NULL, total;
+	uint32_t *order;
 	size_t n = profile__sample_count(s->prof), cap = 0;
 	const char *key = "span_name";
 
@@ -636,15 +607,25 @@ static void print_by_span(struct session *s, uint64_t period_ns)
 		}
 		cpu[id] += v.count;
 	}
-	printf("by span (local root span name):\n");
-	for (uint32_t id = 0; id < intern__count(names) && cpu; id++) {
-		const char *name = intern__key(names, id, NULL);
+	/* Busiest span first; CPU outside any span last. */
+	order = calloc(intern__count(names) + 1, sizeof(*order));
+	for (uint32_t id = 0; order && cpu && id < intern__count(names); id++)
+		order[id] = id;
+	span_cpu = cpu;
+	span_names = names;
+	if (order && cpu)
+		qsort(order, intern__count(names), sizeof(*order), by_cpu_desc);
+	total = profile__total(s->prof);
+	printf("by span (local root span name), CPU time and top functions:\n");
+	for (uint32_t i = 0; order && cpu && i < intern__count(names); i++) {
+		const char *name = intern__key(names, order[i], NULL);
 
-		printf("  %-40s %8.0fms CPU  (%" PRIu64 " samples)\n", name[0] ? name : "(no span)",
-		       cpu[id] * period_ns / 1e6, cpu[id]);
+		printf("  %-44s %8.0fms %5.1f%%\n", name[0] ? name : "(no span)",
+		       cpu[order[i]] * period_ns / 1e6, total ? 100.0 * cpu[order[i]] / total : 0);
 		if (name[0])
 			print_top(s->prof, key, name, 5, period_ns, "      ");
 	}
+	free(order);
 	free(cpu);
 	intern__free(names);
 }
@@ -681,13 +662,13 @@ static void session_free(struct session *s)
 	intern__free(s->labelsets);
 	intern__free(s->stacks);
 	free(s->counts);
-	if (s->out_fd >= 0)
-		close(s->out_fd);
+	for (int i = 0; i < s->nouts; i++)
+		output__abort(&s->outs[i]);	/* no-op for outputs already written */
 }
 
 int record__run(const struct record_opts *o)
 {
-	struct session s = { .o = o, .out_fd = -1 };
+	struct session s = { .o = o };
 	struct symbolizer_opts so = { .show_tiers = o->show_tiers,
 				      .maps_refresh_ns = 50 * 1000000ull };
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
@@ -696,12 +677,11 @@ int record__run(const struct record_opts *o)
 
 	s.dn = (struct dotnetproc_opts){ .enable_perfmap = o->enable_perfmap, .perfmap_type = 1,
 					 .min_age_ns = 1000000000ull, .verbose = o->verbose };
-	s.format = format_of(o);
 	if (o->freq > (uint32_t)max_rate)
 		return fail("frequency %u Hz is above kernel.perf_event_max_sample_rate (%d): use a "
 			    "lower -F", o->freq, max_rate);
 	if ((rc = check_privileges()) || (rc = check_btf()) || (rc = check_pids(o)) ||
-	    (rc = open_output(&s)))
+	    (rc = open_outputs(&s)))
 		goto out;
 
 	raise_fd_limit();
@@ -747,16 +727,16 @@ int record__run(const struct record_opts *o)
 		goto out;
 	}
 	profile__set_times(s.prof, s.wall_start, s.t_end - s.t_start);
-	if ((err = write_output(&s))) {
-		rc = fail("cannot write %s: %s", o->output, strerror(-err));
-		goto out;
+	for (int i = 0; i < s.nouts; i++) {
+		if ((err = output__write(&s.outs[i], s.prof))) {
+			rc = fail("cannot write %s: %s", s.outs[i].path, strerror(-err));
+			goto out;
+		}
 	}
 	report(&s);
-	printf("wrote %s (%s)\n", o->output, s.format == FMT_PPROF ? "pprof" :
-	       s.format == FMT_SVG ? "svg flame graph" : "folded stacks");
+	for (int i = 0; i < s.nouts; i++)
+		printf("wrote %s (%s)\n", s.outs[i].path, output__format_name(s.outs[i].format));
 out:
-	if (rc == 2 && s.out_created && s.out_fd >= 0)
-		unlink(o->output);
 	session_free(&s);
 	return rc;
 }

@@ -4,22 +4,19 @@
 
 #include <stdint.h>
 
-enum out_format {
-	FMT_AUTO = 0,
-	FMT_PPROF,
-	FMT_FOLDED,
-	FMT_SVG,
-};
+#include "output.h"
 
-#define RECORD_MAX_PIDS 1024
+#define RECORD_MAX_PIDS	   1024
+#define RECORD_MAX_OUTPUTS 8
 
 struct record_opts {
 	uint32_t pids[RECORD_MAX_PIDS];
 	int npids;		/* 0: every process */
 	uint32_t freq;		/* Hz */
 	double duration;	/* seconds; 0: until SIGINT/SIGTERM */
-	const char *output;
-	enum out_format format;
+	const char *outputs[RECORD_MAX_OUTPUTS];	/* -o, repeatable */
+	int noutputs;
+	enum out_format format;	/* --format: forces every output's format */
 	int verbose;
 	int enable_perfmap;	/* --no-enable-perfmap clears it */
 	int show_tiers;

@@ -115,6 +115,16 @@ static uint32_t location(struct symbolizer *sym, uint32_t mapping, uint64_t addr
 	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
 }
 
+/* A .NET method: named "[Assembly] Type::Method(args)", the runtime's full signature (with
+ * "instance" and the return type) kept as the system name. */
+static uint32_t jit_location(struct symbolizer *sym, uint32_t mapping, uint64_t addr,
+			     const char *name, const char *full)
+{
+	uint32_t fn = profile__function(sym->prof, name, full, NULL);
+
+	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
+}
+
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
  * mapped (no path for a container to redirect); the path inside the root is the fallback. */
 static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
@@ -340,13 +350,14 @@ static int finish_frame(struct symbolizer *sym, struct frame *fr)
 	char name[4096];
 
 	if (ps) {
+		const char *method = ps->name + perfmap__method_offset(ps->name, strlen(ps->name));
+
 		sym->stats.jit_named++;
-		if (sym->opts.show_tiers && ps->tier && ps->tier[0]) {
-			snprintf(name, sizeof(name), "%s [%s]", ps->name, ps->tier);
-			fr->loc = location(sym, mapping, fr->addr, name);
-		} else {
-			fr->loc = location(sym, mapping, fr->addr, ps->name);
-		}
+		if (sym->opts.show_tiers && ps->tier && ps->tier[0])
+			snprintf(name, sizeof(name), "%s [%s]", method, ps->tier);
+		else
+			snprintf(name, sizeof(name), "%s", method);
+		fr->loc = jit_location(sym, mapping, fr->addr, name, ps->name);
 	} else if (file_backed) {
 		sym->stats.native_unnamed++;
 		fr->loc = module_offset(sym, mapping, fr->file->base, fr->addr,

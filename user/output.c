@@ -1,0 +1,100 @@
+/* output.c: output files of a recording. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "profile.h"
+
+enum out_format output__format(const char *path, enum out_format forced)
+{
+	size_t n = strlen(path);
+
+	if (forced != FMT_AUTO)
+		return forced;
+	if (n >= 6 && !strcmp(path + n - 6, ".pb.gz"))
+		return FMT_PPROF;
+	if (n >= 4 && !strcmp(path + n - 4, ".svg"))
+		return FMT_SVG;
+	return FMT_FOLDED;
+}
+
+const char *output__format_name(enum out_format f)
+{
+	switch (f) {
+	case FMT_PPROF:
+		return "pprof";
+	case FMT_SVG:
+		return "svg flame graph";
+	default:
+		return "folded stacks";
+	}
+}
+
+int output__open(struct output *out, const char *path, enum out_format forced, char *err,
+		 size_t err_len)
+{
+	struct stat st;
+	int e;
+
+	out->path = path;
+	out->format = output__format(path, forced);
+	out->created = stat(path, &st) != 0;
+	if (!out->created && S_ISDIR(st.st_mode)) {
+		snprintf(err, err_len, "cannot write %s: it is a directory; give a file name with -o",
+			 path);
+		out->fd = -1;
+		return -EISDIR;
+	}
+	out->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (out->fd < 0) {
+		e = errno;
+		snprintf(err, err_len, "cannot write %s: %s; choose a writable path with -o", path,
+			 strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int output__write(struct output *out, const struct profile *prof)
+{
+	FILE *f;
+	int err;
+
+	if (out->fd < 0)
+		return -EBADF;
+	if (ftruncate(out->fd, 0))
+		return -errno;
+	f = fdopen(out->fd, "w");
+	if (!f)
+		return -errno;
+	out->fd = -1;
+	switch (out->format) {
+	case FMT_PPROF:
+		err = pprof__write(prof, f);
+		break;
+	case FMT_SVG:
+		err = flamegraph__write(prof, f, "spanprof CPU profile", "process_name");
+		break;
+	default:
+		err = folded__write(prof, f, "process_name");
+		break;
+	}
+	if (fclose(f) && !err)
+		err = -errno;
+	out->created = 0;
+	return err;
+}
+
+void output__abort(struct output *out)
+{
+	if (out->fd >= 0) {
+		close(out->fd);
+		out->fd = -1;
+		if (out->created)
+			unlink(out->path);
+	}
+}

@@ -1,0 +1,36 @@
+/* output.h: the files a recording writes: opened before sampling (so a bad path fails early),
+ * written once at the end in the format their suffix or --format names. */
+#ifndef SPANPROF_OUTPUT_H
+#define SPANPROF_OUTPUT_H
+
+#include <stdio.h>
+
+struct profile;
+
+enum out_format {
+	FMT_AUTO = 0,
+	FMT_PPROF,
+	FMT_FOLDED,
+	FMT_SVG,
+};
+
+struct output {
+	const char *path;
+	enum out_format format;	/* resolved: never FMT_AUTO after output__open */
+	int fd;
+	int created;		/* did not exist before: removed again if the run fails */
+};
+
+/* The format for path: forced (not FMT_AUTO), else .pb.gz -> pprof, .svg -> svg, else folded. */
+enum out_format output__format(const char *path, enum out_format forced);
+const char *output__format_name(enum out_format f);
+
+/* Open (create) path for writing now. 0, or -errno with a one-line reason in err. */
+int output__open(struct output *out, const char *path, enum out_format forced, char *err,
+		 size_t err_len);
+/* Write the profile, replacing the file's content, and close it. 0 or -errno. */
+int output__write(struct output *out, const struct profile *prof);
+/* Close without writing; remove the file if this run created it. */
+void output__abort(struct output *out);
+
+#endif /* SPANPROF_OUTPUT_H */
