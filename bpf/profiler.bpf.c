@@ -15,6 +15,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space before load. */
 const volatile bool filter_pids = false;
+const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -146,7 +147,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task, *leader;
 	struct sp_ctx_proc *cp;
 	struct sp_sample *s;
-	__u64 off, size;
+	__u64 off, size, wake;
 	long n;
 
 	if (tid == 0)
@@ -220,7 +221,13 @@ int sample(struct bpf_perf_event_data *ctx)
 	size = sizeof(*s) + off + s->ctx_len;
 	if (size > SP_SAMPLE_MAX)
 		size = SP_SAMPLE_MAX;
-	if (bpf_ringbuf_output(&events, s, size, 0)) {
+	/*
+	 * No wake-up per record: user space drains the ring every poll interval, and a wake-up is
+	 * an irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
+	 */
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, s, size, wake)) {
 		count(SP_CNT_LOST_RINGBUF);
 		return 0;
 	}

@@ -36,6 +36,7 @@ static const char usage_record[] =
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
+	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -61,7 +62,8 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 
 static int cmd_record(int argc, char **argv)
 {
-	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF };
+	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
+	       OPT_BPF_STATS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -73,6 +75,7 @@ static int cmd_record(int argc, char **argv)
 		{ "no-enable-perfmap", no_argument, NULL, OPT_NO_ENABLE },
 		{ "tiers", no_argument, NULL, OPT_TIERS },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -142,6 +145,9 @@ static int cmd_record(int argc, char **argv)
 			if (parse_uint(optarg, 1024, &v) || v == 0)
 				return bad_usage("bad ring buffer size (MiB, 1..1024)", optarg);
 			o.ringbuf_mb = v;
+			break;
+		case OPT_BPF_STATS:
+			o.bpf_stats = 1;
 			break;
 		case 'v':
 			o.verbose++;

@@ -57,6 +57,8 @@ struct session {
 	struct dotnetproc_opts dn;
 	struct output outs[RECORD_MAX_OUTPUTS];
 	int nouts;
+	int stats_fd;		/* held open while BPF run-time stats are wanted */
+	double cpu_loop_start, cpu_loop_end;	/* our CPU ms around the sampling loop */
 	uint64_t t_start, t_end;
 	int64_t wall_start;
 	uint64_t bpf_counters[SP_CNT__MAX];
@@ -200,6 +202,7 @@ static int load_bpf(struct session *s)
 	if (!s->skel)
 		return fail("cannot open the BPF object: %s", strerror(errno));
 	s->skel->rodata->filter_pids = o->npids > 0;
+	s->skel->rodata->wakeup_bytes = (uint64_t)(o->ringbuf_mb << 20) / 4;
 	bpf_map__set_max_entries(s->skel->maps.pid_filter, o->npids > 0 ? o->npids : 1);
 	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
 	err = profiler_bpf__load(s->skel);
@@ -249,6 +252,12 @@ static int attach_bpf(struct session *s)
 			return fail("cannot attach the sampler to CPU %d: %s", cpus[i], strerror(err));
 		}
 		s->nlinks++;
+	}
+	if (o->bpf_stats) {
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (s->stats_fd < 0)
+			fprintf(stderr, "spanprof: cannot enable BPF run-time stats: %s\n",
+				strerror(errno));
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_sample, s, NULL);
 	if (!s->rb)
@@ -455,7 +464,10 @@ static int run_loop(struct session *s)
 			break;
 		if (deadline && (deadline - now) / 1000000 < (uint64_t)timeout)
 			timeout = (deadline - now) / 1000000 + 1;
+		/* The sampler wakes us only when the ring fills; otherwise drain on the timeout. */
 		err = ring_buffer__poll(s->rb, timeout);
+		if (err >= 0)
+			err = ring_buffer__consume(s->rb);
 		if (err < 0 && err != -EINTR) {
 			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-err));
 			return 1;
@@ -513,6 +525,39 @@ static void print_top(const struct profile *prof, const char *key, const char *v
 
 static void print_by_span(struct session *s, uint64_t period_ns);
 
+/* What the profiler itself cost: BPF run time per sample (kernel.bpf_stats_enabled or
+ * --bpf-stats) and user-space CPU per 1000 samples. */
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 + ru.ru_stime.tv_sec * 1e3 +
+	       ru.ru_stime.tv_usec / 1e3;
+}
+
+static void print_cost(struct session *s)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	struct rusage ru;
+	uint64_t samples = s->uc.received;
+	double loop = s->cpu_loop_end - s->cpu_loop_start;
+
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len) &&
+	    info.run_cnt)
+		printf("  sampler cost: %.2f us of BPF run time per sample (%llu runs)\n",
+		       info.run_time_ns / 1e3 / info.run_cnt, (unsigned long long)info.run_cnt);
+	else
+		printf("  sampler cost: not measured (sysctl kernel.bpf_stats_enabled=1 or --bpf-stats)\n");
+	if (!getrusage(RUSAGE_SELF, &ru))
+		printf("  user space: %.2f ms CPU per 1000 samples while sampling (%.0f ms), %.0f ms "
+		       "set-up (BTF, kallsyms, process scan), %.0f ms naming and writing; max RSS "
+		       "%ld MiB\n", samples ? loop * 1000 / samples : 0, loop, s->cpu_loop_start,
+		       cpu_ms() - s->cpu_loop_end, ru.ru_maxrss / 1024);
+}
+
 static void report(struct session *s)
 {
 	const uint64_t *c = s->bpf_counters;
@@ -553,6 +598,7 @@ static void report(struct session *s)
 		       detail, ps.entries, hookproc__describe(p)[0] ? "; " : "",
 		       hookproc__describe(p));
 	}
+	print_cost(s);
 	printf("top functions by self time:\n");
 	print_top(s->prof, NULL, NULL, 10, period_ns, "  ");
 	if (s->o->by_span)
@@ -651,6 +697,8 @@ static void session_free(struct session *s)
 		dotnetproc__detach(p, &s->dn);
 		hookproc__detach(p);
 	}
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
 	ring_buffer__free(s->rb);
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
@@ -668,7 +716,7 @@ static void session_free(struct session *s)
 
 int record__run(const struct record_opts *o)
 {
-	struct session s = { .o = o };
+	struct session s = { .o = o, .stats_fd = -1 };
 	struct symbolizer_opts so = { .show_tiers = o->show_tiers,
 				      .maps_refresh_ns = 50 * 1000000ull };
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
@@ -708,6 +756,7 @@ int record__run(const struct record_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	s.t_start = now_ns();
 	s.wall_start = realtime_ns();
+	s.cpu_loop_start = cpu_ms();
 	if (o->verbose)
 		fprintf(stderr, "spanprof: sampling %s at %u Hz on %d CPUs\n",
 			o->npids ? "the given processes" : "every process", o->freq, s.nlinks);
@@ -719,6 +768,7 @@ int record__run(const struct record_opts *o)
 	s.nlinks = 0;
 	s.t_end = now_ns();
 	ring_buffer__consume(s.rb);
+	s.cpu_loop_end = cpu_ms();
 	read_bpf_counters(&s);
 	poll_processes(&s);	/* the last perf map lines, for the pending .NET frames */
 

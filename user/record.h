@@ -23,6 +23,7 @@ struct record_opts {
 	int by_span;
 	int pyroscope_labels;
 	uint32_t ringbuf_mb;
+	int bpf_stats;		/* measure the sampler's run time (BPF_ENABLE_STATS) */
 };
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup). */
