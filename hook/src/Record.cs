@@ -134,8 +134,11 @@ namespace SpanProfHook
             int n = Table.RecordHead;
             if (a != null)
             {
-                a.TraceId.CopyTo(buf.Slice(0, 16));
-                a.SpanId.CopyTo(buf.Slice(16, 8));
+                // The ids are stored as hex strings in the Activity (ToHexString does not allocate):
+                // decode them here, faster than ActivityTraceId.CopyTo on .NET 10.
+                if (!HexToBytes(a.TraceId.ToHexString(), buf.Slice(0, 16)) ||
+                    !HexToBytes(a.SpanId.ToHexString(), buf.Slice(16, 8)))
+                    buf.Slice(0, 24).Clear(); // not W3C ids: publish as "no span"
                 buf[OffFlags] = (byte)a.ActivityTraceFlags;
 
                 // Local root: the top of the in-process parent chain (a remote parent is not an
@@ -143,18 +146,12 @@ namespace SpanProfHook
                 Activity root = a;
                 while (root.Parent != null)
                     root = root.Parent;
+                string rootId = root.SpanId.ToHexString();
                 buf[n++] = 0; // SP_KEY_LOCAL_ROOT_SPAN_ID
                 buf[n++] = 16;
-                Span<byte> id = stackalloc byte[8];
-                if (ReferenceEquals(root, a))
-                    buf.Slice(16, 8).CopyTo(id);
-                else
-                    root.SpanId.CopyTo(id);
-                for (int i = 0; i < 8; i++)
-                {
-                    buf[n++] = Hex(id[i] >> 4);
-                    buf[n++] = Hex(id[i] & 15);
-                }
+                for (int i = 0; i < 16; i++)
+                    buf[n + i] = (byte)(i < rootId.Length ? rootId[i] | 0x20 : '0'); // lowercase
+                n += 16;
                 rootName = root.DisplayName; // compared by identity in State.Record
                 localRoot = root;
                 Utf8.FromUtf16(rootName ?? "", buf.Slice(n + 2, 255), out _, out int w, replaceInvalidSequences: true, isFinalBlock: true);
@@ -184,6 +181,21 @@ namespace SpanProfHook
             return buf.Slice(0, n).ToArray();
         }
 
-        private static byte Hex(int v) => (byte)(v < 10 ? '0' + v : 'a' + v - 10);
+        private static bool HexToBytes(string hex, Span<byte> dst)
+        {
+            if (hex.Length != dst.Length * 2)
+                return false;
+            for (int i = 0; i < dst.Length; i++)
+            {
+                int hi = HexValue(hex[2 * i]), lo = HexValue(hex[2 * i + 1]);
+                if ((hi | lo) < 0)
+                    return false;
+                dst[i] = (byte)(hi << 4 | lo);
+            }
+            return true;
+        }
+
+        private static int HexValue(char c) =>
+            c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     }
 }

@@ -46,7 +46,7 @@ internal static class Program
 
         var scenarios = args.Length > 0 ? args.ToList() : new List<string>
         {
-            "nested", "async", "rename", "labels-nospan", "nested-labels", "pool-flow", "suppress-flow", "pyroscope", "churn",
+            "callbacks", "nested", "async", "rename", "labels-nospan", "nested-labels", "pool-flow", "suppress-flow", "pyroscope", "churn",
         };
         for (int i = 0; i < scenarios.Count; i++)
         {
@@ -57,6 +57,7 @@ internal static class Program
                 case "nested": OnThread(Nested); break;
                 case "async": AsyncScenario().GetAwaiter().GetResult(); break;
                 case "rename": Rename().GetAwaiter().GetResult(); break;
+                case "callbacks": Callbacks(); break;
                 case "labels-nospan": OnThread(LabelsNoSpan); break;
                 case "nested-labels": OnThread(NestedLabels); break;
                 case "pool-flow": PoolFlow(); break;
@@ -231,6 +232,32 @@ internal static class Program
         Check("rename-after-await", gettid(), Want(root));
         using (Activity? child = Src.StartActivity("child"))
             Check("rename-child", gettid(), Want(child));
+    }
+
+    // What the runtime tells an AsyncLocal change handler; the hook relies on these (hook/README.md).
+    private static void Callbacks()
+    {
+        var events = new System.Collections.Concurrent.ConcurrentQueue<(int Tid, string? Prev, string? Cur, bool Switch)>();
+        var al = new AsyncLocal<string>(a => events.Enqueue((gettid(), a.PreviousValue, a.CurrentValue, a.ThreadContextChanged)));
+        bool Saw(int tid, string? prev, string? cur, bool sw) => events.Any(e => e.Tid == tid && e.Prev == prev && e.Cur == cur && e.Switch == sw);
+
+        int poolTid = 0;
+        Task.Run(() => { poolTid = gettid(); al.Value = "A"; }).Wait();
+        Thread.Sleep(200); // the reset runs after the work item, after Wait() returned
+        Self("callback-pool-item-end", Saw(poolTid, "A", null, true), "a pool thread is reset when its work item ends");
+
+        OnThread(() =>
+        {
+            al.Value = "M";
+            int threadTid = 0;
+            var t = new Thread(() => threadTid = gettid());
+            t.Start();
+            t.Join();
+            Self("callback-thread-flow", Saw(threadTid, null, "M", true), "a new thread starts in the flowed context");
+            Self("callback-thread-exit", Saw(threadTid, "M", null, true), "and leaves it when it exits");
+        });
+        foreach (var e in events)
+            Console.WriteLine($"INFO callback tid={e.Tid} {e.Prev ?? "null"} -> {e.Cur ?? "null"} switch={e.Switch}");
     }
 
     private static Task RunOnFreshThread(Action a)
