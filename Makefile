@@ -19,7 +19,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-CFLAGS    ?= -O2 -g
+CFLAGS    ?= -O2 -g -fno-omit-frame-pointer
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Iuser -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
              -DSPANPROF_VERSION='"$(VERSION)"'

@@ -1,10 +1,14 @@
 #!/bin/sh
-# bench-service.sh: SpanService request throughput without and with the spanprof hook, interleaved A/B, as a ratio.
+# bench-service.sh: SpanService request throughput without the hook, with it, and with it while spanprof
+# records the service (the application's whole cost of being profiled), interleaved, as ratios.
 #
 # Each run is a fresh SpanService process (the hook can only load at startup), driven by LoadGen for
 # WARMUP s unmeasured and DURATION s measured. Rounds alternate their order (off,on / on,off / ...)
 # so a linear drift of the machine's speed cancels in the mean. The chunk size of the service's hot
 # loops is fixed from the first (discarded) run, so every run does exactly the same work per request.
+#
+# Arms (MODES, default "off on prof"): off = no hook; on = hook loaded; prof = hook loaded and
+# `spanprof record -p PID -F PROF_HZ` running through the measured window.
 #
 # Settings (environment): BUILD (build), ROUNDS (3), DURATION (10), WARMUP (3), CONCURRENCY (200),
 #   PATHS (/work/a,/work/b,/work/labels?tenant=acme), CHUNK_US (100: small hot chunks, so per-request
@@ -27,6 +31,8 @@ PATHS=${PATHS:-/work/a,/work/b,/work/labels?tenant=acme}
 CHUNK_US=${CHUNK_US:-100}
 PIN=${PIN:-0}
 BG_DUTY=${BG_DUTY:-0}
+MODES=${MODES:-off on prof}
+PROF_HZ=${PROF_HZ:-99}
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -34,6 +40,7 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
+SPANPROF=$BUILD/spanprof
 
 die() { echo "bench-service: $*" >&2; exit 1; }
 
@@ -96,7 +103,7 @@ run_one() {
 	rm -f "$ready"
 	# SpanService references the hook for SpanProf.Label, whose first call would start the hook:
 	# SPANPROF_HOOK_DISABLE=1 keeps the "without" runs unhooked (Label is then a no-op scope).
-	if [ "$mode" = on ]; then hooks=$HOOK_DLL disable=""; else hooks="" disable=1; fi
+	if [ "$mode" != off ]; then hooks=$HOOK_DLL disable=""; else hooks="" disable=1; fi
 	# shellcheck disable=SC2086
 	env DOTNET_STARTUP_HOOKS="$hooks" SPANPROF_HOOK_DISABLE="$disable" SPANSERVICE_READY="$ready" SPANSERVICE_CHUNK_US="$CHUNK_US" \
 		SPANSERVICE_ITERS="$ITERS" SPANSERVICE_BG_DUTY="$BG_DUTY" SPANSERVICE_SPANS= \
@@ -112,26 +119,39 @@ run_one() {
 	port=$(json_num "$ready" port)
 	mapped=$(json_bool "$ready" hook_mapped)
 	[ -n "$ITERS" ] || ITERS=$(json_num "$ready" iters)
-	if [ "$mode" = on ] && [ "$mapped" != true ]; then die "hook loaded but its spanprof-ctx mapping is missing"; fi
+	if [ "$mode" != off ] && [ "$mapped" != true ]; then die "hook loaded but its spanprof-ctx mapping is missing"; fi
 	if [ "$mode" = off ] && [ "$mapped" != false ]; then die "hook mapping present in a run without the hook"; fi
 	if [ "$warm" != 0 ]; then
 		loadgen "$port" "$warm" "$TMP/warmup.json" || die "LoadGen warm-up failed ($mode)"
 	fi
+	prof_pid=""
+	if [ "$mode" = prof ]; then
+		"$SPANPROF" record -p "$SVC_PID" -F "$PROF_HZ" -d $((dur + 30)) --bpf-stats \
+			-o "$TMP/prof.pb.gz" >"$TMP/prof.txt" 2>&1 &
+		prof_pid=$!
+		sleep 1	# BPF load and process scan happen before the measured window
+	fi
 	cpu0=$(cpu_ticks "$SVC_PID")
 	loadgen "$port" "$dur" "$out" || die "LoadGen failed ($mode)"
 	cpu1=$(cpu_ticks "$SVC_PID")
+	if [ -n "$prof_pid" ]; then
+		kill -INT "$prof_pid"
+		wait "$prof_pid" || { cat "$TMP/prof.txt" >&2; die "spanprof failed"; }
+		grep -E 'samples taken|span context|sampler cost|user space' "$TMP/prof.txt" | sed 's/^/bench-service:   spanprof: /'
+	fi
 	CPU_S=$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
 	kill -TERM "$SVC_PID"
 	wait "$SVC_PID" || { cat "$TMP/service.log" >&2; die "service ($mode) exited with an error"; }
 	SVC_PID=""
 	at_exit=$(sed -n 's/^spanservice: stopped .*hook_mapped=\([01]\).*/\1/p' "$TMP/service.log")
-	if [ "$mode" = on ] && [ "$at_exit" != 1 ]; then die "hook mapping gone at exit of a run with the hook"; fi
+	if [ "$mode" != off ] && [ "$at_exit" != 1 ]; then die "hook mapping gone at exit of a run with the hook"; fi
 	if [ "$mode" = off ] && [ "$at_exit" != 0 ]; then die "hook mapping appeared during a run without the hook"; fi
 	errors=$(json_num "$out" errors)
 	[ "$errors" = 0 ] || echo "bench-service: warning: $errors failed requests in a $mode run" >&2
 }
 
-echo "bench-service: SpanService throughput without/with the spanprof hook"
+[ -x "$SPANPROF" ] || case " $MODES " in *" prof "*) die "$SPANPROF missing: run make";; esac
+echo "bench-service: SpanService throughput, arms: $MODES (prof = hook + spanprof at ${PROF_HZ} Hz)"
 echo "bench-service: rounds=$ROUNDS duration=${DURATION}s warmup=${WARMUP}s concurrency=$CONCURRENCY chunk_us=$CHUNK_US pin=$PIN cpus=$(nproc) bg_duty=$BG_DUTY%"
 echo "bench-service: paths=$PATHS"
 
@@ -142,7 +162,8 @@ echo "bench-service: hot loop iterations per chunk: $ITERS"
 : >"$TMP/results"
 r=1
 while [ $r -le "$ROUNDS" ]; do
-	if [ $((r % 2)) = 1 ]; then order="off on"; else order="on off"; fi
+	# Rotate the order of the arms every round so a drift of the machine's speed cancels.
+	order=$(echo $MODES | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
 	for mode in $order; do
 		run_one "$mode" "$WARMUP" "$DURATION" "$TMP/run.json"
 		rps=$(json_num "$TMP/run.json" rps)
@@ -151,44 +172,37 @@ while [ $r -le "$ROUNDS" ]; do
 		errors=$(json_num "$TMP/run.json" errors)
 		ok=$(json_num "$TMP/run.json" ok)
 		cpu_us=$(awk -v c="$CPU_S" -v n="$ok" 'BEGIN { printf "%.1f", (n > 0 ? c * 1e6 / n : 0) }')
-		printf 'bench-service: round %d hook=%-3s %8.1f req/s  %7.1f service-CPU-us/req  p50 %7.2f ms  p99 %7.2f ms  errors %s\n' \
+		printf 'bench-service: round %d %-4s %8.1f req/s  %7.1f service-CPU-us/req  p50 %7.2f ms  p99 %7.2f ms  errors %s\n' \
 			"$r" "$mode" "$rps" "$cpu_us" "$p50" "$p99" "$errors"
 		echo "$r $mode $rps $p50 $p99 $cpu_us" >>"$TMP/results"
 	done
 	r=$((r + 1))
 done
 
+# Every arm against "off": throughput ratio and requests per service CPU-second ratio.
 awk '
-	{ rps[$1, $2] = $3; p99[$1, $2] = $5; cpu[$1, $2] = $6; if ($1 > n) n = $1 }
-	# median of v[1..n] (insertion sort: n is small)
+	{ rps[$1, $2] = $3; p99[$1, $2] = $5; cpu[$1, $2] = $6; if ($1 > n) n = $1; arms[$2] = 1 }
 	function median(v,    i, j, t, w) {
 		for (i = 1; i <= n; i++) w[i] = v[i]
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && w[j - 1] > w[j]; j--) { t = w[j]; w[j] = w[j - 1]; w[j - 1] = t }
 		return n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
 	}
-	function stats(name, v, sum, sq, lo, hi,    mean, sd) {
-		mean = sum / n
-		sd = n > 1 ? (sq - n * mean * mean) / (n - 1) : 0
-		sd = sd > 0 ? sqrt(sd) : 0
-		printf "bench-service: RESULT %s = %.4f (median %.4f, per-round min %.4f, max %.4f, sd %.4f, n=%d)\n", name, mean, median(v), lo, hi, sd, n
-		return mean
+	function ratio(arm, what,    r, v, s, lo, hi, x) {
+		for (r = 1; r <= n; r++) {
+			x = what == "rps" ? rps[r, arm] / rps[r, "off"] : cpu[r, "off"] / cpu[r, arm]
+			v[r] = x; s += x
+			if (r == 1 || x < lo) lo = x
+			if (r == 1 || x > hi) hi = x
+		}
+		printf "bench-service: RESULT %s/off %s = %.4f (median %.4f, min %.4f, max %.4f, n=%d)\n", arm,
+			what == "rps" ? "throughput ratio (req/s)" : "CPU-efficiency ratio (req per service CPU-s)", s / n, median(v), lo, hi, n
 	}
 	END {
-		for (r = 1; r <= n; r++) {
-			off += rps[r, "off"]; on += rps[r, "on"]; poff += p99[r, "off"]; pon += p99[r, "on"]
-			coff += cpu[r, "off"]; con += cpu[r, "on"]
-			t = rps[r, "on"] / rps[r, "off"]; tv[r] = t; ts += t; tq += t * t
-			if (r == 1 || t < tlo) tlo = t
-			if (r == 1 || t > thi) thi = t
-			# requests per service CPU-second, with/without: robust to other load on the machine
-			e = cpu[r, "off"] / cpu[r, "on"]; ev[r] = e; es += e; eq += e * e
-			if (r == 1 || e < elo) elo = e
-			if (r == 1 || e > ehi) ehi = e
-			printf "bench-service: round %d with/without: throughput %.4f, requests per CPU-second %.4f\n", r, t, e
+		for (a in arms) {
+			m = 0; c = 0; p = 0
+			for (r = 1; r <= n; r++) { m += rps[r, a]; c += cpu[r, a]; p += p99[r, a] }
+			printf "bench-service: %-4s mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", a, m / n, c / n, p / n
 		}
-		printf "bench-service: without hook: mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", off / n, coff / n, poff / n
-		printf "bench-service: with hook:    mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", on / n, con / n, pon / n
-		t = stats("throughput ratio with_hook/without_hook (req/s)", tv, ts, tq, tlo, thi)
-		e = stats("CPU-efficiency ratio with_hook/without_hook (req per service CPU-s)", ev, es, eq, elo, ehi)
-		printf "bench-service: RESULT throughput change %+.2f%%, service CPU per request change %+.2f%%\n", (t - 1) * 100, (con / coff - 1) * 100
+		if (!("off" in arms)) exit
+		for (a in arms) if (a != "off") { ratio(a, "rps"); ratio(a, "cpu") }
 	}' "$TMP/results"

@@ -2,6 +2,7 @@
 # bench.sh: run spanprof's benchmarks (`make bench`) and print their figures; nothing here passes or fails.
 # One section per benchmark: add a section function and call it from the list at the bottom.
 set -eu
+cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
 
@@ -19,6 +20,35 @@ bench_perfmap() {
 	"$BUILD/bench/bench_perfmap"
 }
 
-# ---- sections run, in order ----
+# ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
+bench_sampler() {
+	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
+	cc -O0 -fno-omit-frame-pointer -o "$BUILD/bench/hotchain" tests/apps/native/hotchain.c
+	"$BUILD/bench/hotchain" 30 > /dev/null & h1=$!
+	"$BUILD/bench/hotchain" 30 > /dev/null & h2=$!
+	for hz in 99 999; do
+		echo "-- $hz Hz, 10 s"
+		"$BUILD/spanprof" record -F "$hz" -d 10 --bpf-stats -o "$BUILD/bench/sampler.pb.gz" |
+			grep -E 'samples taken|sampler cost|user space'
+	done
+	kill "$h1" "$h2" 2>/dev/null || true
+	wait 2>/dev/null || true
+}
+
+# ---- hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes) ----------------------------
+bench_hook() {
+	section "hook (BenchmarkDotNet)"
+	./scripts/bench-hook.sh
+}
+
+# ---- the application's cost: service throughput without hook / with hook / with hook + spanprof ---
+bench_service() {
+	section "service throughput (off / hook / hook + spanprof)"
+	BUILD=$BUILD ./scripts/bench-service.sh
+}
+
+# ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-bench_perfmap
+for b in ${BENCH:-perfmap sampler hook service}; do
+	"bench_$b"
+done

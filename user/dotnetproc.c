@@ -15,7 +15,8 @@
 #include "proctab.h"
 #include "util.h"
 
-#define OPEN_RETRY_NS	(500 * 1000000ull)
+#define OPEN_RETRY_NS	(500 * 1000000ull)	/* first retry; doubles up to 8 s */
+#define OPEN_RETRY_MAX_NS (8000 * 1000000ull)
 #define NSEC_PER_TICK	(1000000000ull / SP_USER_HZ)
 
 struct dotnet_state {
@@ -27,6 +28,7 @@ struct dotnet_state {
 	int enabled_by_us;
 	int enable_tried;
 	uint64_t last_open_ns;
+	uint64_t open_retry_ns;
 };
 
 static uint64_t boottime_ns(void)
@@ -137,11 +139,15 @@ int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
 	}
 	if (!p->gone && d->state != DOTNETPROC_REFUSED &&
-	    (d->files.map_fd < 0 || d->files.jitdump_fd < 0) &&
-	    now_ns() - d->last_open_ns >= OPEN_RETRY_NS) {
-		open_files(p, d);
+	    (d->files.map_fd < 0 || d->files.jitdump_fd < 0)) {
+		if (now_ns() - d->last_open_ns >= d->open_retry_ns) {
+			open_files(p, d);
+			d->open_retry_ns = d->open_retry_ns ? d->open_retry_ns * 2 : OPEN_RETRY_NS;
+			if (d->open_retry_ns > OPEN_RETRY_MAX_NS)
+				d->open_retry_ns = OPEN_RETRY_MAX_NS;
+		}
 		if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
-			try_enable(p, d, o);
+			try_enable(p, d, o);	/* once, and only when o allows it */
 	}
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);

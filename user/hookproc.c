@@ -11,7 +11,8 @@
 #include "proctab.h"
 #include "util.h"
 
-#define RETRY_NS (1000 * 1000000ull)
+#define RETRY_NS	(1000 * 1000000ull)	/* first retry; doubles up to RETRY_MAX_NS */
+#define RETRY_MAX_NS	(8000 * 1000000ull)
 
 struct hook_state {
 	struct spanctx_table tbl;
@@ -20,6 +21,7 @@ struct hook_state {
 	int registered;
 	int last_err;
 	uint64_t next_try_ns;
+	uint64_t retry_ns;	/* backoff: a process without a table rarely gets one later */
 	char desc[160];
 };
 
@@ -48,7 +50,10 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 		return 0;
 	if (p->gone || now < h->next_try_ns)
 		return h->last_err;
-	h->next_try_ns = now + RETRY_NS;
+	h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
+	if (h->retry_ns > RETRY_MAX_NS)
+		h->retry_ns = RETRY_MAX_NS;
+	h->next_try_ns = now + h->retry_ns;
 	err = spanctx__find(p->pid, &cp, &h->tbl);
 	h->last_err = err;
 	switch (err) {

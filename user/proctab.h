@@ -37,6 +37,7 @@ struct proc {
 	int root_fd;		/* O_PATH /proc/<pid>/root, -1 if unavailable */
 	int gone;		/* exited, or the pid now belongs to another process */
 	int is_dotnet;		/* libcoreclr.so is mapped */
+	int sampled;		/* a target: seen in a sample, or named with -p */
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */

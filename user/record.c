@@ -55,6 +55,7 @@ struct session {
 	uint32_t counts_cap;
 	struct user_counters uc;
 	struct dotnetproc_opts dn;
+	struct dotnetproc_opts dn_passive;	/* dn without enabling perf maps */
 	struct output outs[RECORD_MAX_OUTPUTS];
 	int nouts;
 	int stats_fd;		/* held open while BPF run-time stats are wanted */
@@ -351,8 +352,11 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	p = proctab__get(s->procs, smp->tgid, smp->proc_start_ns / (1000000000ull / SP_USER_HZ), pcomm);
 	if (!p)
 		goto nomem;
-	if (p->is_dotnet && !p->dotnet)
-		dotnetproc__poll(p, &s->dn);
+	if (!p->sampled) {
+		p->sampled = 1;
+		if (p->is_dotnet)
+			dotnetproc__poll(p, &s->dn);
+	}
 	if (p->is_dotnet && !p->hook)
 		hookproc__poll(p, bpf_map__fd(s->skel->maps.ctx_procs));
 
@@ -410,7 +414,8 @@ static void poll_processes(struct session *s)
 
 		if (!p->is_dotnet || p->gone)
 			continue;
-		dotnetproc__poll(p, &s->dn);
+		/* Perf maps are turned on only in processes we actually sample. */
+		dotnetproc__poll(p, p->sampled ? &s->dn : &s->dn_passive);
 		if (!p->hook || hookproc__pending(p))
 			hookproc__poll(p, map_fd);
 	}
@@ -425,9 +430,12 @@ static void prescan(struct session *s)
 	struct dirent *de;
 	DIR *d;
 
+	struct proc *p;
+
 	if (s->o->npids) {
 		for (int i = 0; i < s->o->npids; i++)
-			proctab__open(s->procs, s->o->pids[i]);
+			if ((p = proctab__open(s->procs, s->o->pids[i])))
+				p->sampled = 1;
 	} else if ((d = opendir("/proc"))) {
 		while ((de = readdir(d))) {
 			char *end;
@@ -725,6 +733,8 @@ int record__run(const struct record_opts *o)
 
 	s.dn = (struct dotnetproc_opts){ .enable_perfmap = o->enable_perfmap, .perfmap_type = 1,
 					 .min_age_ns = 1000000000ull, .verbose = o->verbose };
+	s.dn_passive = s.dn;
+	s.dn_passive.enable_perfmap = 0;
 	if (o->freq > (uint32_t)max_rate)
 		return fail("frequency %u Hz is above kernel.perf_event_max_sample_rate (%d): use a "
 			    "lower -F", o->freq, max_rate);
