@@ -29,6 +29,7 @@ struct dotnet_state {
 	int enable_tried;
 	uint64_t last_open_ns;
 	uint64_t open_retry_ns;
+	uint32_t restarts;	/* files truncated and re-read */
 };
 
 static uint64_t boottime_ns(void)
@@ -125,6 +126,27 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotn
 	}
 }
 
+/*
+ * The runtime truncated a file: perf maps were disabled and enabled again (by another tool), and
+ * it writes every live method anew. Start over with both files from their beginning.
+ */
+static int64_t restart(struct proc *p, struct dotnet_state *d)
+{
+	struct perfmap *pm = perfmap__new(NULL);
+	int64_t n = 0;
+
+	if (!pm)
+		return -ENOMEM;
+	perfmap__free(d->pm);
+	d->pm = pm;
+	if (d->files.map_fd >= 0)
+		n = perfmap__read_map_fd(pm, d->files.map_fd);
+	if (n >= 0 && d->files.jitdump_fd >= 0)
+		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
+	d->restarts++;
+	return n;
+}
+
 int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 {
 	struct dotnet_state *d = p->dotnet;
@@ -151,11 +173,15 @@ int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 	}
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
+		if (n == -ESTALE)
+			n = restart(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
 	if (d->files.jitdump_fd >= 0) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
+		if (n == -ESTALE)
+			n = restart(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
