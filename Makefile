@@ -120,12 +120,12 @@ TEST_OBJS_test_jitdump  = $(PERFMAP_OBJS)
 TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
-TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o
+TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o $(OBJ)/perfmap/rootfs.o
 TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o
 TEST_OBJS_test_spanctx = $(OBJ)/user/spanctx.o
 TEST_OBJS_test_intern  = $(OBJ)/user/intern.o
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
-TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/intern.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o
+TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/intern.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o
 TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
                           $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)

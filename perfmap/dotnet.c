@@ -1,5 +1,6 @@
 /* dotnet.c: /proc plumbing for .NET processes: runtime detection, namespace pid, environment, and opening files inside a container root without following symlinks. */
 #include "dotnet.h"
+#include "rootfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,29 +11,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#if defined(__has_include)
-#if __has_include(<linux/openat2.h>)
-#include <linux/openat2.h>
-#endif
-#endif
-
-#ifndef RESOLVE_NO_MAGICLINKS
-struct open_how {
-	uint64_t flags;
-	uint64_t mode;
-	uint64_t resolve;
-};
-#define RESOLVE_NO_XDEV		0x01
-#define RESOLVE_NO_MAGICLINKS	0x02
-#define RESOLVE_NO_SYMLINKS	0x04
-#define RESOLVE_BENEATH		0x08
-#define RESOLVE_IN_ROOT		0x10
-#endif
-
-#ifndef SYS_openat2
-#define SYS_openat2 437	/* same number on every architecture */
-#endif
 
 #define ENVIRON_MAX	(4u << 20)	/* the kernel caps argv+envp near this by default */
 #define PROC_SMALL_MAX	8192		/* /proc/<pid>/status and stat are far smaller */
@@ -365,123 +343,18 @@ int dotnet__open_root(int pid)
 	return fd < 0 ? -errno : fd;
 }
 
-static int openat2_missing;	/* set once the kernel or a seccomp filter refuses openat2 */
-
-/* Check the type of an O_PATH fd; closes it on mismatch. */
-static int check_type(int fd, mode_t want_type)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		close(fd);
-		return -ELOOP;
-	}
-	if ((st.st_mode & S_IFMT) != (want_type & S_IFMT)) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
-/* Turn a checked O_PATH fd into the fd the caller asked for. Consumes path_fd. */
-static int reopen(int path_fd, int flags)
-{
-	char proc[64];
-	int fd;
-
-	if (flags & O_PATH)
-		return path_fd;
-	/* Reopening through the fd's magic link gets the very inode we checked; O_NOFOLLOW
-	 * would refuse the magic link itself, so it is not added here. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
-	fd = open(proc, (flags & ~O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		fd = -errno;
-	close(path_fd);
-	return fd;
-}
-
 int dotnet__openat_in_root_walk(int root_fd, const char *path, int flags, mode_t want_type)
 {
-	char copy[PATH_MAX], *save = NULL, *comp, *next;
-	int cur, err;
-
-	if (root_fd < 0 || !path)
+	if (root_fd < 0)
 		return -EINVAL;
-	if (strlen(path) >= sizeof(copy))
-		return -ENAMETOOLONG;
-	strcpy(copy, path);
-	cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0)
-		return -errno;
-	comp = strtok_r(copy, "/", &save);
-	while (comp) {
-		int fd;
-
-		next = strtok_r(NULL, "/", &save);
-		if (strcmp(comp, ".") == 0) {
-			comp = next;
-			continue;
-		}
-		if (strcmp(comp, "..") == 0) {
-			/* Without openat2 we cannot keep ".." inside the root race-free: refuse. */
-			err = -EXDEV;
-			goto close_cur;
-		}
-		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto close_cur;
-		}
-		close(cur);
-		cur = next ? check_type(fd, S_IFDIR) : fd;
-		if (cur < 0)
-			return cur == -EINVAL ? -ENOTDIR : cur;
-		comp = next;
-	}
-	cur = check_type(cur, want_type);
-	if (cur < 0)
-		return cur;
-	return reopen(cur, flags);
-close_cur:
-	close(cur);
-	return err;
+	return rootfs__open(root_fd, path, flags, want_type, 0, ROOTFS_NO_SYMLINKS | ROOTFS_WALK);
 }
 
 int dotnet__openat_in_root(int root_fd, const char *path, int flags, mode_t want_type)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd;
-
-	if (root_fd < 0 || !path)
+	if (root_fd < 0)
 		return -EINVAL;
-	if (openat2_missing)
-		return dotnet__openat_in_root_walk(root_fd, path, flags, want_type);
-	do {
-		fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-	} while (fd < 0 && errno == EINTR);
-	if (fd < 0) {
-		/* ENOSYS: kernel < 5.6. EPERM: a seccomp filter (older container runtimes' default
-		 * profiles) rejecting an unknown syscall; an O_PATH open has no other EPERM case. */
-		if (errno == ENOSYS || errno == EPERM) {
-			openat2_missing = 1;
-			return dotnet__openat_in_root_walk(root_fd, path, flags, want_type);
-		}
-		return -errno;
-	}
-	fd = check_type((int)fd, want_type);
-	if (fd < 0)
-		return (int)fd;
-	return reopen((int)fd, flags);
+	return rootfs__open(root_fd, path, flags, want_type, 0, ROOTFS_NO_SYMLINKS);
 }
 
 int dotnet__open_in_root(int root_fd, const char *path, int flags)

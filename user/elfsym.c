@@ -1,12 +1,12 @@
 /* elfsym.c: function symbols of one ELF file through libelf, with build id, debug files and safe opens. */
 #include "elfsym.h"
+#include "rootfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,137 +101,10 @@ struct elffile {
 
 /* ---- opening files inside a root ------------------------------------------------------------ */
 
-/* Component walk for kernels without openat2: refuses symlinks and "..", so nothing leaves root. */
-static int walk_in_root(int root_fd, const char *path)
-{
-	char buf[PATH_MAX];
-	char *save = NULL, *comp, *next;
-	int cur, fd, err;
-	struct stat st;
-
-	if (strlen(path) >= sizeof(buf))
-		return -ENAMETOOLONG;
-	strcpy(buf, path);
-	if (root_fd == AT_FDCWD)
-		cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	else
-		cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0)
-		return -errno;
-
-	comp = strtok_r(buf, "/", &save);
-	while (comp) {
-		next = strtok_r(NULL, "/", &save);
-		if (strcmp(comp, ".") == 0) {
-			comp = next;
-			continue;
-		}
-		if (strcmp(comp, "..") == 0) {
-			err = -EXDEV;
-			goto close_cur;
-		}
-		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto close_cur;
-		}
-		close(cur);
-		cur = fd;
-		if (fstat(cur, &st) < 0) {
-			err = -errno;
-			goto close_cur;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			err = -ELOOP;
-			goto close_cur;
-		}
-		if (next && !S_ISDIR(st.st_mode)) {
-			err = -ENOTDIR;
-			goto close_cur;
-		}
-		comp = next;
-	}
-	return cur;
-
-close_cur:
-	close(cur);
-	return err;
-}
-
-static int open_path_fd(int root_fd, const char *path, unsigned int flags)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_NO_MAGICLINKS,
-	};
-	int fd, tries;
-
-	if (flags & ELFSYM_OPEN_NO_OPENAT2)
-		return walk_in_root(root_fd, path);
-	if (root_fd != AT_FDCWD)
-		how.resolve |= RESOLVE_IN_ROOT;
-	/* EAGAIN: a concurrent rename raced the in-root lookup; the kernel asks for a retry. */
-	for (tries = 0; tries < 8; tries++) {
-		fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-		if (fd >= 0)
-			return fd;
-		if (errno != EAGAIN)
-			break;
-	}
-	if (errno == ENOSYS || errno == EPERM) {
-		/* Pre-5.6 kernel, or a seccomp filter that hides openat2. */
-		if (root_fd == AT_FDCWD) {
-			fd = open(path, O_PATH | O_CLOEXEC);
-			return fd < 0 ? -errno : fd;
-		}
-		return walk_in_root(root_fd, path);
-	}
-	return -errno;
-}
-
 int elfsym__open_in_root(int root_fd, const char *path, uint64_t max_size, unsigned int flags)
 {
-	char proc_path[64];
-	struct stat st, st2;
-	int pfd, fd, err;
-
-	if (!path || !*path)
-		return -EINVAL;
-	pfd = open_path_fd(root_fd, path, flags);
-	if (pfd < 0)
-		return pfd;
-	/* Check the inode through O_PATH first: opening a FIFO or a device for reading can block
-	 * or have side effects, and a container chooses what its paths point at. */
-	if (fstat(pfd, &st) < 0) {
-		err = -errno;
-		goto close_pfd;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto close_pfd;
-	}
-	if ((uint64_t)st.st_size > max_size) {
-		err = -EFBIG;
-		goto close_pfd;
-	}
-	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", pfd);
-	fd = open(proc_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		err = -errno;
-		goto close_pfd;
-	}
-	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
-		err = -ESTALE;
-		goto close_fd;
-	}
-	close(pfd);
-	return fd;
-
-close_fd:
-	close(fd);
-close_pfd:
-	close(pfd);
-	return err;
+	return rootfs__open(root_fd, path, O_RDONLY, S_IFREG, max_size,
+			    flags & ELFSYM_OPEN_NO_OPENAT2 ? ROOTFS_WALK : 0);
 }
 
 /* ---- reading one ELF file ------------------------------------------------------------------- */
