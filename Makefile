@@ -21,7 +21,7 @@ endif
 
 CFLAGS    ?= -O2 -g -fno-omit-frame-pointer
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Iuser -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
+CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Ilib -Iuser -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
              -DSPANPROF_VERSION='"$(VERSION)"'
 LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++
 ifneq ($(SANITIZE),)
@@ -61,11 +61,13 @@ $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile.proto | 
 	$(Q)$(PROTOC_C) --proto_path=user --c_out=$(BUILD)/gen user/profile.proto
 
 # ---- user space ----------------------------------------------------------------------------
+LIB_SRCS     := $(wildcard lib/*.c)
 PERFMAP_SRCS := $(wildcard perfmap/*.c)
 USER_SRCS    := $(filter-out user/main.c,$(wildcard user/*.c))
 OBJ          := $(BUILD)/obj
 PROTO_OBJ    := $(OBJ)/gen/profile.pb-c.o
-PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o)
+LIB_OBJS     := $(LIB_SRCS:%.c=$(OBJ)/%.o)
+PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o) $(LIB_OBJS)
 USER_OBJS    := $(USER_SRCS:%.c=$(OBJ)/%.o)
 ALL_OBJS     := $(USER_OBJS) $(PERFMAP_OBJS) $(PROTO_OBJ)
 GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(BUILD)/vmlinux.h
@@ -123,9 +125,10 @@ TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
 TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o $(OBJ)/perfmap/rootfs.o
 TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o
 TEST_OBJS_test_spanctx = $(OBJ)/user/spanctx.o
-TEST_OBJS_test_intern  = $(OBJ)/user/intern.o
+TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
-TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/intern.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o
+TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o \
+                         $(OBJ)/perfmap/rootfs.o $(LIB_OBJS)
 TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
                           $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
@@ -143,22 +146,22 @@ unit: $(TESTS)
 # ---- fuzz and bench (perfmap) ----
 # libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
 # build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c lib/intern.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h lib/intern.h
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iperfmap $(WARN) $< $(PERFMAP_CORE) -o $@
+		-D_GNU_SOURCE -Iperfmap -Ilib $(WARN) $< $(PERFMAP_CORE) -o $@
 
 fuzz: $(FUZZ_TARGETS)
 
 $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
 	$(call msg,BENCH,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
+	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -Ilib -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
 
 .PHONY: fuzz
 

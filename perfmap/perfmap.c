@@ -8,14 +8,8 @@
 
 #include "perfmap_int.h"
 
-#define ARENA_CHUNK	(256u << 10)
 #define READ_BUF	(256u << 10)
 #define MAX_TIER_LEN	64
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	char data[];
-};
 
 /* ---- hashing and interning ---------------------------------------------------------------- */
 
@@ -29,103 +23,12 @@ static inline uint64_t mix64(uint64_t h)
 	return h;
 }
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0x100000001b3ULL);
-	uint64_t w;
-
-	while (n >= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0x87c37b91114253d5ULL;
-		h ^= h >> 31;
-		p += 8;
-		n -= 8;
-	}
-	w = 0;
-	memcpy(&w, p, n);
-	return mix64(h ^ w);
-}
-
-static void intern_free(struct intern *in)
-{
-	struct arena_chunk *c = in->chunks;
-
-	while (c) {
-		struct arena_chunk *next = c->next;
-
-		free(c);
-		c = next;
-	}
-	free(in->tab);
-	memset(in, 0, sizeof(*in));
-}
-
-static int intern_grow(struct intern *in)
-{
-	uint32_t cap = in->cap ? in->cap * 2 : 1024;
-	struct intern_slot *tab;
-
-	if (cap < in->cap)
-		return -ENOMEM;
-	tab = calloc(cap, sizeof(*tab));
-	if (!tab)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < in->cap; i++) {
-		uint32_t j;
-
-		if (!in->tab[i].s)
-			continue;
-		for (j = in->tab[i].hash & (cap - 1); tab[j].s; j = (j + 1) & (cap - 1))
-			;
-		tab[j] = in->tab[i];
-	}
-	free(in->tab);
-	in->tab = tab;
-	in->cap = cap;
-	return 0;
-}
-
 /* The one stored copy of s[0..len), NUL-terminated; NULL when out of memory. */
-static const char *intern(struct intern *in, const char *s, size_t len)
+static const char *intern(struct intern *names, const char *s, size_t len)
 {
-	uint32_t h, i;
-	char *copy;
+	int64_t id = intern__id(names, s, len, NULL);
 
-	if (len > UINT32_MAX - 1)
-		return NULL;
-	if ((in->n + 1) * 2 > in->cap && intern_grow(in))
-		return NULL;
-	h = (uint32_t)hash_bytes(s, len);
-	for (i = h & (in->cap - 1); in->tab[i].s; i = (i + 1) & (in->cap - 1))
-		if (in->tab[i].hash == h && in->tab[i].len == len && !memcmp(in->tab[i].s, s, len))
-			return in->tab[i].s;
-	if (in->avail < len + 1) {
-		struct arena_chunk *c;
-		/* chunks double from 4 KiB to ARENA_CHUNK: small processes stay small */
-		size_t sz = in->bytes < 4096 ? 4096 : in->bytes < ARENA_CHUNK ? in->bytes : ARENA_CHUNK;
-
-		if (sz < len + 1)
-			sz = len + 1;
-		c = malloc(sizeof(*c) + sz);
-
-		if (!c)
-			return NULL;
-		c->next = in->chunks;
-		in->chunks = c;
-		in->used = 0;
-		in->avail = sz;
-		in->bytes += sz;
-	}
-	copy = in->chunks->data + in->used;
-	memcpy(copy, s, len);
-	copy[len] = '\0';
-	in->used += len + 1;
-	in->avail -= len + 1;
-	in->tab[i].s = copy;
-	in->tab[i].hash = h;
-	in->tab[i].len = (uint32_t)len;
-	in->n++;
-	return copy;
+	return id < 0 ? NULL : intern__key(names, id, NULL);
 }
 
 /* ---- twins: one piece of code logged to both files ---------------------------------------- */
@@ -260,11 +163,14 @@ struct perfmap *perfmap__new(const struct perfmap_limits *limits)
 	if (!pm->lim.max_range)
 		pm->lim.max_range = PERFMAP_DEF_MAX_RANGE;
 	pm->ix = addrindex__new();
-	if (!pm->ix)
+	pm->names = intern__new();
+	if (!pm->ix || !pm->names)
 		goto err_free_pm;
 	return pm;
 
 err_free_pm:
+	addrindex__free(pm->ix);
+	intern__free(pm->names);
 	free(pm);
 err_nomem:
 	errno = ENOMEM;
@@ -276,7 +182,7 @@ void perfmap__free(struct perfmap *pm)
 	if (!pm)
 		return;
 	addrindex__free(pm->ix);
-	intern_free(&pm->names);
+	intern__free(pm->names);
 	free(pm->map.line);
 	jd_reader_free(&pm->jd);
 	free(pm->twins);
@@ -382,8 +288,8 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 	sym.size = size;
 	sym.load_ns = load_ns;
 	sym.source = source;
-	sym.name = intern(&pm->names, name, name_len);
-	sym.tier = tier_len ? intern(&pm->names, tier, tier_len) : "";
+	sym.name = intern(pm->names, name, name_len);
+	sym.tier = tier_len ? intern(pm->names, tier, tier_len) : "";
 	if (!sym.name || !sym.tier)
 		return -ENOMEM;
 

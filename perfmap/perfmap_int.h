@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "addrindex.h"
+#include "intern.h"
 #include "perfmap.h"
 
 #define PERFMAP_DEF_MAX_FILE	(1ULL << 30)
@@ -14,23 +15,6 @@
 #define PERFMAP_DEF_MAX_RECORD	(16u << 20)
 #define PERFMAP_DEF_MAX_ENTRIES	(16ULL << 20)
 #define PERFMAP_DEF_MAX_RANGE	(64ULL << 20)
-
-/* Interned strings: each distinct name is stored once, in arena chunks that never move. */
-struct intern_slot {
-	const char *s;
-	uint32_t hash;
-	uint32_t len;
-};
-
-struct intern {
-	struct intern_slot *tab;
-	uint32_t cap;		/* power of two */
-	uint32_t n;
-	struct arena_chunk *chunks;
-	size_t used;		/* bytes used in chunks (the newest) */
-	size_t avail;		/* bytes free in chunks */
-	uint64_t bytes;		/* total allocated */
-};
 
 /* Twins: the same code logged to both files. One bucket per (start, size, name, tier). */
 struct twin_bucket {
@@ -67,7 +51,7 @@ struct map_reader {
 struct perfmap {
 	struct perfmap_limits lim;
 	struct addrindex *ix;
-	struct intern names;
+	struct intern *names;	/* each distinct name stored once (lib/intern.h) */
 	struct map_reader map;
 	struct jd_reader jd;
 	uint64_t map_off;	/* fd offsets for the read_*_fd helpers */

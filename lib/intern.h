@@ -1,4 +1,4 @@
-/* intern.h: byte strings interned to dense ids (0, 1, 2, ...): stacks, label sets, frame keys. */
+/* intern.h: byte strings interned to dense ids (0, 1, 2, ...): names, stacks, label sets, keys. */
 #ifndef SPANPROF_INTERN_H
 #define SPANPROF_INTERN_H
 
@@ -15,9 +15,11 @@ void intern__free(struct intern *in);	/* NULL-safe */
 int64_t intern__id(struct intern *in, const void *key, size_t len, int *added);
 /* Id of key if present, else -ENOENT. */
 int64_t intern__find(const struct intern *in, const void *key, size_t len);
-/* The bytes of id (stable for the table's life); *len set when non-NULL. */
+/* The bytes of id, followed by a NUL so a string key is a C string; stable for the table's life.
+ * *len (without the NUL) set when non-NULL. NULL for an unknown id. */
 const void *intern__key(const struct intern *in, uint32_t id, size_t *len);
 uint32_t intern__count(const struct intern *in);
 uint64_t intern__hash(const void *key, size_t len);
+uint64_t intern__bytes(const struct intern *in);	/* memory held, for reports and caps */
 
 #endif /* SPANPROF_INTERN_H */

@@ -5,7 +5,8 @@
 
 #include "intern.h"
 
-#define ARENA_CHUNK (1u << 20)
+#define CHUNK_MIN (4u << 10)	/* chunks double from here: a small table stays small */
+#define CHUNK_MAX (1u << 20)
 
 struct entry {
 	uint32_t off_chunk;	/* chunk index */
@@ -21,6 +22,7 @@ struct intern {
 	uint32_t nslots;	/* power of two */
 	char **chunks;
 	uint32_t nchunks, chunk_used, chunk_size;
+	uint64_t bytes;		/* arena + tables */
 };
 
 uint64_t intern__hash(const void *key, size_t len)
@@ -120,28 +122,35 @@ static int grow_slots(struct intern *in)
 	return 0;
 }
 
-/* Copy bytes into the arena; big keys get a chunk of their own. */
+/* Copy bytes and a NUL into the arena; a big key gets a chunk of its own. */
 static int store(struct intern *in, const void *key, size_t len, struct entry *e)
 {
-	if (!in->nchunks || in->chunk_used + len > in->chunk_size) {
-		size_t size = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+	if (!in->nchunks || in->chunk_used + len + 1 > in->chunk_size) {
+		size_t size = in->chunk_size ? in->chunk_size * 2 : CHUNK_MIN;
 		char **chunks = realloc(in->chunks, (in->nchunks + 1) * sizeof(*chunks));
 
+		if (size > CHUNK_MAX)
+			size = CHUNK_MAX;
+		if (size < len + 1)
+			size = len + 1;
 		if (!chunks)
 			return -ENOMEM;
 		in->chunks = chunks;
-		in->chunks[in->nchunks] = malloc(size ? size : 1);
+		in->chunks[in->nchunks] = malloc(size);
 		if (!in->chunks[in->nchunks])
 			return -ENOMEM;
 		in->nchunks++;
 		in->chunk_used = 0;
 		in->chunk_size = size;
+		in->bytes += size;
 	}
 	e->off_chunk = in->nchunks - 1;
 	e->off = in->chunk_used;
 	e->len = len;
 	memcpy(in->chunks[e->off_chunk] + e->off, key, len);
-	in->chunk_used += (len + 7) & ~7u;
+	in->chunks[e->off_chunk][e->off + len] = 0;
+	/* Keys stay 8-byte aligned: stacks are read back as u32 arrays. */
+	in->chunk_used += (len + 1 + 7) & ~(size_t)7;
 	if (in->chunk_used > in->chunk_size)
 		in->chunk_used = in->chunk_size;
 	return 0;
@@ -156,7 +165,7 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 
 	if (added)
 		*added = 0;
-	if (len > UINT32_MAX)
+	if (len >= UINT32_MAX)
 		return -EINVAL;
 	id = lookup(in, key, len, h, &slot);
 	if (id >= 0)
@@ -204,4 +213,10 @@ const void *intern__key(const struct intern *in, uint32_t id, size_t *len)
 uint32_t intern__count(const struct intern *in)
 {
 	return in->n;
+}
+
+uint64_t intern__bytes(const struct intern *in)
+{
+	return in->bytes + (uint64_t)in->cap_ents * sizeof(struct entry) +
+	       (uint64_t)in->nslots * sizeof(*in->slots);
 }
