@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hexnum.h"
 #include "perfmap_int.h"
 
 #define READ_BUF	(256u << 10)
@@ -323,38 +324,6 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 
 /* ---- perf map lines ----------------------------------------------------------------------- */
 
-/* Hex number with an optional 0x; at most 16 digits. */
-static bool parse_hex(const char **pp, const char *end, uint64_t *out)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-	int digits = 0;
-
-	if (end - p >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-		p += 2;
-	for (; p < end; p++, digits++) {
-		char c = *p;
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		if (digits == 16)
-			return false;
-		v = v << 4 | d;
-	}
-	if (!digits)
-		return false;
-	*out = v;
-	*pp = p;
-	return true;
-}
-
 static bool skip_blanks(const char **pp, const char *end)
 {
 	const char *p = *pp;
@@ -379,8 +348,8 @@ static int map_line(struct perfmap *pm, const char *s, size_t len)
 		pm->st.capped++;
 		return 0;
 	}
-	if (memchr(s, '\0', (size_t)(end - s)) || !parse_hex(&p, end, &start) ||
-	    !skip_blanks(&p, end) || !parse_hex(&p, end, &size) || !skip_blanks(&p, end) ||
+	if (memchr(s, '\0', (size_t)(end - s)) || hexnum__parse(&p, end, &start) ||
+	    !skip_blanks(&p, end) || hexnum__parse(&p, end, &size) || !skip_blanks(&p, end) ||
 	    p == end) {
 		pm->st.malformed++;
 		return 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "dotnet.h"
+#include "hexnum.h"
 #include "intern.h"
 #include "proctab.h"
 #include "profiler.h"
@@ -66,34 +67,6 @@ void proctab__free(struct proctab *pt)
 	free(pt);
 }
 
-static int parse_hex(const char **s, const char *end, uint64_t *out)
-{
-	const char *p = *s;
-	uint64_t v = 0;
-	int digits = 0;
-
-	for (; p < end; p++, digits++) {
-		int c = *p, d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		if (digits >= 16)
-			return -1;
-		v = v << 4 | d;
-	}
-	if (!digits)
-		return -1;
-	*s = p;
-	*out = v;
-	return 0;
-}
-
 static int expect(const char **s, const char *end, char c)
 {
 	if (*s >= end || **s != c)
@@ -126,13 +99,13 @@ static int parse_line(const char *s, const char *end, struct vma *v)
 	const char *path;
 
 	memset(v, 0, sizeof(*v));
-	if (parse_hex(&s, end, &v->start) || expect(&s, end, '-') ||
-	    parse_hex(&s, end, &v->end) || expect(&s, end, ' ') || end - s < 5)
+	if (hexnum__parse(&s, end, &v->start) || expect(&s, end, '-') ||
+	    hexnum__parse(&s, end, &v->end) || expect(&s, end, ' ') || end - s < 5)
 		return -1;
 	v->exec = s[2] == 'x';
 	s += 4;
-	if (expect(&s, end, ' ') || parse_hex(&s, end, &v->pgoff) || expect(&s, end, ' ') ||
-	    parse_hex(&s, end, &major) || expect(&s, end, ':') || parse_hex(&s, end, &minor) ||
+	if (expect(&s, end, ' ') || hexnum__parse(&s, end, &v->pgoff) || expect(&s, end, ' ') ||
+	    hexnum__parse(&s, end, &major) || expect(&s, end, ':') || hexnum__parse(&s, end, &minor) ||
 	    expect(&s, end, ' '))
 		return -1;
 	while (s < end && *s >= '0' && *s <= '9')
