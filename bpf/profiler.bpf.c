@@ -103,8 +103,9 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		if (head.tid == 0)
 			break;	/* slots are never freed, so an empty one ends the probe chain */
 		if (head.tid == tid) {
-			/* Same tid but another start time: a dead thread's slot not yet reclaimed. */
-			found = head.start_ticks == ticks;
+			/* Same tid but another start time: a dead thread's slot not yet reclaimed.
+			 * One tick of slack: a time namespace's boot offset need not be whole ticks. */
+			found = head.start_ticks + 1 >= ticks && head.start_ticks <= ticks + 1;
 			break;
 		}
 	}
@@ -127,14 +128,15 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		*status = SP_CNT_CTX_INVALID;
 		return 0;
 	}
-	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id + span id */
-	if ((ids[0] | ids[1]) == 0) {
-		*status = SP_CNT_CTX_NONE;
-		return 0;
-	}
 	attrs = dst[26] | (__u32)dst[27] << 8;
 	if (attrs > sz - SP_CTX_HEAD)
 		attrs = sz - SP_CTX_HEAD;
+	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id + span id */
+	if ((ids[0] | ids[1]) == 0) {
+		/* No span; user labels set outside any span still travel (like pprof.Do). */
+		*status = SP_CNT_CTX_NONE;
+		return attrs ? SP_CTX_HEAD + attrs : 0;
+	}
 	*status = SP_CNT_CTX_OK;
 	return SP_CTX_HEAD + attrs;
 }

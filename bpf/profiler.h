@@ -44,7 +44,8 @@ enum sp_counter {
 /*
  * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
  * n_kernel u64 kernel frames (leaf first), then ctx_len bytes of the thread's OTEP 4947 record
- * (head plus attributes) when the process is hooked and the record was valid with a span.
+ * (head plus attributes) when the process is hooked and the record was valid with a span, or
+ * without one but with user labels.
  * Only the filled part is sent.
  */
 struct sp_sample {
@@ -108,8 +109,9 @@ struct sp_ctx_header {
 
 struct sp_slot_head {
 	__u32 tid;		/* thread id in the process's pid namespace (gettid()); 0 = free */
-	__u32 reserved;
-	__u64 start_ticks;	/* thread start, /proc/thread-self/stat field 22, less timens offset */
+	__u32 reserved;		/* the hook's claim generation and busy bit; readers ignore it */
+	__u64 start_ticks;	/* thread start, /proc/thread-self/stat field 22, less timens offset;
+				 * matched within one tick */
 };
 #define SP_SLOT_HEAD 16
 

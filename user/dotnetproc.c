@@ -11,13 +11,11 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
-#include "profiler.h"
 #include "proctab.h"
 #include "util.h"
 
 #define OPEN_RETRY_NS	(500 * 1000000ull)	/* first retry; doubles up to 8 s */
 #define OPEN_RETRY_MAX_NS (8000 * 1000000ull)
-#define NSEC_PER_TICK	(1000000000ull / SP_USER_HZ)
 
 struct dotnet_state {
 	struct perfmap *pm;
@@ -31,14 +29,6 @@ struct dotnet_state {
 	uint64_t open_retry_ns;
 	uint32_t restarts;	/* files truncated and re-read */
 };
-
-static uint64_t boottime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -111,7 +101,7 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotn
 	if (!o->enable_perfmap || d->enable_tried || p->root_fd < 0)
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
-	if (p->start_ticks && boottime_ns() - p->start_ticks * NSEC_PER_TICK < o->min_age_ns)
+	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
 	d->enable_tried = 1;
 	err = diagipc__enable_perfmap(p->pid, p->root_fd, d->nspid, o->perfmap_type, &hr);

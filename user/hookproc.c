@@ -13,6 +13,7 @@
 
 #define RETRY_NS	(1000 * 1000000ull)	/* first retry; doubles up to RETRY_MAX_NS */
 #define RETRY_MAX_NS	(8000 * 1000000ull)
+#define YOUNG_NS	(60 * 1000000000ull)
 
 struct hook_state {
 	struct spanctx_table tbl;
@@ -50,7 +51,12 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 		return 0;
 	if (p->gone || now < h->next_try_ns)
 		return h->last_err;
-	h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
+	/* A young process is still starting and its startup hook is about to create the table:
+	 * look every second. An old one without a table rarely gets one: back off. */
+	if (proc__age_ns(p) < YOUNG_NS)
+		h->retry_ns = RETRY_NS;
+	else
+		h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
 	if (h->retry_ns > RETRY_MAX_NS)
 		h->retry_ns = RETRY_MAX_NS;
 	h->next_try_ns = now + h->retry_ns;
@@ -114,14 +120,14 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	}
 	if (err)
 		return err;
-	if (!d->has_span)
-		return 0;
 #define ADD(k, v)                                               \
 	do {                                                    \
 		if (n < max)                                    \
 			out[n++] = (struct pf_label){ (k), (v) }; \
 	} while (0)
-	if (pyroscope) {
+	if (!d->has_span) {
+		/* user labels only (a label scope outside any span) */
+	} else if (pyroscope) {
 		/* Pyroscope links a trace to its profile through the local root span id. */
 		ADD("span_id", d->local_root_span_id[0] ? d->local_root_span_id : d->span_id);
 	} else {
@@ -130,7 +136,7 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 		if (d->local_root_span_id[0])
 			ADD("local_root_span_id", d->local_root_span_id);
 	}
-	if (d->span_name[0])
+	if (d->has_span && d->span_name[0])
 		ADD("span_name", d->span_name);
 	for (uint32_t i = 0; i < d->n_labels; i++)
 		if (d->labels[i].key)

@@ -356,6 +356,13 @@ static const struct vma *find(const struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+uint64_t proc__age_ns(const struct proc *p)
+{
+	uint64_t start = p->start_ticks * NSEC_PER_TICK, now = boottime_ns();
+
+	return now > start ? now - start : 0;
+}
+
 const struct vma *proc__vma(struct proc *p, uint64_t addr, uint64_t min_interval_ns)
 {
 	const struct vma *v = find(p, addr);

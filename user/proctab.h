@@ -67,6 +67,8 @@ uint32_t proctab__count(const struct proctab *pt);
 /* The mapping holding addr. On a miss the mappings are re-read (at most every min_interval_ns)
  * and the lookup retried. NULL if still not found. */
 const struct vma *proc__vma(struct proc *p, uint64_t addr, uint64_t min_interval_ns);
+/* Time since the process started (CLOCK_BOOTTIME, the clock of its start ticks). */
+uint64_t proc__age_ns(const struct proc *p);
 /* Re-read /proc/<pid>/maps. 0 or -errno (-ESRCH: the process is gone). */
 int proc__read_maps(struct proc *p);
 

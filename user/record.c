@@ -30,6 +30,7 @@
 #include "util.h"
 
 #define POLL_MS		100
+#define YOUNG_NS	(30 * 1000000000ull)	/* a process this young may still load .NET */
 #define MAX_LABELS	(8 + HOOKPROC_MAX_LABELS)
 
 /* Losses and oddities seen in user space, reported next to the BPF counters. */
@@ -412,6 +413,10 @@ static void poll_processes(struct session *s)
 	for (uint32_t i = 0; i < proctab__count(s->procs); i++) {
 		struct proc *p = proctab__at(s->procs, i);
 
+		/* A process seen while starting may load the .NET runtime a moment later. */
+		if (!p->is_dotnet && p->sampled && !p->gone && proc__age_ns(p) < YOUNG_NS &&
+		    now_ns() - p->maps_read_ns > 1000000000ull)
+			proc__read_maps(p);
 		if (!p->is_dotnet || p->gone)
 			continue;
 		/* Perf maps are turned on only in processes we actually sample. */

@@ -7,6 +7,7 @@
 
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 uint64_t realtime_ns(void);	/* CLOCK_REALTIME */
+uint64_t boottime_ns(void);	/* CLOCK_BOOTTIME: the clock of process start times */
 
 /* Read the file name (relative to dirfd) into buf, at most cap - 1 bytes, NUL-terminated.
  * Returns the length or -errno. Never blocks on a FIFO. */

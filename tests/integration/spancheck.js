@@ -44,7 +44,7 @@ const rules = [
   { re: /HotWork::HotB_Inner\(/, span: 'inner-b', tenant: null },
   { re: /HotWork::HotLabelled\(/, span: 'GET /work/labels', tenant: 'acme' },
   { re: /HotWork::HotUnlabelled\(/, span: 'GET /work/labels', tenant: null },
-  { re: /HotWork::HotNoSpan\(/, span: null, tenant: null },
+  { re: /HotWork::HotNoSpan\(/, span: null, tenant: null, worker: 'nospan' },
 ];
 
 const c = {
@@ -53,6 +53,7 @@ const c = {
   span_name_right: 0, span_name_wrong: 0,
   label_scope_samples: 0, label_right: 0,
   label_outside_samples: 0, label_leaked: 0,
+  nospan_label_right: 0, worker_label_leaked: 0,
   by_method: {}, wrong_examples: [],
 };
 
@@ -77,9 +78,12 @@ for (const s of prof.samples) {
     if (L.tenant !== undefined) c.label_leaked += n;
   }
 
+  // The background worker's label (set outside any span) stays on its own samples.
+  if (rule.worker === undefined && L.worker !== undefined) c.worker_label_leaked += n;
   if (rule.span === null) {
     c.nospan_samples += n;
     if (L.span_id !== undefined || L.trace_id !== undefined) c.nospan_with_span += n;
+    if (L.worker === rule.worker) c.nospan_label_right += n;
     continue;
   }
   c.samples_in_span_methods += n;
@@ -132,6 +136,7 @@ c.right_rate = rate(c.right, c.samples_in_span_methods);
 c.wrong_rate = rate(c.wrong, c.samples_in_span_methods);
 c.missing_rate = rate(c.missing, c.samples_in_span_methods);
 c.nospan_clean_rate = c.nospan_samples ? 1 - c.nospan_with_span / c.nospan_samples : 0;
+c.nospan_label_rate = rate(c.nospan_label_right, c.nospan_samples);
 c.label_right_rate = rate(c.label_right, c.label_scope_samples);
 c.label_leak_rate = rate(c.label_leaked, c.label_outside_samples);
 c.span_name_right_rate = rate(c.span_name_right, c.span_name_right + c.span_name_wrong);

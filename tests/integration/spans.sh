@@ -69,6 +69,8 @@ check() {
 	[ "$(v nospan_with_span)" = 0 ] || fail "$name: $(v nospan_with_span) samples outside any span carry a span"
 	ge "$(v label_right_rate)" 0.95 || fail "$name: user label on $(v label_right_rate) of in-scope samples"
 	[ "$(v label_leaked)" = 0 ] || fail "$name: user label on $(v label_leaked) samples outside its scope"
+	ge "$(v nospan_label_rate)" 0.95 || fail "$name: label set outside any span on $(v nospan_label_rate) of its samples"
+	[ "$(v worker_label_leaked)" = 0 ] || fail "$name: the worker's label on $(v worker_label_leaked) other samples"
 	ge "$(v span_name_right_rate)" 0.95 || fail "$name: span_name right on $(v span_name_right_rate) (want >= 0.95)"
 	pass "$name: right $(v right_rate), wrong $(v wrong_rate), missing $(v missing_rate) of $(v samples_in_span_methods); no-span clean $(v nospan_clean_rate); label $(v label_right_rate), leaked $(v label_leaked)"
 }

@@ -11,6 +11,8 @@ namespace SpanService;
  * Runs HotNoSpan() in chunks and sleeps between them so it uses `duty` percent of one CPU.
  * The thread is started with ExecutionContext flow suppressed, so no Activity, label or other
  * AsyncLocal of the starting code can leak into it: every sample in HotNoSpan must carry no span.
+ * It runs inside a user label scope (worker=nospan) of its own: labels outside any span still
+ * reach the samples, the way Go's pprof.Do labels do.
  */
 public sealed class NoSpanWorker : BackgroundService
 {
@@ -43,6 +45,9 @@ public sealed class NoSpanWorker : BackgroundService
     private void Run(CancellationToken stop, TaskCompletionSource done)
     {
         _tid = Threads.CurrentTid;
+#if SPANPROF_HOOK
+        using var scope = SpanProf.Label("worker", "nospan");
+#endif
         try
         {
             while (!stop.IsCancellationRequested)
