@@ -24,8 +24,7 @@ start_app() {
 # APP_PID to its host pid.
 start_app_ns() {
 	local out=$1 mode=$2; shift 2
-	env "$@" unshare --pid --fork --mount --mount-proc --propagation private \
-		sh -c "mount -t tmpfs tmpfs /tmp && exec '$APP' 20 $mode" > "$out" 2>&1 &
+	env "$@" "$ROOT/tests/integration/nsrun.sh" "$APP" 20 "$mode" > "$out" 2>&1 &
 	local u=$!
 	PIDS_TO_KILL+=($u)
 	wait_for_line "$out" '^ready' 60

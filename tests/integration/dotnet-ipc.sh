@@ -67,7 +67,7 @@ dotnet build tests/apps/HotChain -c Release -o "$BUILD/apps/HotChain" -nologo -v
 	{ cat "$WORK/build.log"; exit 1; }
 mkdir -p "$BUILD/tools"
 ${CC:-cc} -D_GNU_SOURCE -Iperfmap -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
-	tests/tools/diagipc-enable.c perfmap/dotnet.c perfmap/diagipc.c -o "$DRIVER"
+	-Ilib tests/tools/diagipc-enable.c perfmap/dotnet.c perfmap/diagipc.c perfmap/rootfs.c -o "$DRIVER"
 
 # ---- 1. a plain host process, started without perf maps ---------------------------------------
 echo "== host process"
@@ -126,9 +126,8 @@ echo "== pid+mount namespace"
 echo "host secret" >"$WORK/host-secret"
 # Inside the namespace, jit-1.dump is a symlink to a host file: we must refuse it. Type 3 only,
 # so the runtime itself never opens (and truncates) that path.
-unshare --pid --fork --mount --mount-proc sh -c \
-	"mount -t tmpfs tmpfs /tmp && ln -s '$WORK/host-secret' /tmp/jit-1.dump &&
-	 exec env -u DOTNET_PerfMapEnabled -u TMPDIR '$APP' 30" >"$WORK/ns.out" 2>&1 &
+NSRUN_SETUP="ln -s '$WORK/host-secret' /tmp/jit-1.dump" \
+	tests/integration/nsrun.sh env -u DOTNET_PerfMapEnabled -u TMPDIR "$APP" 30 >"$WORK/ns.out" 2>&1 &
 U=$!
 started+=("$U")
 H=""

@@ -20,8 +20,8 @@ start_service() {
 	local env=(SPANSERVICE_SPANS="$TMP/$name.spans.jsonl" SPANSERVICE_READY="$TMP/$name.ready"
 		DOTNET_STARTUP_HOOKS="$HOOK")
 	if [ -n "$ns" ]; then
-		env "${env[@]}" unshare --pid --fork --mount --mount-proc --propagation private \
-			sh -c "mount -t tmpfs tmpfs /tmp && exec dotnet '$SVC' --port 0" > "$TMP/$name.svc" 2>&1 &
+		env "${env[@]}" "$ROOT/tests/integration/nsrun.sh" dotnet "$SVC" --port 0 \
+			> "$TMP/$name.svc" 2>&1 &
 	else
 		env "${env[@]}" dotnet "$SVC" --port 0 > "$TMP/$name.svc" 2>&1 &
 	fi
