@@ -1,6 +1,8 @@
 /* dotnetproc.c: per-process .NET state: finds and reads its perf map / jitdump through its root,
  * and turns perf maps on over the diagnostics IPC when the process started without them. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "dotnet.h"
 #include "dotnetproc.h"
 #include "proctab.h"
+#include "rootfs.h"
 #include "util.h"
 
 #define OPEN_RETRY_NS	(500 * 1000000ull)	/* first retry; doubles up to 8 s */
@@ -196,6 +199,26 @@ const struct perfmap_sym *dotnetproc__lookup(struct proc *p, uint64_t addr, uint
 	return s;
 }
 
+/* Remove the perf map and jitdump we had the runtime create, through its root, never following
+ * a symlink. */
+static void remove_files(struct proc *p, struct dotnet_state *d)
+{
+	char name[64];
+	int dir;
+
+	if (!d->files.dir[0])
+		return;
+	dir = rootfs__open(p->root_fd, d->files.dir, O_PATH | O_DIRECTORY, S_IFDIR, 0,
+			   ROOTFS_NO_SYMLINKS);
+	if (dir < 0)
+		return;
+	snprintf(name, sizeof(name), "perf-%d.map", d->nspid);
+	unlinkat(dir, name, 0);
+	snprintf(name, sizeof(name), "jit-%d.dump", d->nspid);
+	unlinkat(dir, name, 0);
+	close(dir);
+}
+
 void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
 {
 	struct dotnet_state *d = p->dotnet;
@@ -203,9 +226,11 @@ void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
 
 	if (!d)
 		return;
-	/* Leave the process as we found it: perf map writing costs it CPU while it jits. */
-	if (d->enabled_by_us && !p->gone && p->root_fd >= 0)
-		diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr);
+	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
+	 * files we made it write would stay in its /tmp for good. */
+	if (d->enabled_by_us && !p->gone && p->root_fd >= 0 &&
+	    diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr) == 0)
+		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
 	free(d);

@@ -64,7 +64,9 @@ start_app "$TMP/b.out" jit; pid=$APP_PID
 [ ! -e "/tmp/perf-$pid.map" ] || fail "perf map exists before enabling"
 "$SPANPROF" record -p "$pid" -d 4 -o "$TMP/b.pb.gz" > "$TMP/b.txt"
 grep -q "pid $pid .*perf map enabled at run time" "$TMP/b.txt" || { cat "$TMP/b.txt"; fail "not enabled at run time"; }
-[ -s "/tmp/perf-$pid.map" ] || fail "no perf map written after enabling"
+# Left as found: perf maps turned off again, and the files we had it write removed.
+[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "perf map files left behind"
+pass "perf maps turned off and their files removed after the recording"
 check_case "enabled-at-runtime" "$pid" "$TMP/b.pb.gz"
 # --no-enable-perfmap leaves a process alone.
 start_app "$TMP/b2.out" jit; pid2=$APP_PID

@@ -18,6 +18,10 @@ cleanup() {
 		[ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
+	# The .NET runtime never removes the perf maps of the apps we started.
+	for p in "${PIDS_TO_KILL[@]:-}"; do
+		[ -n "$p" ] && rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump"
+	done
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
