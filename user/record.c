@@ -454,13 +454,26 @@ static void prescan(struct session *s)
 	poll_processes(s);
 }
 
+/* -v: every counter, once a second. */
 static void print_progress(struct session *s)
 {
+	static const char *const names[SP_CNT__MAX] = {
+		[SP_CNT_SAMPLES] = "samples", [SP_CNT_SENT] = "sent",
+		[SP_CNT_LOST_RINGBUF] = "lost-ringbuf", [SP_CNT_LOST_SCRATCH] = "lost-scratch",
+		[SP_CNT_USTACK_ERR] = "ustack-err", [SP_CNT_KSTACK_ERR] = "kstack-err",
+		[SP_CNT_TASK_ERR] = "task-err", [SP_CNT_CTX_UNHOOKED] = "ctx-unhooked",
+		[SP_CNT_CTX_NO_SLOT] = "ctx-no-slot", [SP_CNT_CTX_READ_ERR] = "ctx-read-err",
+		[SP_CNT_CTX_INVALID] = "ctx-invalid", [SP_CNT_CTX_NONE] = "ctx-none",
+		[SP_CNT_CTX_OK] = "ctx-ok",
+	};
+
 	read_bpf_counters(s);
-	fprintf(stderr, "spanprof: %.1fs samples %" PRIu64 " received %" PRIu64 " lost ringbuf %"
-		PRIu64 " processes %u\n", (now_ns() - s->t_start) / 1e9,
-		s->bpf_counters[SP_CNT_SAMPLES], s->uc.received,
-		s->bpf_counters[SP_CNT_LOST_RINGBUF], proctab__count(s->procs));
+	fprintf(stderr, "spanprof: %.1fs", (now_ns() - s->t_start) / 1e9);
+	for (int i = 0; i < SP_CNT__MAX; i++)
+		fprintf(stderr, " %s=%" PRIu64, names[i], s->bpf_counters[i]);
+	fprintf(stderr, " received=%" PRIu64 " malformed=%" PRIu64 " dropped-nomem=%" PRIu64
+		" processes=%u\n", s->uc.received, s->uc.malformed, s->uc.dropped_nomem,
+		proctab__count(s->procs));
 }
 
 static int run_loop(struct session *s)
@@ -558,9 +571,12 @@ static void print_cost(struct session *s)
 	uint64_t samples = s->uc.received;
 	double loop = s->cpu_loop_end - s->cpu_loop_start;
 
+	/* Runs include samples of processes the -p filter drops, which cost almost nothing. */
 	if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len) &&
 	    info.run_cnt)
-		printf("  sampler cost: %.2f us of BPF run time per sample (%llu runs)\n",
+		printf("  sampler cost: %.2f us of BPF run time per sample taken (%.2f us per run, "
+		       "%llu runs)\n", s->bpf_counters[SP_CNT_SAMPLES] ?
+		       info.run_time_ns / 1e3 / s->bpf_counters[SP_CNT_SAMPLES] : 0,
 		       info.run_time_ns / 1e3 / info.run_cnt, (unsigned long long)info.run_cnt);
 	else
 		printf("  sampler cost: not measured (sysctl kernel.bpf_stats_enabled=1 or --bpf-stats)\n");
