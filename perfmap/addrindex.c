@@ -256,6 +256,19 @@ static inline bool skey_less(const struct skey *x, const struct skey *y)
 	return x->id < y->id;
 }
 
+/* Merge the sorted runs a[lo..mid) and a[mid..hi) into tmp[lo..hi) (stable). */
+static void merge(const struct skey *a, struct skey *tmp, uint32_t lo, uint32_t mid, uint32_t hi)
+{
+	uint32_t i = lo, j = mid, k = lo;
+
+	while (i < mid && j < hi)
+		tmp[k++] = skey_less(&a[j], &a[i]) ? a[j++] : a[i++];
+	while (i < mid)
+		tmp[k++] = a[i++];
+	while (j < hi)
+		tmp[k++] = a[j++];
+}
+
 /* Natural merge sort: perf maps are mostly ascending stretches (code heaps fill upwards), so
  * this is close to linear on real input and O(n log n) on any. Returns the sorted buffer. */
 static struct skey *skey_sort(struct skey *a, struct skey *tmp, uint32_t n)
@@ -271,14 +284,7 @@ static struct skey *skey_sort(struct skey *a, struct skey *tmp, uint32_t n)
 			for (uint32_t lo = 0; lo < n; lo += 2 * w) {
 				uint32_t mid = lo + w < n ? lo + w : n;
 				uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
-				uint32_t i = lo, j = mid, k = lo;
-
-				while (i < mid && j < hi)
-					tmp[k++] = skey_less(&a[j], &a[i]) ? a[j++] : a[i++];
-				while (i < mid)
-					tmp[k++] = a[i++];
-				while (j < hi)
-					tmp[k++] = a[j++];
+				merge(a, tmp, lo, mid, hi);
 			}
 			struct skey *s = a;
 			a = tmp;
@@ -302,15 +308,7 @@ static struct skey *skey_sort(struct skey *a, struct skey *tmp, uint32_t n)
 				bounds[out++] = lo;
 				break;
 			}
-			uint32_t mid = bounds[r + 1], hi = bounds[r + 2];
-			uint32_t i = lo, j = mid, k = lo;
-
-			while (i < mid && j < hi)
-				tmp[k++] = skey_less(&a[j], &a[i]) ? a[j++] : a[i++];
-			while (i < mid)
-				tmp[k++] = a[i++];
-			while (j < hi)
-				tmp[k++] = a[j++];
+			merge(a, tmp, lo, bounds[r + 1], bounds[r + 2]);
 			bounds[out++] = lo;
 		}
 		bounds[out] = n;

@@ -235,28 +235,39 @@ static int64_t new_frame(struct symbolizer *sym, const void *key, size_t klen, i
 	return sym->nframes++;
 }
 
+/*
+ * The frame for an address of a process (or the kernel): a return address is looked up at
+ * addr - 1, inside the call, so *addr is adjusted. *added says whether it is new and must be named.
+ */
+static int64_t frame_of(struct symbolizer *sym, uint32_t proc, uint64_t *addr, int leaf, int *added)
+{
+	struct { uint32_t proc; uint64_t addr; } __attribute__((packed)) key = { proc, 0 };
+
+	if (!leaf)
+		(*addr)--;
+	key.addr = *addr;
+	return new_frame(sym, &key, sizeof(key), added);
+}
+
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 {
-	struct { uint32_t proc; uint64_t addr; } __attribute__((packed)) key = { KERNEL_KEY, 0 };
 	const char *name = NULL, *module = NULL;
 	char buf[64];
 	uint64_t off;
 	int added;
-	int64_t id;
+	int64_t id = frame_of(sym, KERNEL_KEY, &addr, leaf, &added);
 
-	key.addr = leaf ? addr : addr - 1;
-	id = new_frame(sym, &key, sizeof(key), &added);
 	if (id < 0 || !added)
 		return id;
 	if (sym->ksyms)
-		name = ksyms__lookup(sym->ksyms, key.addr, &off, &module);
+		name = ksyms__lookup(sym->ksyms, addr, &off, &module);
 	if (!name) {
-		snprintf(buf, sizeof(buf), "[kernel] 0x%" PRIx64, key.addr);
+		snprintf(buf, sizeof(buf), "[kernel] 0x%" PRIx64, addr);
 		name = sym->stats.kernel_hidden ? "[kernel]" : buf;
 	}
 	sym->stats.kernel++;
-	sym->frames[id].addr = key.addr;
-	sym->frames[id].loc = location(sym, sym->kernel_mapping, key.addr, name);
+	sym->frames[id].addr = addr;
+	sym->frames[id].loc = location(sym, sym->kernel_mapping, addr, name);
 	return sym->frames[id].loc ? id : -ENOMEM;
 }
 
@@ -273,25 +284,22 @@ static uint32_t module_offset(struct symbolizer *sym, uint32_t mapping, const ch
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
 {
-	struct { uint32_t proc; uint64_t addr; } __attribute__((packed)) key = { p->idx, 0 };
 	struct symfile *f = NULL;
 	struct frame *fr;
 	struct vma *v;
 	const char *name;
 	uint64_t off, sym_off;
 	int added;
-	int64_t id;
+	int64_t id = frame_of(sym, p->idx, &addr, leaf, &added);
 
-	key.addr = leaf ? addr : addr - 1;
-	id = new_frame(sym, &key, sizeof(key), &added);
 	if (id < 0 || !added)
 		return id;
 	fr = &sym->frames[id];
 	fr->proc = p;
-	fr->addr = key.addr;
+	fr->addr = addr;
 	fr->time_ns = time_ns;
 
-	v = (struct vma *)proc__vma(p, key.addr, sym->opts.maps_refresh_ns);
+	v = (struct vma *)proc__vma(p, addr, sym->opts.maps_refresh_ns);
 	if (v) {
 		fr->map_start = v->start;
 		fr->map_end = v->end;
@@ -303,14 +311,14 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 		fr->file = f;
 	}
 	if (f && f->es) {
-		off = key.addr - v->start + v->pgoff;
+		off = addr - v->start + v->pgoff;
 		name = elfsym__lookup(f->es, off, &sym_off);
 		if (name) {
 			sym->stats.native_named++;
-			fr->loc = location(sym, file_mapping(sym, v, f), key.addr, name);
+			fr->loc = location(sym, file_mapping(sym, v, f), addr, name);
 		} else {
 			sym->stats.native_unnamed++;
-			fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, key.addr, off);
+			fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, addr, off);
 		}
 		return fr->loc ? id : -ENOMEM;
 	}
@@ -321,14 +329,14 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	}
 	if (v && v->kind == VMA_FILE) {
 		sym->stats.native_unnamed++;
-		fr->loc = module_offset(sym, file_mapping(sym, v, f), f ? f->base : NULL, key.addr,
-					key.addr - v->start + v->pgoff);
+		fr->loc = module_offset(sym, file_mapping(sym, v, f), f ? f->base : NULL, addr,
+					addr - v->start + v->pgoff);
 	} else {
 		struct pf_mapping m = { .start = v ? v->start : 0, .limit = v ? v->end : 0,
 					.filename = v ? v->path : "", .has_functions = 1 };
 
 		sym->stats.unknown++;
-		fr->loc = location(sym, v ? profile__mapping(sym->prof, &m) : 0, key.addr,
+		fr->loc = location(sym, v ? profile__mapping(sym->prof, &m) : 0, addr,
 				   v && v->kind == VMA_VDSO ? v->path : "[unknown]");
 	}
 	return fr->loc ? id : -ENOMEM;
