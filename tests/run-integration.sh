@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export BUILD=${BUILD:-build}
 
 failed=() skipped=() passed=()
-list=${TESTS:-$(ls tests/integration/*.sh | xargs -n1 basename | sed 's/\.sh$//' | grep -v '^lib$')}
+list=${TESTS:-$(ls tests/integration/*.sh | xargs -n1 basename | sed 's/\.sh$//' | grep -vx -e lib -e nsrun)}
 for t in $list; do
 	echo "=== integration: $t"
 	start=$(date +%s)
