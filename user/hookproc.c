@@ -1,5 +1,6 @@
 /* hookproc.c: span tables of hooked processes: discovery, BPF registration, label decoding. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct hook_state {
 	struct spanctx_labels dec;	/* decode scratch: labels point into it */
 	int registered;
 	int last_err;
+	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
 	uint64_t next_try_ns;
 	uint64_t retry_ns;	/* backoff: a process without a table rarely gets one later */
 	char desc[160];
@@ -101,6 +103,58 @@ int hookproc__pending(const struct proc *p)
 	return !p->hook || !p->hook->registered;
 }
 
+/* Label names spanprof sets itself; a process cannot override them. */
+static int reserved(const char *key)
+{
+	static const char *const ours[] = { "pid", "tid", "thread_name", "process_name",
+					    "trace_id", "span_id", "local_root_span_id",
+					    "span_name" };
+
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strcmp(key, ours[i]))
+			return 1;
+	return 0;
+}
+
+/* Length of the UTF-8 character at p, or 0 for a control character or a malformed sequence. */
+static int utf8_char(const unsigned char *p)
+{
+	int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 :
+		(*p & 0xf8) == 0xf0 ? 4 : 0;
+
+	if (n == 1 && (*p < 0x20 || *p == 0x7f))
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+static int utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_char(p)))
+			return 0;
+	return 1;
+}
+
+/* pprof strings are UTF-8: replace what is not (and control characters) with '?', in place. */
+static void clean_utf8(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	int n;
+
+	while (*p) {
+		if (!(n = utf8_char(p)))
+			*p++ = '?';
+		else
+			p += n;
+	}
+}
+
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max)
 {
@@ -136,18 +190,39 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 		if (d->local_root_span_id[0])
 			ADD("local_root_span_id", d->local_root_span_id);
 	}
-	if (d->has_span && d->span_name[0])
+	if (d->has_span && d->span_name[0]) {
+		clean_utf8(d->span_name);
 		ADD("span_name", d->span_name);
-	for (uint32_t i = 0; i < d->n_labels; i++)
-		if (d->labels[i].key)
-			ADD(d->labels[i].key, d->labels[i].value);
+	}
+	for (uint32_t i = 0; i < d->n_labels; i++) {
+		const char *key = d->labels[i].key;
+
+		/* Names come from the process: never empty, never one of ours. */
+		if (!key || !key[0] || reserved(key) || !utf8_ok(key)) {
+			h->bad_labels++;
+			continue;
+		}
+		clean_utf8(d->labels[i].value);
+		ADD(key, d->labels[i].value);
+	}
 #undef ADD
 	return n;
 }
 
 const char *hookproc__describe(const struct proc *p)
 {
-	return p->hook ? p->hook->desc : "";
+	struct hook_state *h = p->hook;
+	size_t n;
+
+	if (!h)
+		return "";
+	/* Appended once, at report time: labels the process sent that could not be used. */
+	if (h->bad_labels && !strstr(h->desc, "labels dropped")) {
+		n = strlen(h->desc);
+		snprintf(h->desc + n, sizeof(h->desc) - n, ", %" PRIu64 " user labels dropped "
+			 "(empty, reserved or malformed names)", h->bad_labels);
+	}
+	return h->desc;
 }
 
 void hookproc__detach(struct proc *p)

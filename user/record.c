@@ -531,6 +531,10 @@ static int build_profile(struct session *s)
 			ls += strlen(ls) + 1;
 		}
 		err = profile__add(s->prof, locs, nf, labels, nl, s->counts[id]);
+		if (err == -EINVAL) {
+			s->uc.malformed += s->counts[id];	/* a label no writer could encode */
+			continue;
+		}
 		if (err)
 			return err;
 	}
