@@ -199,23 +199,42 @@ const struct perfmap_sym *dotnetproc__lookup(struct proc *p, uint64_t addr, uint
 	return s;
 }
 
-/* Remove the perf map and jitdump we had the runtime create, through its root, never following
- * a symlink. */
+/* Whether the process still runs: its /proc dir reads fail once it has exited. */
+static int alive(const struct proc *p)
+{
+	char buf[64];
+
+	return !p->gone && p->dir_fd >= 0 && read_small_file(p->dir_fd, "stat", buf, sizeof(buf)) > 0;
+}
+
+/* Unlink name in dir if it is still the very file behind fd (not a newer process's file of the
+ * same name, after the namespace reused the pid). */
+static void unlink_if_same(int dir, const char *name, int fd)
+{
+	struct stat ours, now;
+
+	if (fd >= 0 && !fstat(fd, &ours) && !fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) &&
+	    ours.st_dev == now.st_dev && ours.st_ino == now.st_ino)
+		unlinkat(dir, name, 0);
+}
+
+/* Remove the perf map and jitdump we had the runtime create, through its root (still valid after
+ * the process exited), never following a symlink. */
 static void remove_files(struct proc *p, struct dotnet_state *d)
 {
 	char name[64];
 	int dir;
 
-	if (!d->files.dir[0])
+	if (!d->files.dir[0] || p->root_fd < 0)
 		return;
 	dir = rootfs__open(p->root_fd, d->files.dir, O_PATH | O_DIRECTORY, S_IFDIR, 0,
 			   ROOTFS_NO_SYMLINKS);
 	if (dir < 0)
 		return;
 	snprintf(name, sizeof(name), "perf-%d.map", d->nspid);
-	unlinkat(dir, name, 0);
+	unlink_if_same(dir, name, d->files.map_fd);
 	snprintf(name, sizeof(name), "jit-%d.dump", d->nspid);
-	unlinkat(dir, name, 0);
+	unlink_if_same(dir, name, d->files.jitdump_fd);
 	close(dir);
 }
 
@@ -228,8 +247,8 @@ void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
 		return;
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
 	 * files we made it write would stay in its /tmp for good. */
-	if (d->enabled_by_us && !p->gone && p->root_fd >= 0 &&
-	    diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr) == 0)
+	if (d->enabled_by_us && p->root_fd >= 0 &&
+	    (diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr) == 0 || !alive(p)))
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);

@@ -108,6 +108,17 @@ wait_for_line "$TMP/f.out" '^ready' 60
 [ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
 check_case "exited-mid-recording" "$pid" "$TMP/f.pb.gz"
 
+# An app whose perf maps spanprof turned on, exiting mid-recording: its files are removed too.
+env "$APP" 2.5 > "$TMP/f2.out" 2>&1 & pid=$!; PIDS_TO_KILL+=($pid)
+wait_for_line "$TMP/f2.out" '^ready' 60
+sleep 1.2	# spanprof waits until a process is 1 s old before enabling
+"$SPANPROF" record -p "$pid" -d 4 -o "$TMP/f2.pb.gz" > "$TMP/f2.txt"
+grep -q "pid $pid .*perf map enabled at run time" "$TMP/f2.txt" || { cat "$TMP/f2.txt"; fail "not enabled"; }
+[ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
+check_case "enabled-then-exited" "$pid" "$TMP/f2.pb.gz"
+[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "files of an exited app left behind"
+pass "perf map files of an app that exited mid-recording removed"
+
 # 7. A perf map planted as a symlink to a host file inside a container is refused and reported,
 #    never read. (Perf maps stay off in the app: the runtime itself would follow the link.)
 start_app_ns "$TMP/g.out" jit; pid=$APP_PID
