@@ -122,13 +122,14 @@ TEST_OBJS_test_jitdump  = $(PERFMAP_OBJS)
 TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
-TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o $(OBJ)/perfmap/rootfs.o
-TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o
-TEST_OBJS_test_spanctx = $(OBJ)/user/spanctx.o
+TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o $(OBJ)/perfmap/rootfs.o \
+                          $(LIB_OBJS)
+TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o $(LIB_OBJS)
+TEST_OBJS_test_spanctx  = $(OBJ)/user/spanctx.o $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
-TEST_OBJS_test_proctab = $(OBJ)/user/proctab.o $(OBJ)/user/util.o $(OBJ)/perfmap/dotnet.o \
-                         $(OBJ)/perfmap/rootfs.o $(LIB_OBJS)
+TEST_OBJS_test_proctab  = $(OBJ)/user/proctab.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o \
+                          $(LIB_OBJS)
 TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
                           $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
@@ -139,6 +140,28 @@ $(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(AL
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+# Test drivers the integration tests run against live processes.
+TOOLS := $(BUILD)/tools/ctxdump $(BUILD)/tools/diagipc-enable
+$(BUILD)/tools/ctxdump: tests/tools/ctxdump.c $(TEST_OBJS_test_spanctx) | $(BUILD)/gen/profile.pb-c.h
+$(BUILD)/tools/diagipc-enable: tests/tools/diagipc-enable.c $(PERFMAP_OBJS)
+$(TOOLS):
+	$(call msg,TOOL,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -o $@
+
+# The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
+NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table
+$(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
+$(BUILD)/apps/native/forged_table: tests/apps/native/forged_table.c bpf/profiler.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -Ibpf -O1 -g $(WARN) $< -o $@
+
+tools: $(TOOLS) $(NATIVE_APPS)
 
 unit: $(TESTS)
 	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
@@ -168,17 +191,17 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 # ---- top-level targets ---------------------------------------------------------------------
 all: $(BUILD)/spanprof
 
-test: all apps unit
+test: all apps tools unit
 	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
 
 demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all apps $(BUILD)/bench/bench_perfmap
+bench: all apps tools $(BUILD)/bench/bench_perfmap
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook apps unit test demo bench clean
+.PHONY: all deps hook apps tools unit test demo bench clean
 .DEFAULT_GOAL := all

@@ -1,6 +1,7 @@
 /* dotnet.c: /proc plumbing for .NET processes: runtime detection, namespace pid, environment, and opening files inside a container root without following symlinks. */
 #include "dotnet.h"
 #include "rootfs.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,35 +33,6 @@ int dotnet__is_runtime_path(const char *maps_path)
 	    strcmp(base + len - (sizeof(deleted) - 1), deleted) == 0)
 		len -= sizeof(deleted) - 1;
 	return len == sizeof(RUNTIME_LIB) - 1 && memcmp(base, RUNTIME_LIB, len) == 0;
-}
-
-/* Read a whole small /proc file into buf (NUL-terminated). Returns length or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-	size_t used = 0;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (used < size - 1) {
-		ssize_t n = read(fd, buf + used, size - 1 - used);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-	}
-	close(fd);
-	if (err)
-		return err;
-	buf[used] = '\0';
-	return (ssize_t)used;
 }
 
 /* Parse a decimal pid in [1, INT_MAX]; *end is set past the digits. */
@@ -134,7 +106,7 @@ int dotnet__nspid(int pid, int *nspid)
 	if (pid <= 0 || !nspid)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	return dotnet__parse_nspid(buf, (size_t)n, nspid);
@@ -189,7 +161,7 @@ int dotnet__starttime(int pid, uint64_t *starttime)
 	if (pid <= 0 || !starttime)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	return dotnet__parse_starttime(buf, (size_t)n, starttime);
@@ -228,55 +200,21 @@ int dotnet__parse_environ(const char *env, size_t env_len, const char *name, cha
 
 int dotnet__getenv(int pid, const char *name, char *buf, size_t len)
 {
-	char path[64], *env = NULL, *grown;
-	size_t used = 0, cap = 0;
-	int fd, err = 0, truncated = 0;
+	char path[64], *env;
+	int truncated, err;
+	long n;
 
 	if (pid <= 0 || !name || !buf || len == 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (used == cap) {
-			if (cap == ENVIRON_MAX) {
-				truncated = 1;
-				break;
-			}
-			cap = cap ? cap * 2 : 16384;
-			if (cap > ENVIRON_MAX)
-				cap = ENVIRON_MAX;
-			grown = realloc(env, cap);
-			if (!grown) {
-				err = -ENOMEM;
-				goto free_env;
-			}
-			env = grown;
-		}
-		n = read(fd, env + used, cap - used);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto free_env;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-	}
-	if (!env) {
-		err = -ENOENT;	/* empty environment (kernel thread or zombie) */
-		goto free_env;
-	}
-	err = dotnet__parse_environ(env, used, name, buf, len);
+	n = read_file_alloc(AT_FDCWD, path, ENVIRON_MAX, &env, &truncated);
+	if (n < 0)
+		return n;
+	/* empty: a kernel thread or a zombie */
+	err = n ? dotnet__parse_environ(env, n, name, buf, len) : -ENOENT;
 	if (err == -ENOENT && truncated)
 		err = -E2BIG;
-free_env:
 	free(env);
-	close(fd);
 	return err;
 }
 

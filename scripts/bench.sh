@@ -23,9 +23,8 @@ bench_perfmap() {
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
-	cc -O0 -fno-omit-frame-pointer -o "$BUILD/bench/hotchain" tests/apps/native/hotchain.c
-	"$BUILD/bench/hotchain" 30 > /dev/null & h1=$!
-	"$BUILD/bench/hotchain" 30 > /dev/null & h2=$!
+	"$BUILD/apps/native/hotchain" 30 > /dev/null & h1=$!
+	"$BUILD/apps/native/hotchain" 30 > /dev/null & h2=$!
 	for hz in 99 999; do
 		echo "-- $hz Hz, 10 s"
 		"$BUILD/spanprof" record -F "$hz" -d 10 --bpf-stats -o "$BUILD/bench/sampler.pb.gz" |

@@ -23,7 +23,6 @@
 struct dotnet_state {
 	struct perfmap *pm;
 	struct dotnet_jit_files files;
-	int nspid;
 	enum dotnetproc_state state;
 	char detail[160];
 	int enabled_by_us;
@@ -46,11 +45,9 @@ static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const ch
 	va_end(ap);
 }
 
-static struct dotnet_state *state_new(struct proc *p)
+static struct dotnet_state *state_new(void)
 {
 	struct dotnet_state *d = calloc(1, sizeof(*d));
-	char status[8192];
-	long len;
 
 	if (!d)
 		return NULL;
@@ -61,10 +58,6 @@ static struct dotnet_state *state_new(struct proc *p)
 		free(d);
 		return NULL;
 	}
-	/* Read through the /proc/<pid> fd: a reused pid cannot answer for this process. */
-	len = p->dir_fd >= 0 ? read_small_file(p->dir_fd, "status", status, sizeof(status)) : -ESRCH;
-	if (len < 0 || dotnet__parse_nspid(status, len, &d->nspid))
-		d->nspid = p->pid;
 	return d;
 }
 
@@ -74,7 +67,7 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	struct dotnet_jit_files f;
 
 	d->last_open_ns = now_ns();
-	if (p->root_fd < 0 || dotnet__open_jit_files(p->pid, p->root_fd, d->nspid, &f))
+	if (p->root_fd < 0 || dotnet__open_jit_files(p->pid, p->root_fd, p->nspid, &f))
 		return;
 	if (d->files.map_fd < 0 && f.map_fd >= 0) {
 		d->files.map_fd = f.map_fd;
@@ -88,7 +81,7 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	if (f.map_err == -ELOOP || f.jitdump_err == -ELOOP)
 		set_state(d, DOTNETPROC_REFUSED,
 			  "refused %s/%s-%d.%s: a symlink (possible escape from the container)", f.dir,
-			  f.map_err == -ELOOP ? "perf" : "jit", d->nspid,
+			  f.map_err == -ELOOP ? "perf" : "jit", p->nspid,
 			  f.map_err == -ELOOP ? "map" : "dump");
 	else if (f.map_err == -EINVAL || f.jitdump_err == -EINVAL)
 		set_state(d, DOTNETPROC_REFUSED, "refused a perf map / jitdump in %s: not a regular file",
@@ -107,7 +100,7 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotn
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
 	d->enable_tried = 1;
-	err = diagipc__enable_perfmap(p->pid, p->root_fd, d->nspid, o->perfmap_type, &hr);
+	err = diagipc__enable_perfmap(p->pid, p->root_fd, p->nspid, o->perfmap_type, &hr);
 	if (err == 0) {
 		d->enabled_by_us = 1;
 		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)",
@@ -148,7 +141,7 @@ int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 	if (!p->is_dotnet)
 		return 0;
 	if (!d) {
-		d = p->dotnet = state_new(p);
+		d = p->dotnet = state_new();
 		if (!d)
 			return -ENOMEM;
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
@@ -231,9 +224,9 @@ static void remove_files(struct proc *p, struct dotnet_state *d)
 			   ROOTFS_NO_SYMLINKS);
 	if (dir < 0)
 		return;
-	snprintf(name, sizeof(name), "perf-%d.map", d->nspid);
+	snprintf(name, sizeof(name), "perf-%d.map", p->nspid);
 	unlink_if_same(dir, name, d->files.map_fd);
-	snprintf(name, sizeof(name), "jit-%d.dump", d->nspid);
+	snprintf(name, sizeof(name), "jit-%d.dump", p->nspid);
 	unlink_if_same(dir, name, d->files.jitdump_fd);
 	close(dir);
 }
@@ -248,7 +241,7 @@ void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
 	 * files we made it write would stay in its /tmp for good. */
 	if (d->enabled_by_us && p->root_fd >= 0 &&
-	    (diagipc__disable_perfmap(p->pid, p->root_fd, d->nspid, &hr) == 0 || !alive(p)))
+	    (diagipc__disable_perfmap(p->pid, p->root_fd, p->nspid, &hr) == 0 || !alive(p)))
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);

@@ -44,7 +44,7 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 {
 	struct hook_state *h = state(p);
 	struct sp_ctx_proc cp;
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), start, end;
 	int err;
 
 	if (!h)
@@ -62,7 +62,12 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 	if (h->retry_ns > RETRY_MAX_NS)
 		h->retry_ns = RETRY_MAX_NS;
 	h->next_try_ns = now + h->retry_ns;
-	err = spanctx__find(p->pid, &cp, &h->tbl);
+	/* The process table's mappings first; read them again only if the table is not there. */
+	err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
+	if (err == -ENOENT && !proc__read_maps(p))
+		err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
+	if (!err)
+		err = spanctx__open(p->pid, p->nspid, start, end, &cp, &h->tbl);
 	h->last_err = err;
 	switch (err) {
 	case 0:

@@ -1,5 +1,6 @@
 /* kallsyms.c: parse /proc/kallsyms into a sorted table of kernel text symbols. */
 #include "kallsyms.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -367,61 +368,24 @@ free_ks:
 
 struct ksyms *ksyms__load(const char *path)
 {
-	size_t len = 0, cap = 1 << 20;
-	struct ksyms *ks = NULL;
-	char *buf, *nb;
-	ssize_t n;
-	int fd, err = 0, capped = 0;
+	struct ksyms *ks;
+	int capped, err;
+	char *buf;
+	long len = read_file_alloc(AT_FDCWD, path, KSYMS_MAX_BYTES, &buf, &capped);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (len < 0) {
+		errno = -len;
 		return NULL;
-	buf = malloc(cap);
-	if (!buf) {
-		err = ENOMEM;
-		goto close_fd;
 	}
-	for (;;) {
-		if (len == cap) {
-			if (cap >= KSYMS_MAX_BYTES) {
-				capped = 1;
-				break;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				err = ENOMEM;
-				goto free_buf;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			goto free_buf;
-		}
-		if (n == 0)
-			break;
-		len += n;
-	}
-	if (capped) {
+	if (capped)
 		while (len > 0 && buf[len - 1] != '\n')
-			len--;
-	}
+			len--;	/* drop the cut line */
 	ks = ksyms__parse(buf, len);
-	if (!ks)
-		err = errno;
-	else
+	err = errno;
+	if (ks)
 		ks->stats.capped += capped;
-
-free_buf:
 	free(buf);
-close_fd:
-	close(fd);
-	if (err)
-		errno = err;
+	errno = err;
 	return ks;
 }
 

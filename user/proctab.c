@@ -13,7 +13,6 @@
 #include "profiler.h"
 #include "util.h"
 
-#define MAPS_CAP	(256u << 20)	/* 65530 mappings of long paths fit many times over */
 #define NSEC_PER_TICK	(1000000000ull / SP_USER_HZ)
 
 struct proctab {
@@ -184,7 +183,7 @@ int proc__read_maps(struct proc *p)
 	p->maps_reads++;
 	if (p->gone || p->dir_fd < 0)
 		return -ESRCH;
-	len = read_file_alloc(p->dir_fd, "maps", MAPS_CAP, &buf);
+	len = read_file_alloc(p->dir_fd, "maps", PROC_MAPS_MAX, &buf, NULL);
 	if (len < 0) {
 		if (len == -ESRCH || len == -ENOENT)
 			p->gone = 1;
@@ -219,40 +218,37 @@ int proc__read_maps(struct proc *p)
 	return 0;
 }
 
-/* Field 22 of /proc/<pid>/stat; the comm field may hold spaces and parentheses. */
+/* Field 22 of /proc/<pid>/stat, the start time in ticks. */
 static int stat_start_ticks(int dir_fd, uint64_t *ticks)
 {
-	char buf[1024], *s;
-	int field = 2;	/* the space after ")" starts field 3 */
+	char buf[1024];
 	long len = read_small_file(dir_fd, "stat", buf, sizeof(buf));
 
-	if (len < 0)
-		return len;
-	s = strrchr(buf, ')');
-	if (!s)
-		return -EINVAL;
-	for (s++; *s && field < 22; s++)
-		if (*s == ' ' && s[1] != ' ')
-			field++;
-	if (field != 22)
-		return -EINVAL;
-	*ticks = strtoull(s, NULL, 10);
-	return 0;
+	return len < 0 ? len : dotnet__parse_starttime(buf, len, ticks);
 }
 
-static void proc_open(struct proctab *pt, struct proc *p)
+/* dir_fd: /proc/<pid> already checked to be this process, or -1 to open and check it here. */
+static void proc_open(struct proctab *pt, struct proc *p, int dir_fd)
 {
-	char path[96];
+	char path[96], status[8192];
 	uint64_t ticks = 0;
+	long len;
 
-	snprintf(path, sizeof(path), "%s/%u", pt->proc_root, p->pid);
-	p->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (p->dir_fd < 0)
-		goto gone;
-	/* The pid may already belong to a newer process: compare start times (10 ms ticks). */
-	if (p->start_ticks && (stat_start_ticks(p->dir_fd, &ticks) || ticks != p->start_ticks))
-		goto gone;
+	p->dir_fd = dir_fd;
+	if (p->dir_fd < 0) {
+		snprintf(path, sizeof(path), "%s/%u", pt->proc_root, p->pid);
+		p->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p->dir_fd < 0)
+			goto gone;
+		/* The pid may already belong to a newer process: compare start times (10 ms ticks). */
+		if (p->start_ticks &&
+		    (stat_start_ticks(p->dir_fd, &ticks) || ticks != p->start_ticks))
+			goto gone;
+	}
 	p->root_fd = openat(p->dir_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	len = read_small_file(p->dir_fd, "status", status, sizeof(status));
+	if (len < 0 || dotnet__parse_nspid(status, len, &p->nspid))
+		p->nspid = p->pid;
 	proc__read_maps(p);
 	return;
 gone:
@@ -262,40 +258,54 @@ gone:
 	p->gone = 1;
 }
 
-struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm)
+/* proctab__get, with dir_fd as for proc_open; dir_fd is consumed. */
+static struct proc *get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm,
+			int dir_fd)
 {
 	struct { uint32_t pid; uint64_t start; } __attribute__((packed)) key = { pid, start_ticks };
-	struct proc *p, **np;
-	int added;
-	int64_t id = intern__id(pt->keys, &key, sizeof(key), &added);
+	struct proc *p = NULL, **np;
+	int64_t id = intern__id(pt->keys, &key, sizeof(key), NULL);
 
 	if (id < 0)
-		return NULL;
-	if (id < pt->n)
-		return pt->procs[id];
+		goto close_dir;
+	if (id < pt->n) {
+		p = pt->procs[id];
+		goto close_dir;
+	}
 	/* New, or an earlier attempt ran out of memory after interning: ids are dense, id == n. */
 	if (pt->n == pt->cap) {
 		uint32_t cap = pt->cap ? pt->cap * 2 : 64;
 
 		np = realloc(pt->procs, cap * sizeof(*np));
 		if (!np)
-			return NULL;
+			goto close_dir;
 		pt->procs = np;
 		pt->cap = cap;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return NULL;
+		goto close_dir;
 	p->pid = pid;
 	p->start_ticks = start_ticks;
 	p->idx = id;
 	p->dir_fd = -1;
 	p->root_fd = -1;
+	p->nspid = pid;
 	if (comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	pt->procs[pt->n++] = p;
-	proc_open(pt, p);
+	proc_open(pt, p, dir_fd);
 	return p;
+
+close_dir:
+	if (dir_fd >= 0)
+		close(dir_fd);
+	return p;
+}
+
+struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm)
+{
+	return get(pt, pid, start_ticks, comm, -1);
 }
 
 struct proc *proctab__open(struct proctab *pt, uint32_t pid)
@@ -312,21 +322,17 @@ struct proc *proctab__open(struct proctab *pt, uint32_t pid)
 		return NULL;
 	}
 	len = read_small_file(dir_fd, "stat", stat, sizeof(stat));
-	if (len > 0 && stat_start_ticks(dir_fd, &ticks) == 0) {
-		open_paren = strchr(stat, '(');
-		close_paren = strrchr(stat, ')');
-		if (open_paren && close_paren > open_paren)
-			snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1),
-				 open_paren + 1);
-	} else {
-		len = -1;
-	}
-	close(dir_fd);
-	if (len < 0) {
+	if (len <= 0 || dotnet__parse_starttime(stat, len, &ticks)) {
+		close(dir_fd);
 		errno = ESRCH;
 		return NULL;
 	}
-	return proctab__get(pt, pid, ticks, comm);
+	open_paren = strchr(stat, '(');
+	close_paren = strrchr(stat, ')');
+	if (open_paren && close_paren > open_paren)
+		snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+	/* The stat just read comes from this very directory: no second check needed. */
+	return get(pt, pid, ticks, comm, dir_fd);
 }
 
 struct proc *proctab__at(const struct proctab *pt, uint32_t idx)

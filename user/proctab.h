@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define PROC_MAPS_MAX (256u << 20)	/* 65530 mappings of long paths fit many times over */
+
 enum vma_kind {
 	VMA_ANON = 0,	/* anonymous, [heap], [stack], [anon:...] */
 	VMA_FILE,	/* a file path */
@@ -29,6 +31,7 @@ struct hook_state;
 
 struct proc {
 	uint32_t pid;
+	int nspid;		/* its pid inside its own pid namespace (the name of its files) */
 	uint32_t idx;		/* dense index, stable for the table's life */
 	uint64_t start_ticks;	/* group leader's start, /proc/<pid>/stat field 22 (10 ms ticks):
 				 * pid + start_ticks is the identity across pid reuse */

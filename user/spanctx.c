@@ -8,7 +8,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "dotnet.h"
+#include "proctab.h"
 #include "spanctx.h"
+#include "util.h"
 
 #define MEMFD_PATH "/memfd:" SP_CTX_MEMFD_NAME
 #define MEMFD_PATH_DELETED MEMFD_PATH " (deleted)"
@@ -24,75 +27,44 @@ struct spanctx_keys {
 	char names[SP_CTX_MAX_KEYS * 256];	/* NUL-terminated names, back to back */
 };
 
-static int is_path_char(char c)
+int spanctx__is_table_path(const char *path)
 {
-	return c != ' ' && c != '\t';
+	return !strcmp(path, MEMFD_PATH_DELETED) || !strcmp(path, MEMFD_PATH);
 }
 
-/* Parses one maps line; 1 when it is the table's mapping, 0 otherwise, -EBADMSG for offset != 0. */
-static int parse_maps_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
+int spanctx__find_table(const struct vma *v, size_t n, uint64_t *start, uint64_t *end)
 {
-	char buf[512];
-	unsigned long long s, e, off;
-	char perms[8];
-	const char *path;
-	size_t plen;
-	int n = 0;
+	const struct vma *found = NULL;
 
-	if (len >= sizeof(buf))
-		return 0;	/* too long for our name: not ours */
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	if (sscanf(buf, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &n) < 4 || n == 0)
-		return 0;
-	path = buf + n;
-	while (*path == ' ' || *path == '\t')
-		path++;
-	if (!is_path_char(*path))
-		return 0;
-	plen = strlen(path);
-	while (plen && (path[plen - 1] == '\r' || path[plen - 1] == ' '))
-		plen--;
-	if (!((plen == strlen(MEMFD_PATH_DELETED) && !memcmp(path, MEMFD_PATH_DELETED, plen)) ||
-	      (plen == strlen(MEMFD_PATH) && !memcmp(path, MEMFD_PATH, plen))))
-		return 0;
-	if (off != 0 || e <= s)
-		return -EBADMSG;
-	*start = s;
-	*end = e;
-	return 1;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].kind != VMA_MEMFD || !spanctx__is_table_path(v[i].path))
+			continue;
+		/* One table per process, mapped whole, by construction. */
+		if (found || v[i].pgoff != 0)
+			return -EBADMSG;
+		found = &v[i];
+	}
+	if (!found)
+		return -ENOENT;
+	*start = found->start;
+	*end = found->end;
+	return 0;
 }
 
 int spanctx__find_mapping(const char *maps, size_t len, uint64_t *start, uint64_t *end)
 {
-	size_t pos = 0;
-	int found = 0;
-	uint64_t s = 0, e = 0;
+	struct vma *v;
+	size_t n;
+	int err;
 
 	if (!maps || !start || !end)
 		return -EINVAL;
-	while (pos < len) {
-		const char *nl = memchr(maps + pos, '\n', len - pos);
-		size_t llen = nl ? (size_t)(nl - (maps + pos)) : len - pos;
-		uint64_t ls, le;
-		int r = parse_maps_line(maps + pos, llen, &ls, &le);
-
-		if (r < 0)
-			return r;
-		if (r > 0) {
-			if (found)
-				return -EBADMSG;	/* one table per process, by construction */
-			found = 1;
-			s = ls;
-			e = le;
-		}
-		pos += llen + (nl ? 1 : 0);
-	}
-	if (!found)
-		return -ENOENT;
-	*start = s;
-	*end = e;
-	return 0;
+	err = maps__parse(maps, len, &v, &n, NULL);
+	if (err)
+		return err;
+	err = spanctx__find_table(v, n, start, end);
+	maps__free(v, n);
+	return err;
 }
 
 int spanctx__check_header(const void *hdr, size_t hdr_len, uint64_t map_start, uint64_t map_end,
@@ -184,109 +156,37 @@ int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
-/* Reads a whole /proc file, at most max bytes; *out is malloc'd (NUL-terminated). */
-static int read_proc_file(const char *path, size_t max, char **out, size_t *out_len)
-{
-	size_t cap = 64 << 10, len = 0;
-	char *buf, *nbuf;
-	ssize_t n;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto close_fd;
-	}
-	for (;;) {
-		if (len == cap) {
-			if (cap >= max) {
-				err = -EFBIG;
-				goto free_buf;
-			}
-			cap = cap * 2 > max ? max : cap * 2;
-			nbuf = realloc(buf, cap + 1);
-			if (!nbuf) {
-				err = -ENOMEM;
-				goto free_buf;
-			}
-			buf = nbuf;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto free_buf;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	close(fd);
-	*out = buf;
-	*out_len = len;
-	return 0;
-
-free_buf:
-	free(buf);
-close_fd:
-	close(fd);
-	return err;
-}
-
-/* The pid of host process pid inside its own pid namespace (last NStgid field), or -errno. */
-static int ns_pid_of(int pid)
-{
-	char path[64], *text = NULL, *line;
-	size_t len;
-	int err, nspid = -ENOENT;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	err = read_proc_file(path, 1 << 20, &text, &len);
-	if (err)
-		return err;
-	line = strstr(text, "\nNStgid:");
-	if (line) {
-		char *p = line + 8, *endp;
-
-		for (;;) {
-			long v = strtol(p, &endp, 10);
-
-			if (endp == p)
-				break;
-			nspid = (int)v;
-			p = endp;
-		}
-	} else {
-		nspid = pid;	/* kernels before 4.1 have no NStgid: no pid namespaces to care about */
-	}
-	free(text);
-	return nspid;
-}
-
 int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl)
 {
-	struct spanctx_table t;
-	struct sp_ctx_header h;
 	char path[64], *maps = NULL;
-	size_t maps_len;
+	long maps_len;
 	uint64_t start, end;
 	int err, nspid;
 
 	if (pid <= 0 || !proc)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	err = read_proc_file(path, SPANCTX_MAPS_MAX, &maps, &maps_len);
-	if (err)
-		return err;
+	maps_len = read_file_alloc(AT_FDCWD, path, PROC_MAPS_MAX, &maps, NULL);
+	if (maps_len < 0)
+		return maps_len;
 	err = spanctx__find_mapping(maps, maps_len, &start, &end);
 	free(maps);
 	if (err)
 		return err;
+	if ((err = dotnet__nspid(pid, &nspid)))
+		return err;
+	return spanctx__open(pid, nspid, start, end, proc, tbl);
+}
+
+int spanctx__open(int pid, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
+		  struct spanctx_table *tbl)
+{
+	struct spanctx_table t;
+	struct sp_ctx_header h;
+	int err;
+
+	if (pid <= 0 || !proc)
+		return -EINVAL;
 	err = spanctx__read_mem(pid, start, &h, sizeof(h));
 	if (err)
 		return err;
@@ -295,9 +195,6 @@ int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl)
 		*tbl = t;
 	if (err)
 		return err;
-	nspid = ns_pid_of(pid);
-	if (nspid < 0)
-		return nspid;
 	if ((uint32_t)nspid != t.ns_pid)
 		return -EBADMSG;	/* inherited through fork(), or forged */
 	*proc = t.proc;

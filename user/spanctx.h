@@ -18,7 +18,6 @@
 
 #define SPANCTX_F_DISABLED 1u		/* header.flags: the hook gave up and freed every slot */
 #define SPANCTX_MAX_LABELS 32		/* user labels kept per decoded record; more are counted */
-#define SPANCTX_MAPS_MAX (64u << 20)	/* bound on /proc/<pid>/maps text */
 
 /* What spanctx__find() learnt about a table; proc is what the BPF map ctx_procs wants. */
 struct spanctx_table {
@@ -34,12 +33,18 @@ struct spanctx_table {
 	struct sp_ctx_proc proc;	/* proc_start_ticks is left 0: the caller knows the process start */
 };
 
+struct vma;
+
+/* Whether a /proc/<pid>/maps path names the hook's table ("/memfd:spanprof-ctx (deleted)"). */
+int spanctx__is_table_path(const char *path);
+
 /*
- * Finds the "/memfd:spanprof-ctx (deleted)" mapping in /proc/<pid>/maps text (len bytes, need not
- * be NUL-terminated; a last line without a newline counts). Returns 0 and sets *start, *end;
+ * The table's mapping among a process's mappings (user/proctab.h): 0 and *start, *end set;
  * -ENOENT when there is none; -EBADMSG when there is more than one or it does not start at
- * file offset 0.
+ * file offset 0. spanctx__find_mapping does the same on /proc/<pid>/maps text (len bytes, need
+ * not be NUL-terminated; a last line without a newline counts).
  */
+int spanctx__find_table(const struct vma *v, size_t n, uint64_t *start, uint64_t *end);
 int spanctx__find_mapping(const char *maps, size_t len, uint64_t *start, uint64_t *end);
 
 /*
@@ -58,6 +63,9 @@ int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len);
  * *proc and, when tbl is not NULL, *tbl. Returns 0 or one of the codes above.
  */
 int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl);
+/* The same once the mapping [start, end) and the namespace pid are known. */
+int spanctx__open(int pid, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
+		  struct spanctx_table *tbl);
 
 /* Slot index of probe i (0 <= i < SP_CTX_PROBES) for tid in a table of slot_count slots. */
 uint32_t spanctx__probe(uint32_t tid, uint32_t i, uint32_t slot_count);

@@ -7,7 +7,7 @@ need_root
 command -v dotnet > /dev/null || { echo "SKIP: no dotnet"; exit 77; }
 
 APP=$BUILD/apps/HotChain/HotChain
-[ -x "$APP" ] || dotnet build "$ROOT/tests/apps/HotChain" -c Release -o "$BUILD/apps/HotChain" -nologo -v q > /dev/null
+need_built "$APP"
 CHAIN='Program::Main,Program::Outer,Program::Middle,Program::HotLoop'
 
 # start_app OUT MODE [env...]: HotChain on the host; sets APP_PID.

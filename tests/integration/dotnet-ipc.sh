@@ -62,12 +62,9 @@ wait_file() {	# wait_file PATH PATTERN: up to 5 s for PATTERN to appear in PATH
 	return 1
 }
 
-echo "== build"
-dotnet build tests/apps/HotChain -c Release -o "$BUILD/apps/HotChain" -nologo -v q >"$WORK/build.log" 2>&1 ||
-	{ cat "$WORK/build.log"; exit 1; }
-mkdir -p "$BUILD/tools"
-${CC:-cc} -D_GNU_SOURCE -Iperfmap -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
-	-Ilib tests/tools/diagipc-enable.c perfmap/dotnet.c perfmap/diagipc.c perfmap/rootfs.c -o "$DRIVER"
+for f in "$APP" "$DRIVER"; do	# from `make apps tools`
+	[ -x "$f" ] || { echo "dotnet-ipc: $f missing: run make apps tools" >&2; exit 1; }
+done
 
 # ---- 1. a plain host process, started without perf maps ---------------------------------------
 echo "== host process"

@@ -8,7 +8,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-CTXDUMP=$BUILD/tests/ctxdump
+CTXDUMP=$BUILD/tools/ctxdump
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 STARTUP_DLL=$BUILD/hook/SpanProf.Hook.Startup.dll
 PLAIN=$BUILD/apps/hookcheck-plain/HookCheck.dll
@@ -23,12 +23,12 @@ ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 build() {
-	mkdir -p "$BUILD/tests" "$BUILD/apps"
-	${CC:-cc} -D_GNU_SOURCE -I"$ROOT" -I"$ROOT/bpf" -I"$ROOT/user" -O2 -g -Wall -Wextra -Werror \
-		"$ROOT/tests/tools/ctxdump.c" "$ROOT/user/spanctx.c" -o "$CTXDUMP" || return 1
-	dotnet build "$ROOT/hook/SpanProf.Hook.csproj" -c Release -o "$BUILD/hook" -nologo -v q >"$TMP/build.log" 2>&1 &&
-	dotnet build "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj" -c Release -o "$BUILD/hook" -nologo -v q \
-		>>"$TMP/build.log" 2>&1 &&
+	# The hook and ctxdump come from `make hook tools`; only this test's own builds happen here.
+	for f in "$CTXDUMP" "$HOOK_DLL" "$STARTUP_DLL"; do
+		[ -e "$f" ] || { echo "hook-table: $f missing: run make hook tools" >&2; return 1; }
+	done
+	mkdir -p "$BUILD/apps"
+	: >"$TMP/build.log"
 	dotnet build "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj" -c Release -o "$BUILD/hook-skew" -p:Version=9.9.0 \
 		-p:BaseIntermediateOutputPath="$BUILD/obj/hook/SpanProf.Hook.Startup-skew/" -nologo -v q >>"$TMP/build.log" 2>&1 &&
 	dotnet build "$ROOT/tests/apps/HookCheck/HookCheck.csproj" -c Release -o "$BUILD/apps/hookcheck-plain" \

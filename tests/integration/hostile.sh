@@ -4,10 +4,10 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 
-cc -O1 -g -I"$ROOT/bpf" -o "$TMP/forged" "$ROOT/tests/apps/native/forged_table.c"
+need_built "$FORGED"
 
 # Garbage records behind a plausible header, in a process that passes for .NET.
-"$TMP/forged" garbage 20 "$TMP/libcoreclr.so" > "$TMP/g.pid" & PIDS_TO_KILL+=($!)
+"$FORGED" garbage 20 "$TMP/libcoreclr.so" > "$TMP/g.pid" & PIDS_TO_KILL+=($!)
 wait_for_line "$TMP/g.pid" '^[0-9]'
 pid=$(head -1 "$TMP/g.pid")
 rc=0
@@ -30,7 +30,7 @@ if (!n) throw new Error("no sample read a record");' "$TMP/g.json" || fail "malf
 pass "garbage records: read, torn ones counted invalid, labels well-formed, output intact"
 
 # A header that points past its mapping: refused, never read.
-"$TMP/forged" bad-header 20 "$TMP/libcoreclr.so" > "$TMP/b.pid" & PIDS_TO_KILL+=($!)
+"$FORGED" bad-header 20 "$TMP/libcoreclr.so" > "$TMP/b.pid" & PIDS_TO_KILL+=($!)
 wait_for_line "$TMP/b.pid" '^[0-9]'
 pid=$(head -1 "$TMP/b.pid")
 "$SPANPROF" record -p "$pid" -d 2 -o "$TMP/b.pb.gz" > "$TMP/b.txt" 2>&1 || fail "spanprof failed"

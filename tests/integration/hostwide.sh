@@ -5,8 +5,8 @@
 need_root
 
 # Two known busy processes so the host profile has something to show besides idle.
-cc -O0 -g -fno-omit-frame-pointer -o "$TMP/hotchain" "$ROOT/tests/apps/native/hotchain.c"
-"$TMP/hotchain" 30 > /dev/null & PIDS_TO_KILL+=($!)
+need_built "$HOTCHAIN"
+"$HOTCHAIN" 30 > /dev/null & PIDS_TO_KILL+=($!)
 sh -c 'while :; do :; done' & PIDS_TO_KILL+=($!)
 
 "$SPANPROF" record -d 3 -o "$TMP/host.svg" > "$TMP/out.txt"

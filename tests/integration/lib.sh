@@ -7,6 +7,8 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
 TOOLS=$ROOT/tests/tools
 GO=/usr/lib/go-1.19/bin/go
+HOTCHAIN=$BUILD/apps/native/hotchain	# from `make tools`
+FORGED=$BUILD/apps/native/forged_table
 # Under build/, not /tmp: tests run apps in mount namespaces with a private /tmp, and their files
 # must stay visible from the host.
 mkdir -p "$BUILD/tmp"
@@ -31,6 +33,7 @@ pass() { echo "ok: $*"; }
 note() { echo "  $*"; }
 
 need_root() { [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }; }
+need_built() { for f; do [ -e "$f" ] || fail "$f missing: run make apps tools"; done; }
 
 # The profile as JSON through the independent pprof-format decoder.
 pprof_json() { node "$TOOLS/pprof-json.js" "$1"; }

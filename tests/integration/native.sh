@@ -4,8 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 
-cc -O0 -g -fno-omit-frame-pointer -o "$TMP/hotchain" "$ROOT/tests/apps/native/hotchain.c"
-"$TMP/hotchain" 30 > "$TMP/hot.pid" &
+need_built "$HOTCHAIN"
+"$HOTCHAIN" 30 > "$TMP/hot.pid" &
 PIDS_TO_KILL+=($!)
 wait_for_line "$TMP/hot.pid" '^[0-9]'
 pid=$(head -1 "$TMP/hot.pid")

@@ -1,4 +1,4 @@
-/* util.h: small helpers shared by user-space modules (clock, bounded file reads). */
+/* util.h: small helpers shared by user/ and perfmap/ (clocks, bounded file reads). */
 #ifndef SPANPROF_UTIL_H
 #define SPANPROF_UTIL_H
 
@@ -13,8 +13,10 @@ uint64_t boottime_ns(void);	/* CLOCK_BOOTTIME: the clock of process start times 
  * Returns the length or -errno. Never blocks on a FIFO. */
 long read_small_file(int dirfd, const char *name, char *buf, size_t cap);
 
-/* Read a whole file relative to dirfd into a malloc'd NUL-terminated buffer, refusing files
- * larger than cap (-EFBIG). Returns the length or -errno; *out set on success. */
-long read_file_alloc(int dirfd, const char *name, size_t cap, char **out);
+/* Read a whole file relative to dirfd into a malloc'd NUL-terminated buffer. A file of cap
+ * bytes or more is refused (-EFBIG), or, when truncated is not NULL, cut to its first cap bytes
+ * with *truncated set. Returns the length or -errno; *out set on success. Never blocks on a
+ * FIFO. */
+long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated);
 
 #endif /* SPANPROF_UTIL_H */

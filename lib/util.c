@@ -62,13 +62,16 @@ long read_small_file(int dirfd, const char *name, char *buf, size_t cap)
 	return len;
 }
 
-long read_file_alloc(int dirfd, const char *name, size_t cap, char **out)
+long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated)
 {
-	size_t len = 0, size = 16384;
-	char *buf = malloc(size), *nb;
+	size_t len = 0, size = cap < 16384 ? cap + 1 : 16384;
+	char *buf, *nb;
 	ssize_t n;
 	int fd, err;
 
+	if (truncated)
+		*truncated = 0;
+	buf = malloc(size);
 	if (!buf)
 		return -ENOMEM;
 	fd = open_ro(dirfd, name);
@@ -78,11 +81,15 @@ long read_file_alloc(int dirfd, const char *name, size_t cap, char **out)
 	}
 	for (;;) {
 		if (len + 1 >= size) {
-			if (size >= cap) {
-				err = -EFBIG;
-				goto err_close;
+			if (len >= cap) {
+				if (!truncated) {
+					err = -EFBIG;
+					goto err_close;
+				}
+				*truncated = 1;
+				break;
 			}
-			size = size * 2 > cap ? cap : size * 2;
+			size = size * 2 > cap + 1 ? cap + 1 : size * 2;
 			nb = realloc(buf, size);
 			if (!nb) {
 				err = -ENOMEM;
