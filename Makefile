@@ -131,7 +131,7 @@ TEST_OBJS_test_names   = $(PERFMAP_OBJS)
 TEST_OBJS_test_proctab  = $(OBJ)/user/proctab.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o \
                           $(LIB_OBJS)
 TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
-                          $(OBJ)/user/flamegraph.o $(PROTO_OBJ)
+                          $(OBJ)/user/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)

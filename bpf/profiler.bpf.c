@@ -9,7 +9,6 @@
 #define PF_KTHREAD	  0x00200000	/* include/linux/sched.h */
 #define MAX_PID_NS_LEVEL  32
 #define STACK_BYTES	  (SP_MAX_FRAMES * 8)
-#define NSEC_PER_TICK	  (1000000000ull / SP_USER_HZ)
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -83,14 +82,14 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 {
 	struct sp_slot_head head;
 	__u32 tid, attrs, mask, h, i;
-	__u64 ticks, sz, slot = 0, ids[3];
+	__u64 ticks, sz, slot = 0, ids[2];
 	bool found = false;
 
 	if (ns_tid(task, &tid)) {
 		*status = SP_CNT_TASK_ERR;
 		return 0;
 	}
-	ticks = BPF_CORE_READ(task, start_boottime) / NSEC_PER_TICK;
+	ticks = BPF_CORE_READ(task, start_boottime) / SP_NSEC_PER_TICK;
 	mask = cp->slot_count - 1;
 	h = SP_SLOT_HASH(tid);
 
@@ -131,7 +130,7 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	attrs = dst[26] | (__u32)dst[27] << 8;
 	if (attrs > sz - SP_CTX_HEAD)
 		attrs = sz - SP_CTX_HEAD;
-	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id + span id */
+	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id */
 	if ((ids[0] | ids[1]) == 0) {
 		/* No span; user labels set outside any span still travel (like pprof.Do). */
 		*status = SP_CNT_CTX_NONE;
@@ -174,7 +173,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	s->ctx_len = 0;
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
 	leader = BPF_CORE_READ(task, group_leader);
-	s->proc_start_ns = BPF_CORE_READ(leader, start_boottime);
+	s->proc_start_ticks = BPF_CORE_READ(leader, start_boottime) / SP_NSEC_PER_TICK;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	if (bpf_core_read_str(s->pcomm, sizeof(s->pcomm), &leader->comm) < 0) {
 		s->pcomm[0] = 0;
@@ -215,7 +214,7 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
 	cp = bpf_map_lookup_elem(&ctx_procs, &tgid);
-	if (cp && cp->proc_start_ticks == s->proc_start_ns / NSEC_PER_TICK && cp->slot_count &&
+	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
 	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
 		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
 	count(s->ctx_status);

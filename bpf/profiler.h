@@ -16,6 +16,7 @@
 #define SP_CTX_HEAD	 28
 #define SP_CTX_PROBES	 8	/* linear-probe steps in the hook's thread table */
 #define SP_USER_HZ	 100	/* /proc/<pid>/stat start times are in these ticks */
+#define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
 
 /* One counter per outcome the sampler can meet. Every failure site increments exactly one. */
 enum sp_counter {
@@ -50,7 +51,8 @@ enum sp_counter {
  */
 struct sp_sample {
 	__u64 time_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC, the clock of jitdump */
-	__u64 proc_start_ns;	/* group leader's start_boottime: tells a reused pid apart */
+	__u64 proc_start_ticks;	/* group leader's start time in SP_USER_HZ ticks, as field 22 of
+				 * /proc/<pid>/stat: tells a reused pid apart */
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;
@@ -72,8 +74,7 @@ struct sp_sample {
  */
 struct sp_ctx_proc {
 	__u64 slots_addr;	/* user address of slot 0 */
-	__u64 proc_start_ticks;	/* the sample's proc_start_ns in SP_USER_HZ ticks, as /proc/<pid>/stat
-				 * shows it; else the pid was reused: ignored */
+	__u64 proc_start_ticks;	/* must equal the sample's, else the pid was reused: ignored */
 	__u32 slot_count;	/* power of two */
 	__u32 slot_size;	/* bytes per slot, >= SP_SLOT_HEAD + SP_CTX_HEAD */
 };

@@ -95,7 +95,7 @@ static int64_t lookup(const struct intern *in, const void *key, size_t len, uint
 		}
 		e = &in->ents[v - 1];
 		if (e->hash32 == (uint32_t)(h >> 32) && e->len == len &&
-		    memcmp(entry_bytes(in, e), key, len) == 0)
+		    (!len || memcmp(entry_bytes(in, e), key, len) == 0))
 			return v - 1;
 	}
 }
@@ -147,7 +147,8 @@ static int store(struct intern *in, const void *key, size_t len, struct entry *e
 	e->off_chunk = in->nchunks - 1;
 	e->off = in->chunk_used;
 	e->len = len;
-	memcpy(in->chunks[e->off_chunk] + e->off, key, len);
+	if (len)	/* key may be NULL when empty */
+		memcpy(in->chunks[e->off_chunk] + e->off, key, len);
 	in->chunks[e->off_chunk][e->off + len] = 0;
 	/* Keys stay 8-byte aligned: stacks are read back as u32 arrays. */
 	in->chunk_used += (len + 1 + 7) & ~(size_t)7;

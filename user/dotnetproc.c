@@ -67,7 +67,10 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	struct dotnet_jit_files f;
 
 	d->last_open_ns = now_ns();
-	if (p->root_fd < 0 || dotnet__open_jit_files(p->pid, p->root_fd, p->nspid, &f))
+	/* The directory comes from the environment, fixed at exec: read it once. */
+	if (p->root_fd < 0 ||
+	    (!d->files.dir[0] && dotnet__jit_dir(p->pid, d->files.dir, sizeof(d->files.dir))) ||
+	    dotnet__open_jit_files_in(p->root_fd, d->files.dir, p->nspid, &f))
 		return;
 	if (d->files.map_fd < 0 && f.map_fd >= 0) {
 		d->files.map_fd = f.map_fd;
@@ -77,7 +80,6 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 		d->files.jitdump_fd = f.jitdump_fd;
 		f.jitdump_fd = -1;
 	}
-	snprintf(d->files.dir, sizeof(d->files.dir), "%s", f.dir);
 	if (f.map_err == -ELOOP || f.jitdump_err == -ELOOP)
 		set_state(d, DOTNETPROC_REFUSED,
 			  "refused %s/%s-%d.%s: a symlink (possible escape from the container)", f.dir,

@@ -13,7 +13,6 @@
 #include "profiler.h"
 #include "util.h"
 
-#define NSEC_PER_TICK	(1000000000ull / SP_USER_HZ)
 
 struct proctab {
 	char proc_root[64];
@@ -364,7 +363,7 @@ static const struct vma *find(const struct proc *p, uint64_t addr)
 
 uint64_t proc__age_ns(const struct proc *p)
 {
-	uint64_t start = p->start_ticks * NSEC_PER_TICK, now = boottime_ns();
+	uint64_t start = p->start_ticks * SP_NSEC_PER_TICK, now = boottime_ns();
 
 	return now > start ? now - start : 0;
 }

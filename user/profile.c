@@ -1,4 +1,4 @@
-/* profile.c: the in-memory profile: hash-interned strings, mappings, functions, locations, stacks, label sets and samples. */
+/* profile.c: the in-memory profile: interned strings, mappings, functions, locations, stacks, label sets and samples. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -6,123 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intern.h"
 #include "profile.h"
 
 #define MAX_STRING_LEN	(1u << 24)	/* longer strings are refused: no symbol is that long */
 #define MAX_ID		(UINT32_MAX - 1)
-#define ARENA_BLOCK	(64 * 1024)
-
-/* ---- hashing ----------------------------------------------------------------------------- */
-
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ULL;
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ULL;
-	x ^= x >> 32;
-	return x;
-}
-
-static uint64_t hash_bytes(const void *data, size_t len, uint64_t seed)
-{
-	const unsigned char *b = data;
-	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL);
-	uint64_t w;
-
-	for (; len >= 8; b += 8, len -= 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 29;
-	}
-	w = 0;
-	if (len)	/* b may be NULL when the whole input is empty */
-		memcpy(&w, b, len);
-	h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-	return mix64(h);
-}
-
-/* ---- open-addressing id table ------------------------------------------------------------- */
-
-/*
- * Maps a key to an id without storing the key: the key lives in the owning table (strings,
- * stacks, ...), and an equality callback compares a probe key against an id. Slots keep the
- * 32-bit hash so growing never touches the keys and most mismatches cost no comparison.
- */
-struct slot {
-	uint32_t hash;
-	uint32_t id;	/* 0: empty */
-};
-
-struct htab {
-	struct slot *slots;
-	uint32_t mask;	/* capacity - 1, capacity a power of two */
-	uint32_t used;
-};
-
-typedef bool (*eq_fn)(const struct profile *p, const void *key, uint32_t id);
-
-static int htab_grow(struct htab *t)
-{
-	uint32_t cap = t->slots ? (t->mask + 1) * 2 : 64;
-	struct slot *ns;
-	uint32_t i;
-
-	if (cap == 0 || cap > (1u << 31))
-		return -ENOSPC;
-	ns = calloc(cap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (i = 0; t->slots && i <= t->mask; i++) {
-		uint32_t j;
-
-		if (!t->slots[i].id)
-			continue;
-		for (j = t->slots[i].hash & (cap - 1); ns[j].id; j = (j + 1) & (cap - 1))
-			;
-		ns[j] = t->slots[i];
-	}
-	free(t->slots);
-	t->slots = ns;
-	t->mask = cap - 1;
-	return 0;
-}
-
-/* Returns the id of an equal key, or 0 with *at set to the empty slot where it belongs. */
-static inline uint32_t htab_find(const struct htab *t, const struct profile *p, uint32_t hash,
-				 const void *key, eq_fn eq, uint32_t *at)
-{
-	uint32_t i;
-
-	if (!t->slots) {
-		*at = UINT32_MAX;
-		return 0;
-	}
-	for (i = hash & t->mask; t->slots[i].id; i = (i + 1) & t->mask) {
-		if (t->slots[i].hash == hash && eq(p, key, t->slots[i].id))
-			return t->slots[i].id;
-	}
-	*at = i;
-	return 0;
-}
-
-/* Records id under hash at the slot htab_find returned; grows first when 3/4 full. */
-static int htab_insert(struct htab *t, uint32_t hash, uint32_t id, uint32_t at)
-{
-	int err;
-
-	if (!t->slots || (t->used + 1) * 4ull > (t->mask + 1) * 3ull) {
-		err = htab_grow(t);
-		if (err)
-			return err;
-		for (at = hash & t->mask; t->slots[at].id; at = (at + 1) & t->mask)
-			;
-	}
-	t->slots[at].hash = hash;
-	t->slots[at].id = id;
-	t->used++;
-	return 0;
-}
 
 /* ---- growable arrays ----------------------------------------------------------------------- */
 
@@ -151,26 +39,18 @@ static int vec_reserve(void **arr, size_t *cap, size_t need, size_t elem)
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
-struct arena_block {
-	struct arena_block *next;
-	size_t used;
-	size_t size;
-	char data[];
-};
-
-struct str {
-	const char *s;
-	uint32_t len;
-};
-
+/*
+ * Every table is a lib/intern table of fixed-layout keys (zeroed before they are filled, so equal
+ * records are equal bytes): its dense ids are the pprof ids less one (strings: equal, "" is 0).
+ */
 struct mapping {
 	uint64_t start;
 	uint64_t limit;
 	uint64_t offset;
 	uint32_t filename;
 	uint32_t build_id;
-	uint8_t has_functions;
-	uint8_t is_jit;
+	uint32_t has_functions;
+	uint32_t is_jit;
 };
 
 struct function {
@@ -183,58 +63,32 @@ struct location {
 	uint64_t address;
 	uint32_t mapping;
 	uint32_t function;
-	uint32_t name;	/* display name (string id) */
-};
-
-struct span {	/* a run in a pool */
-	size_t off;
-	uint32_t len;
 };
 
 struct sample {
-	uint32_t stack;
-	uint32_t lset;
-	uint64_t count;
+	uint32_t stack;		/* stacks id: location ids, leaf first */
+	uint32_t lset;		/* lsets id: sorted (key, value) string id pairs */
 };
 
 struct profile {
 	struct profile_opts opts;
 	uint64_t total;
 
-	struct arena_block *arena;
-	struct str *strs;		/* index = string id */
-	size_t n_strs, cap_strs;
-	struct htab str_h;
-
-	struct mapping *maps;		/* index = id - 1 */
-	size_t n_maps, cap_maps;
-	struct htab map_h;
-
-	struct function *funcs;
-	size_t n_funcs, cap_funcs;
-	struct htab func_h;
-
-	struct location *locs;
-	size_t n_locs, cap_locs;
-	struct htab loc_h;
-
-	struct span *stacks;		/* runs in stack_pool, leaf first */
-	size_t n_stacks, cap_stacks;
-	uint32_t *stack_pool;
-	size_t n_stack_pool, cap_stack_pool;
-	struct htab stack_h;
-
-	struct span *lsets;		/* runs in lset_ids (2 per label) and lset_labels */
-	size_t n_lsets, cap_lsets;
-	uint32_t *lset_ids;		/* key id, value id */
-	size_t n_lset_ids, cap_lset_ids;
-	struct pf_label *lset_labels;
+	struct intern *strs;
+	struct intern *maps;
+	struct intern *funcs;
+	struct intern *locs;
+	uint32_t *loc_names;		/* by location: the name shown (string id) */
+	size_t cap_loc_names;
+	struct intern *stacks;
+	struct intern *lsets;
+	struct pf_label *lset_labels;	/* every set's labels as views want them, back to back */
 	size_t n_lset_labels, cap_lset_labels;
-	struct htab lset_h;
-
-	struct sample *samples;		/* index = sample index (id - 1) */
-	size_t n_samples, cap_samples;
-	struct htab sample_h;
+	size_t *lset_off;		/* by set: its first label in lset_labels */
+	size_t cap_lset_off;
+	struct intern *samples;
+	uint64_t *counts;		/* by sample */
+	size_t cap_counts;
 
 	uint32_t *scratch;		/* label id pairs of the sample being added */
 	size_t cap_scratch;
@@ -248,178 +102,99 @@ struct profile *profile__new(const struct profile_opts *opts)
 		return NULL;
 	if (opts)
 		p->opts = *opts;
-	if (VEC_RESERVE(p->strs, p->cap_strs, 1)) {
-		free(p);
+	p->strs = intern__new();
+	p->maps = intern__new();
+	p->funcs = intern__new();
+	p->locs = intern__new();
+	p->stacks = intern__new();
+	p->lsets = intern__new();
+	p->samples = intern__new();
+	if (!p->strs || !p->maps || !p->funcs || !p->locs || !p->stacks || !p->lsets ||
+	    !p->samples || intern__id(p->strs, "", 0, NULL) != 0) {
+		profile__free(p);
 		errno = ENOMEM;
 		return NULL;
 	}
-	p->strs[0].s = "";
-	p->strs[0].len = 0;
-	p->n_strs = 1;
 	return p;
 }
 
 void profile__free(struct profile *p)
 {
-	struct arena_block *b, *next;
-
 	if (!p)
 		return;
-	for (b = p->arena; b; b = next) {
-		next = b->next;
-		free(b);
-	}
-	free(p->strs);
-	free(p->str_h.slots);
-	free(p->maps);
-	free(p->map_h.slots);
-	free(p->funcs);
-	free(p->func_h.slots);
-	free(p->locs);
-	free(p->loc_h.slots);
-	free(p->stacks);
-	free(p->stack_pool);
-	free(p->stack_h.slots);
-	free(p->lsets);
-	free(p->lset_ids);
+	intern__free(p->strs);
+	intern__free(p->maps);
+	intern__free(p->funcs);
+	intern__free(p->locs);
+	intern__free(p->stacks);
+	intern__free(p->lsets);
+	intern__free(p->samples);
+	free(p->loc_names);
 	free(p->lset_labels);
-	free(p->lset_h.slots);
-	free(p->samples);
-	free(p->sample_h.slots);
+	free(p->lset_off);
+	free(p->counts);
 	free(p->scratch);
 	free(p);
 }
 
 /* ---- strings ------------------------------------------------------------------------------- */
 
-/* String bytes never move (views and labels point at them), so they live in an arena. */
-static char *arena_copy(struct profile *p, const char *s, size_t len)
-{
-	struct arena_block *b = p->arena;
-	char *out;
-
-	if (!b || b->size - b->used < len + 1) {
-		size_t size = len + 1 > ARENA_BLOCK / 4 ? len + 1 : ARENA_BLOCK;
-
-		b = malloc(sizeof(*b) + size);
-		if (!b)
-			return NULL;
-		b->size = size;
-		b->used = 0;
-		if (size == ARENA_BLOCK || !p->arena) {
-			b->next = p->arena;
-			p->arena = b;
-		} else {	/* a big string gets its own block behind the current one */
-			b->next = p->arena->next;
-			p->arena->next = b;
-		}
-	}
-	out = b->data + b->used;
-	memcpy(out, s, len);
-	out[len] = '\0';
-	b->used += len + 1;
-	return out;
-}
-
-struct str_key {
-	const char *s;
-	size_t len;
-};
-
-static bool str_eq(const struct profile *p, const void *key, uint32_t id)
-{
-	const struct str_key *k = key;
-
-	return p->strs[id].len == k->len && memcmp(p->strs[id].s, k->s, k->len) == 0;
-}
-
 /* Returns the string's id (0 for NULL or ""), or -errno. */
 static int64_t intern_str(struct profile *p, const char *s)
 {
-	struct str_key k;
-	uint32_t hash, id, at;
-	char *copy;
-	int err;
+	size_t len;
 
 	if (!s || !*s)
 		return 0;
-	k.s = s;
-	k.len = strlen(s);
-	if (k.len > MAX_STRING_LEN)
+	len = strlen(s);
+	if (len > MAX_STRING_LEN)
 		return -E2BIG;
-	hash = (uint32_t)hash_bytes(s, k.len, 0);
-	id = htab_find(&p->str_h, p, hash, &k, str_eq, &at);
-	if (id)
-		return id;
-	if (p->n_strs > MAX_ID)
-		return -ENOSPC;
-	if (VEC_RESERVE(p->strs, p->cap_strs, p->n_strs + 1))
-		return -ENOMEM;
-	copy = arena_copy(p, s, k.len);
-	if (!copy)
-		return -ENOMEM;
-	id = (uint32_t)p->n_strs;
-	err = htab_insert(&p->str_h, hash, id, at);
-	if (err)
-		return err;	/* the copy stays in the arena, unreferenced: bounded by this call */
-	p->strs[id].s = copy;
-	p->strs[id].len = (uint32_t)k.len;
-	p->n_strs++;
-	return id;
+	return intern__id(p->strs, s, len, NULL);
+}
+
+static const char *str(const struct profile *p, uint32_t id)
+{
+	return intern__key(p->strs, id, NULL);
 }
 
 uint32_t profile__string_id(const struct profile *p, const char *s)
 {
-	struct str_key k;
-	uint32_t at;
+	int64_t id;
 
 	if (!p || !s || !*s)
 		return 0;
-	k.s = s;
-	k.len = strlen(s);
-	if (k.len > MAX_STRING_LEN)
-		return 0;
-	return htab_find(&p->str_h, p, (uint32_t)hash_bytes(s, k.len, 0), &k, str_eq, &at);
+	id = intern__find(p->strs, s, strlen(s));
+	return id < 0 ? 0 : id;
 }
 
 size_t profile__string_count(const struct profile *p)
 {
-	return p ? p->n_strs : 0;
+	return p ? intern__count(p->strs) : 0;
 }
 
 const char *profile__string(const struct profile *p, uint32_t id)
 {
-	return p && id < p->n_strs ? p->strs[id].s : NULL;
+	return p ? str(p, id) : NULL;
 }
 
 /* ---- mappings, functions, locations -------------------------------------------------------- */
 
-static bool map_eq(const struct profile *p, const void *key, uint32_t id)
+/* The 1-based id of a record, added if new; 0 with errno on failure. */
+static uint32_t record_id(struct intern *t, const void *key, size_t len, int *added)
 {
-	const struct mapping *a = key, *b = &p->maps[id - 1];
+	int64_t id = intern__id(t, key, len, added);
 
-	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
-	       a->filename == b->filename && a->build_id == b->build_id &&
-	       a->has_functions == b->has_functions && a->is_jit == b->is_jit;
-}
-
-static uint32_t hash_mapping(const struct mapping *m)
-{
-	uint64_t h = mix64(m->start ^ 0x6d617070ULL);
-
-	h = mix64(h ^ m->limit);
-	h = mix64(h ^ m->offset);
-	h = mix64(h ^ ((uint64_t)m->filename << 32 | m->build_id));
-	h = mix64(h ^ ((uint64_t)m->has_functions << 1 | m->is_jit));
-	return (uint32_t)h;
+	if (id < 0 || id >= MAX_ID) {
+		errno = id < 0 ? (int)-id : ENOSPC;
+		return 0;
+	}
+	return id + 1;
 }
 
 uint32_t profile__mapping(struct profile *p, const struct pf_mapping *m)
 {
-	struct mapping key = { 0 };
+	struct mapping key;
 	int64_t fn, bid;
-	uint32_t hash, id, at;
-	int err;
 
 	if (!p || !m) {
 		errno = EINVAL;
@@ -431,6 +206,7 @@ uint32_t profile__mapping(struct profile *p, const struct pf_mapping *m)
 		errno = (int)-(fn < 0 ? fn : bid);
 		return 0;
 	}
+	memset(&key, 0, sizeof(key));
 	key.start = m->start;
 	key.limit = m->limit;
 	key.offset = m->offset;
@@ -438,29 +214,7 @@ uint32_t profile__mapping(struct profile *p, const struct pf_mapping *m)
 	key.build_id = (uint32_t)bid;
 	key.has_functions = m->has_functions != 0;
 	key.is_jit = m->is_jit != 0;
-	hash = hash_mapping(&key);
-	id = htab_find(&p->map_h, p, hash, &key, map_eq, &at);
-	if (id)
-		return id;
-	if (p->n_maps >= MAX_ID || VEC_RESERVE(p->maps, p->cap_maps, p->n_maps + 1)) {
-		errno = p->n_maps >= MAX_ID ? ENOSPC : ENOMEM;
-		return 0;
-	}
-	id = (uint32_t)p->n_maps + 1;
-	err = htab_insert(&p->map_h, hash, id, at);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	p->maps[p->n_maps++] = key;
-	return id;
-}
-
-static bool func_eq(const struct profile *p, const void *key, uint32_t id)
-{
-	const struct function *a = key, *b = &p->funcs[id - 1];
-
-	return a->name == b->name && a->system_name == b->system_name && a->filename == b->filename;
+	return record_id(p->maps, &key, sizeof(key), NULL);
 }
 
 uint32_t profile__function(struct profile *p, const char *name, const char *system_name,
@@ -468,8 +222,6 @@ uint32_t profile__function(struct profile *p, const char *name, const char *syst
 {
 	struct function key;
 	int64_t n, sn, fn;
-	uint32_t hash, id, at;
-	int err;
 
 	if (!p || !name) {
 		errno = EINVAL;
@@ -485,38 +237,30 @@ uint32_t profile__function(struct profile *p, const char *name, const char *syst
 	key.name = (uint32_t)n;
 	key.system_name = (uint32_t)sn;
 	key.filename = (uint32_t)fn;
-	hash = (uint32_t)mix64(((uint64_t)key.name << 32 | key.system_name) ^
-			       mix64(key.filename ^ 0x66756e63ULL));
-	id = htab_find(&p->func_h, p, hash, &key, func_eq, &at);
-	if (id)
-		return id;
-	if (p->n_funcs >= MAX_ID || VEC_RESERVE(p->funcs, p->cap_funcs, p->n_funcs + 1)) {
-		errno = p->n_funcs >= MAX_ID ? ENOSPC : ENOMEM;
-		return 0;
-	}
-	id = (uint32_t)p->n_funcs + 1;
-	err = htab_insert(&p->func_h, hash, id, at);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	p->funcs[p->n_funcs++] = key;
-	return id;
+	return record_id(p->funcs, &key, sizeof(key), NULL);
 }
 
-static bool loc_eq(const struct profile *p, const void *key, uint32_t id)
+static const struct mapping *mapping_at(const struct profile *p, uint32_t id)
 {
-	const struct location *a = key, *b = &p->locs[id - 1];
+	return intern__key(p->maps, id - 1, NULL);
+}
 
-	return a->address == b->address && a->mapping == b->mapping && a->function == b->function;
+static const struct function *function_at(const struct profile *p, uint32_t id)
+{
+	return intern__key(p->funcs, id - 1, NULL);
+}
+
+static const struct location *location_at(const struct profile *p, uint32_t id)
+{
+	return intern__key(p->locs, id - 1, NULL);
 }
 
 /* The name folded stacks and flame graphs show for a location without a function name. */
 static int64_t address_name(struct profile *p, uint32_t mapping_id, uint64_t address)
 {
 	char buf[256];
-	const struct mapping *m = mapping_id ? &p->maps[mapping_id - 1] : NULL;
-	const char *file = m ? p->strs[m->filename].s : "";
+	const struct mapping *m = mapping_id ? mapping_at(p, mapping_id) : NULL;
+	const char *file = m ? str(p, m->filename) : "";
 	const char *base = strrchr(file, '/');
 
 	base = base ? base + 1 : file;
@@ -531,167 +275,75 @@ static int64_t address_name(struct profile *p, uint32_t mapping_id, uint64_t add
 uint32_t profile__location(struct profile *p, uint32_t mapping_id, uint64_t address,
 			   uint32_t function_id)
 {
-	struct location key = { 0 };
-	uint32_t hash, id, at;
+	struct location key;
+	uint32_t id;
 	int64_t name;
-	int err;
+	int added;
 
-	if (!p || mapping_id > p->n_maps || function_id > p->n_funcs) {
+	if (!p || mapping_id > intern__count(p->maps) || function_id > intern__count(p->funcs)) {
 		errno = EINVAL;
 		return 0;
 	}
+	memset(&key, 0, sizeof(key));
 	key.address = address;
 	key.mapping = mapping_id;
 	key.function = function_id;
-	hash = (uint32_t)mix64(address ^ mix64((uint64_t)mapping_id << 32 | function_id));
-	id = htab_find(&p->loc_h, p, hash, &key, loc_eq, &at);
-	if (id)
-		return id;
-	if (p->n_locs >= MAX_ID || VEC_RESERVE(p->locs, p->cap_locs, p->n_locs + 1)) {
-		errno = p->n_locs >= MAX_ID ? ENOSPC : ENOMEM;
+	if (VEC_RESERVE(p->loc_names, p->cap_loc_names, intern__count(p->locs) + 1)) {
+		errno = ENOMEM;
 		return 0;
 	}
-	name = function_id ? p->funcs[function_id - 1].name : 0;
+	id = record_id(p->locs, &key, sizeof(key), &added);
+	if (!id || !added)
+		return id;
+	name = function_id ? function_at(p, function_id)->name : 0;
 	if (!name)
 		name = address_name(p, mapping_id, address);
-	if (name < 0) {
-		errno = (int)-name;
-		return 0;
-	}
-	key.name = (uint32_t)name;
-	/* address_name may have grown the string table, never the location table: at is valid */
-	id = (uint32_t)p->n_locs + 1;
-	err = htab_insert(&p->loc_h, hash, id, at);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	p->locs[p->n_locs++] = key;
+	p->loc_names[id - 1] = name < 0 ? 0 : (uint32_t)name;
 	return id;
 }
 
 /* ---- stacks, label sets, samples ----------------------------------------------------------- */
 
-struct run_key {
-	const uint32_t *v;
-	uint32_t len;
-};
-
-static bool stack_eq(const struct profile *p, const void *key, uint32_t id)
-{
-	const struct run_key *k = key;
-	const struct span *s = &p->stacks[id - 1];
-
-	return s->len == k->len &&
-	       (!k->len || memcmp(p->stack_pool + s->off, k->v, k->len * sizeof(*k->v)) == 0);
-}
-
-static int64_t intern_stack(struct profile *p, const uint32_t *locs, uint32_t n)
-{
-	struct run_key k = { locs, n };
-	uint32_t hash = (uint32_t)hash_bytes(locs, n * sizeof(*locs), 0x737461636bULL);
-	uint32_t id, at;
-	int err;
-
-	id = htab_find(&p->stack_h, p, hash, &k, stack_eq, &at);
-	if (id)
-		return id;
-	if (p->n_stacks >= MAX_ID)
-		return -ENOSPC;
-	if (VEC_RESERVE(p->stacks, p->cap_stacks, p->n_stacks + 1) ||
-	    VEC_RESERVE(p->stack_pool, p->cap_stack_pool, p->n_stack_pool + n))
-		return -ENOMEM;
-	id = (uint32_t)p->n_stacks + 1;
-	err = htab_insert(&p->stack_h, hash, id, at);
-	if (err)
-		return err;
-	if (n)
-		memcpy(p->stack_pool + p->n_stack_pool, locs, n * sizeof(*locs));
-	p->stacks[p->n_stacks].off = p->n_stack_pool;
-	p->stacks[p->n_stacks].len = n;
-	p->n_stacks++;
-	p->n_stack_pool += n;
-	return id;
-}
-
-static bool lset_eq(const struct profile *p, const void *key, uint32_t id)
-{
-	const struct run_key *k = key;
-	const struct span *s = &p->lsets[id - 1];
-
-	return s->len == k->len &&
-	       (!k->len || memcmp(p->lset_ids + 2 * s->off, k->v, 2 * k->len * sizeof(*k->v)) == 0);
-}
-
 /* pairs: n sorted, distinct (key id, value id) pairs. */
 static int64_t intern_lset(struct profile *p, const uint32_t *pairs, uint32_t n)
 {
-	struct run_key k = { pairs, n };
-	uint32_t hash = (uint32_t)hash_bytes(pairs, 2 * n * sizeof(*pairs), 0x6c6162656cULL);
-	uint32_t id, at, i;
-	int err;
+	int64_t id;
+	int added;
+	uint32_t i;
 
-	id = htab_find(&p->lset_h, p, hash, &k, lset_eq, &at);
-	if (id)
-		return id;
-	if (p->n_lsets >= MAX_ID)
-		return -ENOSPC;
-	if (VEC_RESERVE(p->lsets, p->cap_lsets, p->n_lsets + 1) ||
-	    VEC_RESERVE(p->lset_ids, p->cap_lset_ids, p->n_lset_ids + 2 * n) ||
+	if (VEC_RESERVE(p->lset_off, p->cap_lset_off, intern__count(p->lsets) + 1) ||
 	    VEC_RESERVE(p->lset_labels, p->cap_lset_labels, p->n_lset_labels + n))
 		return -ENOMEM;
-	id = (uint32_t)p->n_lsets + 1;
-	err = htab_insert(&p->lset_h, hash, id, at);
-	if (err)
-		return err;
+	id = intern__id(p->lsets, pairs, 2 * n * sizeof(*pairs), &added);
+	if (id < 0 || !added)
+		return id;
+	p->lset_off[id] = p->n_lset_labels;
 	for (i = 0; i < n; i++) {
-		p->lset_ids[p->n_lset_ids + 2 * i] = pairs[2 * i];
-		p->lset_ids[p->n_lset_ids + 2 * i + 1] = pairs[2 * i + 1];
-		p->lset_labels[p->n_lset_labels + i].key = p->strs[pairs[2 * i]].s;
-		p->lset_labels[p->n_lset_labels + i].value = p->strs[pairs[2 * i + 1]].s;
+		p->lset_labels[p->n_lset_labels + i].key = str(p, pairs[2 * i]);
+		p->lset_labels[p->n_lset_labels + i].value = str(p, pairs[2 * i + 1]);
 	}
-	/* lset_ids holds pairs, so a set's offset counts pairs: the same index works for both */
-	p->lsets[p->n_lsets].off = p->n_lset_labels;
-	p->lsets[p->n_lsets].len = n;
-	p->n_lsets++;
-	p->n_lset_ids += 2 * n;
 	p->n_lset_labels += n;
 	return id;
 }
 
 /* Orders label pairs by key id, then value id: any input order gives the same set. */
-static int pair_cmp(const uint32_t *a, const uint32_t *b)
+static int pair_cmp(const void *a, const void *b)
 {
-	if (a[0] != b[0])
-		return a[0] < b[0] ? -1 : 1;
-	if (a[1] != b[1])
-		return a[1] < b[1] ? -1 : 1;
-	return 0;
-}
+	const uint32_t *x = a, *y = b;
 
-static int pair_qsort_cmp(const void *a, const void *b)
-{
-	return pair_cmp(a, b);
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	if (x[1] != y[1])
+		return x[1] < y[1] ? -1 : 1;
+	return 0;
 }
 
 static uint32_t sort_pairs(uint32_t *pairs, uint32_t n)
 {
-	uint32_t i, j, out;
+	uint32_t i, out;
 
-	if (n > 16) {
-		qsort(pairs, n, 2 * sizeof(*pairs), pair_qsort_cmp);
-	} else {
-		for (i = 1; i < n; i++) {	/* insertion sort: label sets are small */
-			uint32_t k0 = pairs[2 * i], k1 = pairs[2 * i + 1];
-
-			for (j = i; j > 0 && pair_cmp(&pairs[2 * (j - 1)], (uint32_t[]){ k0, k1 }) > 0; j--) {
-				pairs[2 * j] = pairs[2 * (j - 1)];
-				pairs[2 * j + 1] = pairs[2 * (j - 1) + 1];
-			}
-			pairs[2 * j] = k0;
-			pairs[2 * j + 1] = k1;
-		}
-	}
+	if (n > 1)
+		qsort(pairs, n, 2 * sizeof(*pairs), pair_cmp);
 	for (i = 0, out = 0; i < n; i++) {	/* drop exact duplicates: a label set is a set */
 		if (out && pair_cmp(&pairs[2 * (out - 1)], &pairs[2 * i]) == 0)
 			continue;
@@ -702,28 +354,21 @@ static uint32_t sort_pairs(uint32_t *pairs, uint32_t n)
 	return out;
 }
 
-static bool sample_eq(const struct profile *p, const void *key, uint32_t id)
-{
-	const struct sample *a = key, *b = &p->samples[id - 1];
-
-	return a->stack == b->stack && a->lset == b->lset;
-}
-
 int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		 const struct pf_label *labels, size_t n_labels, uint64_t count)
 {
-	struct sample key = { 0 };
-	uint32_t hash, id, at, n_pairs;
-	int64_t sid, lid;
+	struct sample key;
+	uint32_t n_pairs;
+	int64_t sid, lid, id;
+	int added;
 	size_t i;
-	int err;
 
 	if (!p || (n_locs && !locs) || (n_labels && !labels))
 		return -EINVAL;
 	if (n_locs > UINT32_MAX / 4 || n_labels > UINT32_MAX / 4)
 		return -E2BIG;
 	for (i = 0; i < n_locs; i++) {
-		if (locs[i] == 0 || locs[i] > p->n_locs)
+		if (locs[i] == 0 || locs[i] > intern__count(p->locs))
 			return -EINVAL;
 	}
 	for (i = 0; i < n_labels; i++) {
@@ -746,29 +391,22 @@ int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 	}
 	n_pairs = sort_pairs(p->scratch, (uint32_t)n_labels);
 
-	sid = intern_stack(p, locs, (uint32_t)n_locs);
+	sid = intern__id(p->stacks, locs, n_locs * sizeof(*locs), NULL);
 	if (sid < 0)
 		return (int)sid;
 	lid = intern_lset(p, p->scratch, n_pairs);
 	if (lid < 0)
 		return (int)lid;
-
 	key.stack = (uint32_t)sid;
 	key.lset = (uint32_t)lid;
-	hash = (uint32_t)mix64((uint64_t)key.stack << 32 | key.lset);
-	id = htab_find(&p->sample_h, p, hash, &key, sample_eq, &at);
-	if (!id) {
-		if (p->n_samples >= MAX_ID)
-			return -ENOSPC;
-		if (VEC_RESERVE(p->samples, p->cap_samples, p->n_samples + 1))
-			return -ENOMEM;
-		id = (uint32_t)p->n_samples + 1;
-		err = htab_insert(&p->sample_h, hash, id, at);
-		if (err)
-			return err;
-		p->samples[p->n_samples++] = key;
-	}
-	p->samples[id - 1].count += count;
+	if (VEC_RESERVE(p->counts, p->cap_counts, intern__count(p->samples) + 1))
+		return -ENOMEM;
+	id = intern__id(p->samples, &key, sizeof(key), &added);
+	if (id < 0)
+		return (int)id;
+	if (added)
+		p->counts[id] = 0;
+	p->counts[id] += count;
 	p->total += count;
 	return 0;
 }
@@ -777,7 +415,7 @@ int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 
 size_t profile__sample_count(const struct profile *p)
 {
-	return p ? p->n_samples : 0;
+	return p ? intern__count(p->samples) : 0;
 }
 
 uint64_t profile__total(const struct profile *p)
@@ -788,29 +426,28 @@ uint64_t profile__total(const struct profile *p)
 int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *out)
 {
 	const struct sample *s;
-	const struct span *st, *ls;
+	size_t len;
 
 	if (!p || !out)
 		return -EINVAL;
-	if (i >= p->n_samples)
+	if (i >= intern__count(p->samples))
 		return -ENOENT;
-	s = &p->samples[i];
-	st = &p->stacks[s->stack - 1];
-	ls = &p->lsets[s->lset - 1];
-	out->locs = p->stack_pool + st->off;
-	out->n_locs = st->len;
-	out->labels = p->lset_labels + ls->off;
-	out->n_labels = ls->len;
-	out->count = s->count;
-	out->stack_id = s->stack;
+	s = intern__key(p->samples, i, NULL);
+	out->locs = intern__key(p->stacks, s->stack, &len);
+	out->n_locs = len / sizeof(*out->locs);
+	intern__key(p->lsets, s->lset, &len);
+	out->labels = p->lset_labels + p->lset_off[s->lset];
+	out->n_labels = len / (2 * sizeof(uint32_t));
+	out->count = p->counts[i];
+	out->stack_id = s->stack + 1;
 	return 0;
 }
 
 const char *profile__location_name(const struct profile *p, uint32_t loc_id)
 {
-	if (!p || loc_id == 0 || loc_id > p->n_locs)
+	if (!p || loc_id == 0 || loc_id > intern__count(p->locs))
 		return NULL;
-	return p->strs[p->locs[loc_id - 1].name].s;
+	return str(p, p->loc_names[loc_id - 1]);
 }
 
 const char *profile__label(const struct pf_sample_view *s, const char *key)
@@ -839,7 +476,7 @@ const struct profile_opts *profile__opts(const struct profile *p)
 
 size_t profile__mapping_count(const struct profile *p)
 {
-	return p ? p->n_maps : 0;
+	return p ? intern__count(p->maps) : 0;
 }
 
 int profile__mapping_get(const struct profile *p, uint32_t id, struct pf_mapping *out)
@@ -848,14 +485,14 @@ int profile__mapping_get(const struct profile *p, uint32_t id, struct pf_mapping
 
 	if (!p || !out)
 		return -EINVAL;
-	if (id == 0 || id > p->n_maps)
+	if (id == 0 || id > intern__count(p->maps))
 		return -ENOENT;
-	m = &p->maps[id - 1];
+	m = mapping_at(p, id);
 	out->start = m->start;
 	out->limit = m->limit;
 	out->offset = m->offset;
-	out->filename = p->strs[m->filename].s;
-	out->build_id = m->build_id ? p->strs[m->build_id].s : NULL;
+	out->filename = str(p, m->filename);
+	out->build_id = m->build_id ? str(p, m->build_id) : NULL;
 	out->has_functions = m->has_functions;
 	out->is_jit = m->is_jit;
 	return 0;
@@ -863,7 +500,7 @@ int profile__mapping_get(const struct profile *p, uint32_t id, struct pf_mapping
 
 size_t profile__function_count(const struct profile *p)
 {
-	return p ? p->n_funcs : 0;
+	return p ? intern__count(p->funcs) : 0;
 }
 
 int profile__function_get(const struct profile *p, uint32_t id, struct pf_function_view *out)
@@ -872,18 +509,18 @@ int profile__function_get(const struct profile *p, uint32_t id, struct pf_functi
 
 	if (!p || !out)
 		return -EINVAL;
-	if (id == 0 || id > p->n_funcs)
+	if (id == 0 || id > intern__count(p->funcs))
 		return -ENOENT;
-	f = &p->funcs[id - 1];
-	out->name = p->strs[f->name].s;
-	out->system_name = p->strs[f->system_name].s;
-	out->filename = p->strs[f->filename].s;
+	f = function_at(p, id);
+	out->name = str(p, f->name);
+	out->system_name = str(p, f->system_name);
+	out->filename = str(p, f->filename);
 	return 0;
 }
 
 size_t profile__location_count(const struct profile *p)
 {
-	return p ? p->n_locs : 0;
+	return p ? intern__count(p->locs) : 0;
 }
 
 int profile__location_get(const struct profile *p, uint32_t id, struct pf_location_view *out)
@@ -892,9 +529,9 @@ int profile__location_get(const struct profile *p, uint32_t id, struct pf_locati
 
 	if (!p || !out)
 		return -EINVAL;
-	if (id == 0 || id > p->n_locs)
+	if (id == 0 || id > intern__count(p->locs))
 		return -ENOENT;
-	l = &p->locs[id - 1];
+	l = location_at(p, id);
 	out->mapping_id = l->mapping;
 	out->address = l->address;
 	out->function_id = l->function;
@@ -905,11 +542,10 @@ int profile__location_get(const struct profile *p, uint32_t id, struct pf_locati
 
 static bool lset_has(const struct profile *p, uint32_t lset, uint32_t key, uint32_t value)
 {
-	const struct span *s = &p->lsets[lset - 1];
-	const uint32_t *ids = p->lset_ids + 2 * s->off;
-	uint32_t i;
+	size_t len, i;
+	const uint32_t *ids = intern__key(p->lsets, lset, &len);
 
-	for (i = 0; i < s->len; i++) {
+	for (i = 0; i < len / (2 * sizeof(*ids)); i++) {
 		if (ids[2 * i] == key && (value == UINT32_MAX || ids[2 * i + 1] == value))
 			return true;
 	}
@@ -931,7 +567,7 @@ static int top_cmp(const void *a, const void *b, void *arg)
 		return c->self[x] > c->self[y] ? -1 : 1;
 	if (c->total[x] != c->total[y])
 		return c->total[x] > c->total[y] ? -1 : 1;
-	return strcmp(c->p->strs[x].s, c->p->strs[y].s) < 0 ? -1 : 1;	/* distinct ids, distinct strings */
+	return strcmp(str(c->p, x), str(c->p, y)) < 0 ? -1 : 1;	/* distinct ids, distinct strings */
 }
 
 /*
@@ -944,7 +580,7 @@ size_t profile__top(const struct profile *p, const char *key, const char *value,
 	uint64_t *self = NULL, *total = NULL;
 	uint32_t *seen = NULL, *names = NULL;
 	uint32_t key_id = 0, value_id = UINT32_MAX;
-	size_t i, j, n_names = 0, filled = 0;
+	size_t i, j, n_names = 0, filled = 0, n_strs;
 	struct top_ctx ctx;
 
 	if (!p || !out || n == 0)
@@ -959,33 +595,34 @@ size_t profile__top(const struct profile *p, const char *key, const char *value,
 				return 0;
 		}
 	}
-	self = calloc(p->n_strs, sizeof(*self));
-	total = calloc(p->n_strs, sizeof(*total));
-	seen = calloc(p->n_strs, sizeof(*seen));	/* sample index + 1 that last counted it */
-	names = malloc(p->n_strs * sizeof(*names));
+	n_strs = intern__count(p->strs);
+	self = calloc(n_strs, sizeof(*self));
+	total = calloc(n_strs, sizeof(*total));
+	seen = calloc(n_strs, sizeof(*seen));	/* sample index + 1 that last counted it */
+	names = malloc(n_strs * sizeof(*names));
 	if (!self || !total || !seen || !names) {
 		errno = ENOMEM;
 		goto free_tables;
 	}
 
-	for (i = 0; i < p->n_samples; i++) {
-		const struct sample *s = &p->samples[i];
-		const struct span *st = &p->stacks[s->stack - 1];
-		const uint32_t *locs = p->stack_pool + st->off;
+	for (i = 0; i < intern__count(p->samples); i++) {
+		const struct sample *s = intern__key(p->samples, i, NULL);
+		size_t len;
+		const uint32_t *locs = intern__key(p->stacks, s->stack, &len);
 
 		if (key && !lset_has(p, s->lset, key_id, value_id))
 			continue;
-		for (j = 0; j < st->len; j++) {
-			uint32_t name = p->locs[locs[j] - 1].name;
+		for (j = 0; j < len / sizeof(*locs); j++) {
+			uint32_t name = p->loc_names[locs[j] - 1];
 
 			if (j == 0)
-				self[name] += s->count;
+				self[name] += p->counts[i];
 			if (seen[name] == i + 1)
 				continue;
 			seen[name] = (uint32_t)(i + 1);
 			if (total[name] == 0)
 				names[n_names++] = name;
-			total[name] += s->count;
+			total[name] += p->counts[i];
 		}
 	}
 
@@ -994,7 +631,7 @@ size_t profile__top(const struct profile *p, const char *key, const char *value,
 	ctx.total = total;
 	qsort_r(names, n_names, sizeof(*names), top_cmp, &ctx);
 	for (filled = 0; filled < n && filled < n_names; filled++) {
-		out[filled].name = p->strs[names[filled]].s;
+		out[filled].name = str(p, names[filled]);
 		out[filled].self = self[names[filled]];
 		out[filled].total = total[names[filled]];
 	}

@@ -350,7 +350,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	memcpy(pcomm, smp->pcomm, SP_COMM_LEN);
 	pcomm[SP_COMM_LEN] = 0;
 
-	p = proctab__get(s->procs, smp->tgid, smp->proc_start_ns / (1000000000ull / SP_USER_HZ), pcomm);
+	p = proctab__get(s->procs, smp->tgid, smp->proc_start_ticks, pcomm);
 	if (!p)
 		goto nomem;
 	if (!p->sampled) {
@@ -638,18 +638,21 @@ static void report(struct session *s)
 		print_by_span(s, period_ns);
 }
 
-static const uint64_t *span_cpu;
-static const struct intern *span_names;
+struct span_cpu {
+	const struct intern *names;
+	const uint64_t *cpu;
+};
 
-static int by_cpu_desc(const void *a, const void *b)
+static int by_cpu_desc(const void *a, const void *b, void *arg)
 {
+	const struct span_cpu *sc = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int xe = !*(const char *)intern__key(span_names, x, NULL);
-	int ye = !*(const char *)intern__key(span_names, y, NULL);
+	int xe = !*(const char *)intern__key(sc->names, x, NULL);
+	int ye = !*(const char *)intern__key(sc->names, y, NULL);
 
 	if (xe != ye)
 		return xe - ye;	/* "(no span)" last */
-	return span_cpu[x] < span_cpu[y] ? 1 : span_cpu[x] > span_cpu[y] ? -1 : 0;
+	return sc->cpu[x] < sc->cpu[y] ? 1 : sc->cpu[x] > sc->cpu[y] ? -1 : 0;
 }
 
 /* Per local root span name: CPU time and the top functions. */
@@ -690,10 +693,9 @@ static void print_by_span(struct session *s, uint64_t period_ns)
 	order = calloc(intern__count(names) + 1, sizeof(*order));
 	for (uint32_t id = 0; order && cpu && id < intern__count(names); id++)
 		order[id] = id;
-	span_cpu = cpu;
-	span_names = names;
 	if (order && cpu)
-		qsort(order, intern__count(names), sizeof(*order), by_cpu_desc);
+		qsort_r(order, intern__count(names), sizeof(*order), by_cpu_desc,
+			&(struct span_cpu){ names, cpu });
 	total = profile__total(s->prof);
 	printf("by span (local root span name), CPU time and top functions:\n");
 	for (uint32_t i = 0; order && cpu && i < intern__count(names); i++) {

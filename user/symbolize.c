@@ -21,7 +21,6 @@
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
-	int err;		/* errno of the failed open */
 	const char *base;	/* basename, owned by the symbolizer's string table */
 };
 
@@ -30,6 +29,7 @@ struct frame {
 	uint32_t pending;	/* a .NET JIT candidate named in finish */
 	struct proc *proc;
 	uint64_t addr;		/* lookup address (return addresses already less one) */
+	/* Kept for pending frames only, to name them in finish: */
 	uint64_t time_ns;	/* first sample that saw it */
 	uint64_t map_start, map_end, map_pgoff;	/* the mapping it sat in (0s: none) */
 	const char *map_path;	/* interned; NULL: none */
@@ -108,19 +108,12 @@ void symbolizer__free(struct symbolizer *sym)
 	free(sym);
 }
 
-static uint32_t location(struct symbolizer *sym, uint32_t mapping, uint64_t addr, const char *name)
+/* system_name: NULL, or for a .NET method the runtime's full signature (with "instance" and the
+ * return type) behind its short "[Assembly] Type::Method(args)" name. */
+static uint32_t location(struct symbolizer *sym, uint32_t mapping, uint64_t addr, const char *name,
+			 const char *system_name)
 {
-	uint32_t fn = profile__function(sym->prof, name, NULL, NULL);
-
-	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
-}
-
-/* A .NET method: named "[Assembly] Type::Method(args)", the runtime's full signature (with
- * "instance" and the return type) kept as the system name. */
-static uint32_t jit_location(struct symbolizer *sym, uint32_t mapping, uint64_t addr,
-			     const char *name, const char *full)
-{
-	uint32_t fn = profile__function(sym->prof, name, full, NULL);
+	uint32_t fn = profile__function(sym->prof, name, system_name, NULL);
 
 	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
 }
@@ -193,8 +186,6 @@ static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, con
 	slash = strrchr(v->path, '/');
 	f->base = keep_string(sym, slash ? slash + 1 : v->path);
 	f->es = open_elf(p, v);
-	if (!f->es)
-		f->err = errno;
 	return f;
 }
 
@@ -267,7 +258,7 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 	}
 	sym->stats.kernel++;
 	sym->frames[id].addr = addr;
-	sym->frames[id].loc = location(sym, sym->kernel_mapping, addr, name);
+	sym->frames[id].loc = location(sym, sym->kernel_mapping, addr, name, NULL);
 	return sym->frames[id].loc ? id : -ENOMEM;
 }
 
@@ -278,7 +269,7 @@ static uint32_t module_offset(struct symbolizer *sym, uint32_t mapping, const ch
 	char name[320];
 
 	snprintf(name, sizeof(name), "%s+0x%" PRIx64, base ? base : "?", file_off);
-	return location(sym, mapping, addr, name);
+	return location(sym, mapping, addr, name, NULL);
 }
 
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
@@ -295,27 +286,17 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	if (id < 0 || !added)
 		return id;
 	fr = &sym->frames[id];
-	fr->proc = p;
 	fr->addr = addr;
-	fr->time_ns = time_ns;
 
 	v = (struct vma *)proc__vma(p, addr, sym->opts.maps_refresh_ns);
-	if (v) {
-		fr->map_start = v->start;
-		fr->map_end = v->end;
-		fr->map_pgoff = v->pgoff;
-		fr->map_path = keep_string(sym, v->path);
-	}
-	if (v && v->kind == VMA_FILE) {
+	if (v && v->kind == VMA_FILE)
 		f = v->file ? v->file : (v->file = symfile(sym, p, v));
-		fr->file = f;
-	}
 	if (f && f->es) {
 		off = addr - v->start + v->pgoff;
 		name = elfsym__lookup(f->es, off, &sym_off);
 		if (name) {
 			sym->stats.native_named++;
-			fr->loc = location(sym, file_mapping(sym, v, f), addr, name);
+			fr->loc = location(sym, file_mapping(sym, v, f), addr, name, NULL);
 		} else {
 			sym->stats.native_unnamed++;
 			fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, addr, off);
@@ -325,11 +306,20 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	/* Anything else in a .NET process may be JIT or ReadyToRun code: name it at the end. */
 	if (p->is_dotnet && (!v || v->kind != VMA_VDSO)) {
 		fr->pending = 1;
+		fr->proc = p;
+		fr->time_ns = time_ns;
+		fr->file = f;
+		if (v) {
+			fr->map_start = v->start;
+			fr->map_end = v->end;
+			fr->map_pgoff = v->pgoff;
+			fr->map_path = keep_string(sym, v->path);
+		}
 		return id;
 	}
-	if (v && v->kind == VMA_FILE) {
+	if (f) {
 		sym->stats.native_unnamed++;
-		fr->loc = module_offset(sym, file_mapping(sym, v, f), f ? f->base : NULL, addr,
+		fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, addr,
 					addr - v->start + v->pgoff);
 	} else {
 		struct pf_mapping m = { .start = v ? v->start : 0, .limit = v ? v->end : 0,
@@ -337,7 +327,7 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 
 		sym->stats.unknown++;
 		fr->loc = location(sym, v ? profile__mapping(sym->prof, &m) : 0, addr,
-				   v && v->kind == VMA_VDSO ? v->path : "[unknown]");
+				   v && v->kind == VMA_VDSO ? v->path : "[unknown]", NULL);
 	}
 	return fr->loc ? id : -ENOMEM;
 }
@@ -365,14 +355,14 @@ static int finish_frame(struct symbolizer *sym, struct frame *fr)
 			snprintf(name, sizeof(name), "%s [%s]", method, ps->tier);
 		else
 			snprintf(name, sizeof(name), "%s", method);
-		fr->loc = jit_location(sym, mapping, fr->addr, name, ps->name);
+		fr->loc = location(sym, mapping, fr->addr, name, ps->name);
 	} else if (file_backed) {
 		sym->stats.native_unnamed++;
 		fr->loc = module_offset(sym, mapping, fr->file->base, fr->addr,
 					fr->addr - fr->map_start + fr->map_pgoff);
 	} else {
 		sym->stats.jit_unnamed++;
-		fr->loc = location(sym, mapping, fr->addr, "[unknown]");
+		fr->loc = location(sym, mapping, fr->addr, "[unknown]", NULL);
 	}
 	fr->pending = 0;
 	return fr->loc ? 0 : -ENOMEM;
