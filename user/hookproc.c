@@ -214,20 +214,19 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	return n;
 }
 
-const char *hookproc__describe(const struct proc *p)
+void hookproc__describe(const struct proc *p, char *buf, size_t len)
 {
-	struct hook_state *h = p->hook;
-	size_t n;
+	const struct hook_state *h = p->hook;
 
-	if (!h)
-		return "";
-	/* Appended once, at report time: labels the process sent that could not be used. */
-	if (h->bad_labels && !strstr(h->desc, "labels dropped")) {
-		n = strlen(h->desc);
-		snprintf(h->desc + n, sizeof(h->desc) - n, ", %" PRIu64 " user labels dropped "
-			 "(empty, reserved or malformed names)", h->bad_labels);
+	if (!h || !h->desc[0]) {
+		snprintf(buf, len, "%s", "");
+		return;
 	}
-	return h->desc;
+	if (h->bad_labels)
+		snprintf(buf, len, "; %s, %" PRIu64 " user labels dropped (empty, reserved or "
+			 "malformed names)", h->desc, h->bad_labels);
+	else
+		snprintf(buf, len, "; %s", h->desc);
 }
 
 void hookproc__detach(struct proc *p)

@@ -27,7 +27,8 @@ int hookproc__pending(const struct proc *p);	/* not registered yet */
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);
 
-const char *hookproc__describe(const struct proc *p);	/* "" when nothing to say; for the report */
+/* For the report: "; <state of the span table>", or "" when there is nothing to say. */
+void hookproc__describe(const struct proc *p, char *buf, size_t len);
 void hookproc__detach(struct proc *p);			/* frees the state */
 
 #endif /* SPANPROF_HOOKPROC_H */

@@ -622,14 +622,15 @@ static void report(struct session *s)
 		struct proc *p = proctab__at(s->procs, i);
 		struct perfmap_stats ps;
 		const char *detail;
+		char hook[256];
 
 		if (!p->is_dotnet)
 			continue;
 		dotnetproc__state(p, &detail);
 		dotnetproc__stats(p, &ps);
-		printf("  .NET pid %u (%s): %s; %" PRIu64 " code ranges%s%s\n", p->pid, p->comm,
-		       detail, ps.entries, hookproc__describe(p)[0] ? "; " : "",
-		       hookproc__describe(p));
+		hookproc__describe(p, hook, sizeof(hook));
+		printf("  .NET pid %u (%s): %s; %" PRIu64 " code ranges%s\n", p->pid, p->comm,
+		       detail, ps.entries, hook);
 	}
 	print_cost(s);
 	printf("top functions by self time:\n");
