@@ -24,6 +24,7 @@ struct hook_state {
 	int last_err;
 	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
 	uint64_t next_try_ns;
+	uint32_t maps_seen;	/* p->maps_reads when the mappings were last searched */
 	uint64_t retry_ns;	/* backoff: a process without a table rarely gets one later */
 	char desc[160];
 };
@@ -51,21 +52,28 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 		return -ENOMEM;
 	if (h->registered)
 		return 0;
-	if (p->gone || now < h->next_try_ns)
+	/*
+	 * Mappings re-read for any reason (a symbolizer miss, a young process's check) are looked
+	 * at as they come, at no I/O cost. A read of our own only on the retry timer: every second
+	 * while the process is young and its startup hook is about to create the table, then backing
+	 * off (an old process without a table rarely gets one).
+	 */
+	if (p->gone)
 		return h->last_err;
-	/* A young process is still starting and its startup hook is about to create the table:
-	 * look every second. An old one without a table rarely gets one: back off. */
-	if (proc__age_ns(p) < YOUNG_NS)
-		h->retry_ns = RETRY_NS;
-	else
-		h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
-	if (h->retry_ns > RETRY_MAX_NS)
-		h->retry_ns = RETRY_MAX_NS;
-	h->next_try_ns = now + h->retry_ns;
-	/* The process table's mappings first; read them again only if the table is not there. */
+	if (p->maps_reads == h->maps_seen) {
+		if (now < h->next_try_ns)
+			return h->last_err;
+		if (proc__age_ns(p) < YOUNG_NS)
+			h->retry_ns = RETRY_NS;
+		else
+			h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
+		if (h->retry_ns > RETRY_MAX_NS)
+			h->retry_ns = RETRY_MAX_NS;
+		h->next_try_ns = now + h->retry_ns;
+		proc__read_maps(p);
+	}
+	h->maps_seen = p->maps_reads;
 	err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
-	if (err == -ENOENT && !proc__read_maps(p))
-		err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
 	if (!err)
 		err = spanctx__open(p->pid, p->nspid, start, end, &cp, &h->tbl);
 	h->last_err = err;

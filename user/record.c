@@ -31,6 +31,7 @@
 
 #define POLL_MS		100
 #define YOUNG_NS	(30 * 1000000000ull)	/* a process this young may still load .NET */
+#define YOUNG_MAPS_NS	(250 * 1000000ull)	/* how often its mappings are looked at meanwhile */
 #define MAX_LABELS	(8 + HOOKPROC_MAX_LABELS)
 
 /* Losses and oddities seen in user space, reported next to the BPF counters. */
@@ -415,7 +416,7 @@ static void poll_processes(struct session *s)
 
 		/* A process seen while starting may load the .NET runtime a moment later. */
 		if (!p->is_dotnet && p->sampled && !p->gone && proc__age_ns(p) < YOUNG_NS &&
-		    now_ns() - p->maps_read_ns > 1000000000ull)
+		    now_ns() - p->maps_read_ns > YOUNG_MAPS_NS)
 			proc__read_maps(p);
 		if (!p->is_dotnet || p->gone)
 			continue;
