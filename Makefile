@@ -21,7 +21,8 @@ endif
 
 CFLAGS    ?= -O2 -g -fno-omit-frame-pointer
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Ilib -Iuser -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
+USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
+CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Ilib $(USER_DIRS:%/=-I%) -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
              -DSPANPROF_VERSION='"$(VERSION)"'
 LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++
 ifneq ($(SANITIZE),)
@@ -55,15 +56,15 @@ $(BUILD)/profiler.skel.h: $(BUILD)/profiler.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
 
 # ---- protobuf-c ----------------------------------------------------------------------------
-$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile.proto | $(DEPS_STAMP)
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile/profile.proto | $(DEPS_STAMP)
 	$(call msg,PROTOC,$@)
 	$(Q)mkdir -p $(BUILD)/gen
-	$(Q)$(PROTOC_C) --proto_path=user --c_out=$(BUILD)/gen user/profile.proto
+	$(Q)$(PROTOC_C) --proto_path=user/profile --c_out=$(BUILD)/gen user/profile/profile.proto
 
 # ---- user space ----------------------------------------------------------------------------
 LIB_SRCS     := $(wildcard lib/*.c)
 PERFMAP_SRCS := $(wildcard perfmap/*.c)
-USER_SRCS    := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_SRCS    := $(filter-out user/cmd/main.c,$(wildcard user/*/*.c))
 OBJ          := $(BUILD)/obj
 PROTO_OBJ    := $(OBJ)/gen/profile.pb-c.o
 LIB_OBJS     := $(LIB_SRCS:%.c=$(OBJ)/%.o)
@@ -83,9 +84,9 @@ $(OBJ)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # Generated headers must exist before any user object compiles.
-$(USER_OBJS) $(OBJ)/user/main.o: | $(GEN_HDRS)
+$(USER_OBJS) $(OBJ)/user/cmd/main.o: | $(GEN_HDRS)
 
-$(BUILD)/spanprof: $(OBJ)/user/main.o $(ALL_OBJS)
+$(BUILD)/spanprof: $(OBJ)/user/cmd/main.o $(ALL_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -122,16 +123,16 @@ TEST_OBJS_test_jitdump  = $(PERFMAP_OBJS)
 TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
-TEST_OBJS_test_elfsym   = $(OBJ)/user/elfsym.o $(OBJ)/user/kallsyms.o $(OBJ)/perfmap/rootfs.o \
+TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kallsyms.o $(OBJ)/perfmap/rootfs.o \
                           $(LIB_OBJS)
-TEST_OBJS_test_kallsyms = $(OBJ)/user/kallsyms.o $(LIB_OBJS)
-TEST_OBJS_test_spanctx  = $(OBJ)/user/spanctx.o $(TEST_OBJS_test_proctab)
+TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
+TEST_OBJS_test_spanctx  = $(OBJ)/user/process/spanctx.o $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
-TEST_OBJS_test_proctab  = $(OBJ)/user/proctab.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o \
+TEST_OBJS_test_proctab  = $(OBJ)/user/process/proctab.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o \
                           $(LIB_OBJS)
-TEST_OBJS_test_profile  = $(OBJ)/user/profile.o $(OBJ)/user/pprof.o $(OBJ)/user/folded.o \
-                          $(OBJ)/user/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
+TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
+                          $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)

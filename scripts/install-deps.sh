@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
-      libcmocka-dev libcurl4-openssl-dev linux-perf golang-1.19-go pkg-config make gcc util-linux
+      libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libdw-dev prometheus linux-perf golang-1.19-go pkg-config make gcc util-linux
       procps libclang-rt-14-dev"
 
 missing=""
