@@ -24,7 +24,7 @@ WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
 USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CPPFLAGS  := -D_GNU_SOURCE -I. -Ibpf -Ilib $(USER_DIRS:%/=-I%) -Iperfmap -I$(BUILD) -I$(BUILD)/gen \
              -DSPANPROF_VERSION='"$(VERSION)"'
-LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++
+LDLIBS    := -lbpf -lelf -ldw -lz -lprotobuf-c -lcurl -lmicrohttpd -lpthread -lstdc++
 ifneq ($(SANITIZE),)
 CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS   += -fsanitize=$(SANITIZE)
@@ -61,17 +61,40 @@ $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile/profile.
 	$(Q)mkdir -p $(BUILD)/gen
 	$(Q)$(PROTOC_C) --proto_path=user/profile --c_out=$(BUILD)/gen user/profile/profile.proto
 
+# ---- protobuf-c: exporters (Pyroscope push, OTLP) -------------------------------------------
+# EXPORT_PROTO_OBJS lists their generated objects; EXPORT_PROTO_HDRS their headers.
+EXPORT_PROTO_OBJS :=
+EXPORT_PROTO_HDRS :=
+
+# Pyroscope's push API. protoc-c runs with the proto root as its path, so the generated
+# push.pb-c.h includes "types/v1/types.pb-c.h" (found through -I$(BUILD)/gen).
+PYRO_PROTOS := types/v1/types push/v1/push
+PYRO_PROTOC  = $(Q)mkdir -p $(BUILD)/gen && $(PROTOC_C) --proto_path=user/export/proto --c_out=$(BUILD)/gen $<
+$(BUILD)/gen/types/v1/types.pb-c.c $(BUILD)/gen/types/v1/types.pb-c.h &: user/export/proto/types/v1/types.proto | $(DEPS_STAMP)
+	$(call msg,PROTOC,$@)
+	$(PYRO_PROTOC)
+$(BUILD)/gen/push/v1/push.pb-c.c $(BUILD)/gen/push/v1/push.pb-c.h &: user/export/proto/push/v1/push.proto | $(DEPS_STAMP)
+	$(call msg,PROTOC,$@)
+	$(PYRO_PROTOC)
+$(PYRO_PROTOS:%=$(BUILD)/obj/gen/%.pb-c.o): $(BUILD)/obj/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c \
+		$(PYRO_PROTOS:%=$(BUILD)/gen/%.pb-c.h)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+EXPORT_PROTO_OBJS += $(PYRO_PROTOS:%=$(BUILD)/obj/gen/%.pb-c.o)
+EXPORT_PROTO_HDRS += $(PYRO_PROTOS:%=$(BUILD)/gen/%.pb-c.h)
+
 # ---- user space ----------------------------------------------------------------------------
 LIB_SRCS     := $(wildcard lib/*.c)
 PERFMAP_SRCS := $(wildcard perfmap/*.c)
 USER_SRCS    := $(filter-out user/cmd/main.c,$(wildcard user/*/*.c))
 OBJ          := $(BUILD)/obj
-PROTO_OBJ    := $(OBJ)/gen/profile.pb-c.o
+PROTO_OBJ    := $(OBJ)/gen/profile.pb-c.o $(EXPORT_PROTO_OBJS)
 LIB_OBJS     := $(LIB_SRCS:%.c=$(OBJ)/%.o)
 PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o) $(LIB_OBJS)
 USER_OBJS    := $(USER_SRCS:%.c=$(OBJ)/%.o)
 ALL_OBJS     := $(USER_OBJS) $(PERFMAP_OBJS) $(PROTO_OBJ)
-GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(BUILD)/vmlinux.h
+GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(EXPORT_PROTO_HDRS) $(BUILD)/vmlinux.h
 
 $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -126,16 +149,21 @@ TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
 TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kallsyms.o $(OBJ)/perfmap/rootfs.o \
                           $(LIB_OBJS)
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
-TEST_OBJS_test_spanctx  = $(OBJ)/user/process/spanctx.o $(TEST_OBJS_test_proctab)
+TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
-TEST_OBJS_test_proctab  = $(OBJ)/user/process/proctab.o $(OBJ)/perfmap/dotnet.o $(OBJ)/perfmap/rootfs.o \
-                          $(LIB_OBJS)
+PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
+TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
+TEST_OBJS_test_aggregate = $(OBJ)/user/profile/aggregate.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
+TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_delivery = $(TEST_OBJS_test_pyroscope)
+TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
+TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 
 $(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)

@@ -123,11 +123,11 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
-	if (dst[24] == 0) {	/* valid flag clear: the thread was interrupted mid-write */
+	if (dst[SP_CTX_OFF_VALID] == 0) {	/* valid flag clear: the thread was interrupted mid-write */
 		*status = SP_CNT_CTX_INVALID;
 		return 0;
 	}
-	attrs = dst[26] | (__u32)dst[27] << 8;
+	attrs = dst[SP_CTX_OFF_ATTRS_LEN] | (__u32)dst[SP_CTX_OFF_ATTRS_LEN + 1] << 8;
 	if (attrs > sz - SP_CTX_HEAD)
 		attrs = sz - SP_CTX_HEAD;
 	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id */

@@ -14,25 +14,40 @@
 #define SP_COMM_LEN	 16
 #define SP_CTX_MAX	 640	/* OTEP 4947 record: 28-byte head + attributes, recommended max */
 #define SP_CTX_HEAD	 28
+/* OTEP 4947 record head: trace_id[16] span_id[8] valid:u8 trace_flags:u8 attrs_data_size:u16. */
+#define SP_CTX_OFF_TRACE_ID  0
+#define SP_CTX_OFF_SPAN_ID   16
+#define SP_CTX_OFF_VALID     24
+#define SP_CTX_OFF_FLAGS     25
+#define SP_CTX_OFF_ATTRS_LEN 26	/* little-endian u16 (native order on every supported arch) */
 #define SP_CTX_PROBES	 8	/* linear-probe steps in the hook's thread table */
 #define SP_USER_HZ	 100	/* /proc/<pid>/stat start times are in these ticks */
 #define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
 
-/* One counter per outcome the sampler can meet. Every failure site increments exactly one. */
+/*
+ * One counter per outcome the sampler can meet. Every failure site increments exactly one.
+ * X(enum suffix, short name shown by -v and /metrics, what it counts): the one table both the
+ * enum and every report are generated from.
+ */
+#define SP_COUNTERS(X)                                                                         \
+	X(SAMPLES, "samples", "perf events that passed the filter and were handled")          \
+	X(SENT, "sent", "records written to the ring buffer")                                   \
+	X(LOST_RINGBUF, "lost_ringbuf", "ring buffer full: sample lost")                        \
+	X(LOST_SCRATCH, "lost_scratch", "per-CPU scratch lookup failed: sample lost")           \
+	X(USTACK_ERR, "ustack_err", "user stack read failed: sample kept, marked")              \
+	X(KSTACK_ERR, "kstack_err", "kernel stack read failed: sample kept, marked")            \
+	X(TASK_ERR, "task_err", "task fields (start time, comm, ns tid) unreadable: kept")      \
+	X(CTX_UNHOOKED, "ctx_unhooked", "process has no span table (not .NET or not hooked)")   \
+	X(CTX_NO_SLOT, "ctx_no_slot", "hooked process, but this thread has no slot")            \
+	X(CTX_READ_ERR, "ctx_read_err", "the thread's record unreadable")                       \
+	X(CTX_INVALID, "ctx_invalid", "record caught mid-write (valid flag clear): no labels")  \
+	X(CTX_NONE, "ctx_none", "valid record, no span active (zero trace id)")                 \
+	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")
+
 enum sp_counter {
-	SP_CNT_SAMPLES = 0,	/* perf events that passed the filter and were handled */
-	SP_CNT_SENT,		/* records written to the ring buffer */
-	SP_CNT_LOST_RINGBUF,	/* ring buffer full: sample lost */
-	SP_CNT_LOST_SCRATCH,	/* per-CPU scratch lookup failed: sample lost */
-	SP_CNT_USTACK_ERR,	/* user stack read failed: sample kept, marked */
-	SP_CNT_KSTACK_ERR,	/* kernel stack read failed: sample kept, marked */
-	SP_CNT_TASK_ERR,	/* task fields (start time, comm, ns tid) unreadable: sample kept */
-	SP_CNT_CTX_UNHOOKED,	/* process has no span table (not .NET or hook not loaded) */
-	SP_CNT_CTX_NO_SLOT,	/* hooked process, but this thread has no slot (or its page is unwritten) */
-	SP_CNT_CTX_READ_ERR,	/* the thread's record unreadable (garbage pointer, paged out) */
-	SP_CNT_CTX_INVALID,	/* record caught mid-write (valid flag clear): no labels */
-	SP_CNT_CTX_NONE,	/* valid record, no span active (zero trace id) */
-	SP_CNT_CTX_OK,		/* valid record with a span: labels attached */
+#define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,
+	SP_COUNTERS(SP_COUNTER_ENUM)
+#undef SP_COUNTER_ENUM
 	SP_CNT__MAX,
 };
 

@@ -110,9 +110,20 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
+/* The real runtimes detect themselves from the fake mappings; nothing talks to a process. */
+static const struct runtime_env env = { .runtimes = runtime_registry, .ctx_map_fd = -1 };
+
+static void free_table(struct proctab *pt)
+{
+	for (uint32_t i = 0; i < proctab__count(pt); i++)
+		if (proctab__at(pt, i))
+			runtime__detach_all(proctab__at(pt, i));
+	proctab__free(pt);
+}
+
 static void test_proctab_identity_and_maps(void **state)
 {
-	struct proctab *pt = proctab__new(root);
+	struct proctab *pt = proctab__new(root, &env);
 	struct proc *p, *q;
 	const struct vma *v;
 
@@ -120,23 +131,23 @@ static void test_proctab_identity_and_maps(void **state)
 	p = proctab__get(pt, 4242, 12345, "app");
 	assert_non_null(p);
 	assert_false(p->gone);
-	assert_true(p->is_dotnet);
+	assert_true(runtime__has(p, RT_DOTNET));
 	assert_int_equal(p->nvmas, 6);
-	v = proc__vma(p, 0x55d0c0a01010, 0);
+	v = proc__vma(p, 0x55d0c0a01010);
 	assert_non_null(v);
 	assert_string_equal(v->path, "/usr/bin/app with space");
-	assert_null(proc__vma(p, 0x1000, UINT64_MAX));
+	assert_null(proc__vma(p, 0x1000));
 	/* The same process again: the same entry. */
 	q = proctab__get(pt, 4242, 12345, "app");
 	assert_ptr_equal(p, q);
 	assert_int_equal(proctab__count(pt), 1);
-	proctab__free(pt);
+	free_table(pt);
 }
 
 /* A pid now used by another process (other start time): an entry marked gone, no mappings. */
 static void test_proctab_reused_pid_is_gone(void **state)
 {
-	struct proctab *pt = proctab__new(root);
+	struct proctab *pt = proctab__new(root, &env);
 	struct proc *old, *cur;
 
 	fake_proc(777, 50000, maps_text);
@@ -144,43 +155,46 @@ static void test_proctab_reused_pid_is_gone(void **state)
 	assert_non_null(old);
 	assert_true(old->gone);
 	assert_int_equal(old->nvmas, 0);
-	assert_null(proc__vma(old, 0x55d0c0a01010, 0));
+	assert_null(proc__vma(old, 0x55d0c0a01010));
 	cur = proctab__get(pt, 777, 50000, "new");
 	assert_ptr_not_equal(old, cur);
 	assert_false(cur->gone);
 	assert_int_equal(cur->nvmas, 6);
 	assert_int_equal(proctab__count(pt), 2);
-	proctab__free(pt);
+	free_table(pt);
 }
 
 static void test_proctab_missing_process(void **state)
 {
-	struct proctab *pt = proctab__new(root);
+	struct proctab *pt = proctab__new(root, &env);
 	struct proc *p = proctab__get(pt, 99999, 1, "ghost");
 
 	assert_non_null(p);
 	assert_true(p->gone);
 	assert_string_equal(p->comm, "ghost");
-	proctab__free(pt);
+	free_table(pt);
 }
 
 /* A miss re-reads the maps: a new mapping (dlopen) is found after the file changes. */
 static void test_proctab_refresh_on_miss(void **state)
 {
-	struct proctab *pt = proctab__new(root);
+	struct proctab *pt = proctab__new(root, &env);
 	char dir[128];
 	struct proc *p;
 
 	fake_proc(31337, 100, "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n");
 	p = proctab__get(pt, 31337, 100, "a");
-	assert_null(proc__vma(p, 0x500000, UINT64_MAX));	/* no re-read allowed yet */
+	assert_null(proc__vma(p, 0x500000));
+	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);	/* no re-read allowed yet */
 	snprintf(dir, sizeof(dir), "%s/31337", root);
 	write_file(dir, "maps", "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n"
 				"500000-501000 r-xp 00000000 fd:01 2 /lib/b.so\n");
-	assert_null(proc__vma(p, 0x500000, UINT64_MAX));
-	assert_non_null(proc__vma(p, 0x500000, 0));
-	assert_string_equal(proc__vma(p, 0x500800, 0)->path, "/lib/b.so");
-	proctab__free(pt);
+	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);
+	assert_null(proc__vma(p, 0x500000));
+	assert_int_equal(proc__refresh_maps(p, 0), 0);
+	assert_non_null(proc__vma(p, 0x500000));
+	assert_string_equal(proc__vma(p, 0x500800)->path, "/lib/b.so");
+	free_table(pt);
 }
 
 int main(void)

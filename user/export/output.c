@@ -1,11 +1,13 @@
 /* output.c: output files of a recording. */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exporter.h"
 #include "output.h"
 #include "profile.h"
 
@@ -97,4 +99,70 @@ void output__abort(struct output *out)
 		if (out->created)
 			unlink(out->path);
 	}
+}
+
+/* ---- the exporter: a recording's one profile to every output ------------------------------- */
+
+struct file_exporter {
+	struct exporter x;	/* first: the allocation is the exporter */
+	struct output *outs;
+	int n;
+	struct export_stats st;
+};
+
+/* Every output is tried: one that fails does not keep the others from being written. */
+static int files_export(void *self, const struct export_batch *b)
+{
+	struct file_exporter *fx = self;
+	int first = 0, err;
+
+	fx->st.batches++;
+	for (int i = 0; i < fx->n; i++) {
+		if (!b->n || (err = output__write(&fx->outs[i], b->series[0].prof))) {
+			err = b->n ? err : -EINVAL;
+			fprintf(stderr, "spanprof: cannot write %s: %s\n", fx->outs[i].path,
+				strerror(-err));
+			fx->st.failed++;
+			first = first ? first : err;
+			continue;
+		}
+		fx->st.sent_ok++;
+	}
+	return first;
+}
+
+static int files_flush(void *self, uint32_t timeout_ms)
+{
+	return 0;	/* written synchronously */
+}
+
+static void files_stats(void *self, struct export_stats *out)
+{
+	*out = ((struct file_exporter *)self)->st;
+}
+
+static void files_free(void *self)
+{
+	free(self);
+}
+
+static const struct exporter_ops files_ops = {
+	.name = "file",
+	.export = files_export,
+	.flush = files_flush,
+	.stats = files_stats,
+	.free = files_free,
+};
+
+struct exporter *output__exporter(struct output *outs, int n)
+{
+	struct file_exporter *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return NULL;
+	fx->outs = outs;
+	fx->n = n;
+	fx->x.ops = &files_ops;
+	fx->x.self = fx;
+	return &fx->x;
 }

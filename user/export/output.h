@@ -33,4 +33,9 @@ int output__write(struct output *out, const struct profile *prof);
 /* Close without writing; remove the file if this run created it. */
 void output__abort(struct output *out);
 
+struct exporter;
+/* The outputs as an exporter (exporter.h): export() writes the batch's first profile to each of
+ * them (outs must outlive it). NULL when out of memory. */
+struct exporter *output__exporter(struct output *outs, int n);
+
 #endif /* SPANPROF_OUTPUT_H */

@@ -1,6 +1,7 @@
 /* dotnetproc.c: per-process .NET state: finds and reads its perf map / jitdump through its root,
  * and turns perf maps on over the diagnostics IPC when the process started without them. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdarg.h>
@@ -17,8 +18,7 @@
 #include "rootfs.h"
 #include "util.h"
 
-#define OPEN_RETRY_NS	(500 * 1000000ull)	/* first retry; doubles up to 8 s */
-#define OPEN_RETRY_MAX_NS (8000 * 1000000ull)
+#define REOPEN_NS (RUNTIME_BACKOFF_MAX_NS)	/* the file still missing while the other is read */
 
 struct dotnet_state {
 	struct perfmap *pm;
@@ -28,7 +28,6 @@ struct dotnet_state {
 	int enabled_by_us;
 	int enable_tried;
 	uint64_t last_open_ns;
-	uint64_t open_retry_ns;
 	uint32_t restarts;	/* files truncated and re-read */
 };
 
@@ -45,7 +44,15 @@ static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const ch
 	va_end(ap);
 }
 
-static struct dotnet_state *state_new(void)
+static int detect(const struct proc *p)
+{
+	for (size_t i = 0; i < p->nvmas; i++)
+		if (p->vmas[i].kind == VMA_FILE && dotnet__is_runtime_path(p->vmas[i].path))
+			return 1;
+	return 0;
+}
+
+static void *attach(struct proc *p, const struct runtime_env *env)
 {
 	struct dotnet_state *d = calloc(1, sizeof(*d));
 
@@ -58,6 +65,7 @@ static struct dotnet_state *state_new(void)
 		free(d);
 		return NULL;
 	}
+	set_state(d, DOTNETPROC_WAITING, "no perf map yet");
 	return d;
 }
 
@@ -91,12 +99,13 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	dotnet__close_jit_files(&f);
 }
 
-static void try_enable(struct proc *p, struct dotnet_state *d, const struct dotnetproc_opts *o)
+static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
 	uint32_t hr = 0;
 	int err;
 
-	if (!o->enable_perfmap || d->enable_tried || p->root_fd < 0)
+	/* Perf maps are turned on only in processes we actually sample. */
+	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0)
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
@@ -135,30 +144,25 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 	return n;
 }
 
-int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
+/*
+ * Open the files through the process's root (container-safe), enable perf maps when allowed, and
+ * read what was appended since the last call. RT_WAIT while there is nothing to read.
+ */
+static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
-	struct dotnet_state *d = p->dotnet;
+	struct dotnet_state *d = state;
+	int have, missing;
 	int64_t n;
 
-	if (!p->is_dotnet)
-		return 0;
-	if (!d) {
-		d = p->dotnet = state_new();
-		if (!d)
-			return -ENOMEM;
-		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
-	}
-	if (!p->gone && d->state != DOTNETPROC_REFUSED &&
-	    (d->files.map_fd < 0 || d->files.jitdump_fd < 0)) {
-		if (now_ns() - d->last_open_ns >= d->open_retry_ns) {
-			open_files(p, d);
-			d->open_retry_ns = d->open_retry_ns ? d->open_retry_ns * 2 : OPEN_RETRY_NS;
-			if (d->open_retry_ns > OPEN_RETRY_MAX_NS)
-				d->open_retry_ns = OPEN_RETRY_MAX_NS;
-		}
-		if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
-			try_enable(p, d, o);	/* once, and only when o allows it */
-	}
+	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
+	missing = d->files.map_fd < 0 || d->files.jitdump_fd < 0;
+	/* With nothing open, the caller's backoff paces the retries; with one file open, the other
+	 * (often never written, e.g. PerfMapType 3) is looked for now and then. */
+	if (!p->gone && d->state != DOTNETPROC_REFUSED && missing &&
+	    (!have || now_ns() - d->last_open_ns >= REOPEN_NS))
+		open_files(p, d);
+	if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
+		try_enable(p, d, o);	/* once, and only when o allows it */
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
 		if (n == -ESTALE)
@@ -173,33 +177,40 @@ int dotnetproc__poll(struct proc *p, const struct dotnetproc_opts *o)
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
-	if ((d->files.map_fd >= 0 || d->files.jitdump_fd >= 0) && d->state == DOTNETPROC_WAITING)
+	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
+	if (have && d->state == DOTNETPROC_WAITING)
 		set_state(d, DOTNETPROC_READING, "reading %s%s%s", d->files.map_fd >= 0 ? "perf map" : "",
 			  d->files.map_fd >= 0 && d->files.jitdump_fd >= 0 ? " + " : "",
 			  d->files.jitdump_fd >= 0 ? "jitdump" : "");
-	return 0;
+	if (p->gone)
+		return RT_DONE;	/* what the files hold now is all there will be */
+	return have ? RT_READY : RT_WAIT;
 }
 
-const struct perfmap_sym *dotnetproc__lookup(struct proc *p, uint64_t addr, uint64_t time_ns)
+/* Anything outside the ELF files' symbols may be JIT or ReadyToRun code, except the vDSO. */
+static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 {
-	const struct perfmap_sym *s;
+	const struct vma *v = proc__vma(p, addr);
 
-	if (!p->dotnet)
-		return NULL;
-	s = perfmap__lookup(p->dotnet->pm, addr, time_ns);
+	return !v || v->kind != VMA_VDSO;
+}
+
+static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
+		     struct rt_symbol *out)
+{
+	struct dotnet_state *d = state;
+	const struct perfmap_sym *s = perfmap__lookup(d->pm, addr, time_ns);
+
 	/* Code logged after the sample: a perf map enabled late logs existing code with the time of
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
 	if (!s && time_ns)
-		s = perfmap__lookup(p->dotnet->pm, addr, 0);
-	return s;
-}
-
-/* Whether the process still runs: its /proc dir reads fail once it has exited. */
-static int alive(const struct proc *p)
-{
-	char buf[64];
-
-	return !p->gone && p->dir_fd >= 0 && read_small_file(p->dir_fd, "stat", buf, sizeof(buf)) > 0;
+		s = perfmap__lookup(d->pm, addr, 0);
+	if (!s)
+		return -ENOENT;
+	out->name = s->name + perfmap__method_offset(s->name, strlen(s->name));
+	out->system_name = s->name;
+	out->tier = s->tier;
+	return 0;
 }
 
 /* Unlink name in dir if it is still the very file behind fd (not a newer process's file of the
@@ -233,39 +244,55 @@ static void remove_files(struct proc *p, struct dotnet_state *d)
 	close(dir);
 }
 
-void dotnetproc__detach(struct proc *p, const struct dotnetproc_opts *o)
+static void detach(struct proc *p, void *state, const struct runtime_env *o)
 {
-	struct dotnet_state *d = p->dotnet;
+	struct dotnet_state *d = state;
 	uint32_t hr;
 
-	if (!d)
-		return;
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
 	 * files we made it write would stay in its /tmp for good. */
 	if (d->enabled_by_us && p->root_fd >= 0 &&
-	    (diagipc__disable_perfmap(p->pid, p->root_fd, p->nspid, &hr) == 0 || !alive(p)))
+	    (diagipc__disable_perfmap(p->pid, p->root_fd, p->nspid, &hr) == 0 || !proc__alive(p)))
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
 	free(d);
-	p->dotnet = NULL;
 }
+
+static void describe(const struct proc *p, const void *state, char *buf, size_t len)
+{
+	const struct dotnet_state *d = state;
+	struct perfmap_stats ps;
+
+	perfmap__stats(d->pm, &ps);
+	snprintf(buf, len, "%s; %" PRIu64 " code ranges", d->detail, ps.entries);
+}
+
+const struct runtime_ops dotnet_runtime = {
+	.name = "dotnet",
+	.detect = detect,
+	.attach = attach,
+	.poll = poll,
+	.claims = claims,
+	.symbolize = symbolize,
+	.describe = describe,
+	.detach = detach,
+};
 
 enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detail)
 {
-	if (!p->dotnet) {
-		if (detail)
-			*detail = "";
-		return DOTNETPROC_NEW;
-	}
+	const struct dotnet_state *d = runtime__state(p, RT_DOTNET);
+
 	if (detail)
-		*detail = p->dotnet->detail;
-	return p->dotnet->state;
+		*detail = d ? d->detail : "";
+	return d ? d->state : DOTNETPROC_NEW;
 }
 
 void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out)
 {
+	const struct dotnet_state *d = runtime__state(p, RT_DOTNET);
+
 	memset(out, 0, sizeof(*out));
-	if (p->dotnet)
-		perfmap__stats(p->dotnet->pm, out);
+	if (d)
+		perfmap__stats(d->pm, out);
 }

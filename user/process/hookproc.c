@@ -1,4 +1,5 @@
-/* hookproc.c: span tables of hooked processes: discovery, BPF registration, label decoding. */
+/* hookproc.c: the span-table runtime (runtime.h): discovery of the hook's table, BPF
+ * registration, label decoding. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,11 +11,8 @@
 #include "hookproc.h"
 #include "profile.h"
 #include "proctab.h"
+#include "runtime.h"
 #include "util.h"
-
-#define RETRY_NS	(1000 * 1000000ull)	/* first retry; doubles up to RETRY_MAX_NS */
-#define RETRY_MAX_NS	(8000 * 1000000ull)
-#define YOUNG_NS	(60 * 1000000000ull)
 
 struct hook_state {
 	struct spanctx_table tbl;
@@ -23,56 +21,35 @@ struct hook_state {
 	int registered;
 	int last_err;
 	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
-	uint64_t next_try_ns;
-	uint32_t maps_seen;	/* p->maps_reads when the mappings were last searched */
-	uint64_t retry_ns;	/* backoff: a process without a table rarely gets one later */
 	char desc[160];
 };
 
-static struct hook_state *state(struct proc *p)
+/* A .NET process may load the hook at any time; any process that maps a table is looked at. */
+static int detect(const struct proc *p)
 {
-	if (!p->hook) {
-		p->hook = calloc(1, sizeof(*p->hook));
-		if (p->hook && !(p->hook->keys = spanctx_keys__new())) {
-			free(p->hook);
-			p->hook = NULL;
-		}
-	}
-	return p->hook;
+	uint64_t start, end;
+
+	return runtime__has(p, RT_DOTNET) || spanctx__find_table(p->vmas, p->nvmas, &start, &end) == 0;
 }
 
-int hookproc__poll(struct proc *p, int ctx_map_fd)
+static void *attach(struct proc *p, const struct runtime_env *env)
 {
-	struct hook_state *h = state(p);
+	struct hook_state *h = calloc(1, sizeof(*h));
+
+	if (h && !(h->keys = spanctx_keys__new())) {
+		free(h);
+		h = NULL;
+	}
+	return h;
+}
+
+/* Find the table in the current mappings, validate it and register it with the sampler. */
+static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_fd)
+{
 	struct sp_ctx_proc cp;
-	uint64_t now = now_ns(), start, end;
+	uint64_t start, end;
 	int err;
 
-	if (!h)
-		return -ENOMEM;
-	if (h->registered)
-		return 0;
-	/*
-	 * Mappings re-read for any reason (a symbolizer miss, a young process's check) are looked
-	 * at as they come, at no I/O cost. A read of our own only on the retry timer: every second
-	 * while the process is young and its startup hook is about to create the table, then backing
-	 * off (an old process without a table rarely gets one).
-	 */
-	if (p->gone)
-		return h->last_err;
-	if (p->maps_reads == h->maps_seen) {
-		if (now < h->next_try_ns)
-			return h->last_err;
-		if (proc__age_ns(p) < YOUNG_NS)
-			h->retry_ns = RETRY_NS;
-		else
-			h->retry_ns = h->retry_ns ? h->retry_ns * 2 : RETRY_NS;
-		if (h->retry_ns > RETRY_MAX_NS)
-			h->retry_ns = RETRY_MAX_NS;
-		h->next_try_ns = now + h->retry_ns;
-		proc__read_maps(p);
-	}
-	h->maps_seen = p->maps_reads;
 	err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
 	if (!err)
 		err = spanctx__open(p->pid, p->nspid, start, end, &cp, &h->tbl);
@@ -100,8 +77,8 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 	cp.proc_start_ticks = p->start_ticks;
 	if (bpf_map_update_elem(ctx_map_fd, &p->pid, &cp, BPF_ANY)) {
 		err = -errno;
-		snprintf(h->desc, sizeof(h->desc), "span table found, not registered: %s",
-			 strerror(-err));
+		snprintf(h->desc, sizeof(h->desc), "span table found, not registered: %s%s",
+			 strerror(-err), err == -E2BIG ? " (too many hooked processes)" : "");
 		return h->last_err = err;
 	}
 	spanctx_keys__load(h->keys, p->pid, &h->tbl);
@@ -111,9 +88,26 @@ int hookproc__poll(struct proc *p, int ctx_map_fd)
 	return 0;
 }
 
-int hookproc__pending(const struct proc *p)
+/*
+ * The mappings as last read are searched first, at no I/O cost; only when the table is not
+ * there are they read again, at the pace of the runtime backoff (every RUNTIME_BACKOFF_MIN_NS
+ * while the process is young and its startup hook is about to create the table).
+ */
+static int poll(struct proc *p, void *state, const struct runtime_env *env)
 {
-	return !p->hook || !p->hook->registered;
+	struct hook_state *h = state;
+	int err;
+
+	if (h->registered)
+		return RT_DONE;
+	if (p->gone)
+		return RT_DONE;
+	err = find_and_register(p, h, env->ctx_map_fd);
+	if (err && !proc__refresh_maps(p, RUNTIME_BACKOFF_MIN_NS))
+		err = find_and_register(p, h, env->ctx_map_fd);
+	if (!err)
+		return RT_DONE;
+	return err == -ENOENT || err == -EAGAIN ? RT_WAIT : err;
 }
 
 /* Label names spanprof sets itself; a process cannot override them. */
@@ -171,7 +165,7 @@ static void clean_utf8(char *s)
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max)
 {
-	struct hook_state *h = p->hook;
+	struct hook_state *h = runtime__state(p, RT_SPANCTX);
 	struct spanctx_labels *d;
 	size_t n = 0;
 	int err;
@@ -222,26 +216,33 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	return n;
 }
 
-void hookproc__describe(const struct proc *p, char *buf, size_t len)
+static void describe(const struct proc *p, const void *state, char *buf, size_t len)
 {
-	const struct hook_state *h = p->hook;
+	const struct hook_state *h = state;
 
-	if (!h || !h->desc[0]) {
-		snprintf(buf, len, "%s", "");
-		return;
-	}
 	if (h->bad_labels)
-		snprintf(buf, len, "; %s, %" PRIu64 " user labels dropped (empty, reserved or "
+		snprintf(buf, len, "%s, %" PRIu64 " user labels dropped (empty, reserved or "
 			 "malformed names)", h->desc, h->bad_labels);
 	else
-		snprintf(buf, len, "; %s", h->desc);
+		snprintf(buf, len, "%s", h->desc);
 }
 
-void hookproc__detach(struct proc *p)
+static void detach(struct proc *p, void *state, const struct runtime_env *env)
 {
-	if (!p->hook)
-		return;
-	spanctx_keys__free(p->hook->keys);
-	free(p->hook);
-	p->hook = NULL;
+	struct hook_state *h = state;
+
+	/* A later process with this pid must not inherit the entry (nor fill the map). */
+	if (h->registered && env && env->ctx_map_fd >= 0)
+		bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	spanctx_keys__free(h->keys);
+	free(h);
 }
+
+const struct runtime_ops spanctx_runtime = {
+	.name = "spanctx",
+	.detect = detect,
+	.attach = attach,
+	.poll = poll,
+	.describe = describe,
+	.detach = detach,
+};

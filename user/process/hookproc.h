@@ -13,10 +13,8 @@
 struct proc;
 struct pf_label;
 
-/* Look for the process's span table (at most once a second until found) and register it in
- * the BPF map ctx_procs (fd). 0 when registered, else the spanctx__find() code. */
-int hookproc__poll(struct proc *p, int ctx_map_fd);
-int hookproc__pending(const struct proc *p);	/* not registered yet */
+/* The runtime itself is spanctx_runtime (runtime.h): it finds the process's span table and
+ * registers it in the BPF map ctx_procs. */
 
 /*
  * Labels for one sampled record (head + attributes, len bytes). pyroscope: span_id is the local
@@ -26,9 +24,5 @@ int hookproc__pending(const struct proc *p);	/* not registered yet */
  */
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);
-
-/* For the report: "; <state of the span table>", or "" when there is nothing to say. */
-void hookproc__describe(const struct proc *p, char *buf, size_t len);
-void hookproc__detach(struct proc *p);			/* frees the state */
 
 #endif /* SPANPROF_HOOKPROC_H */

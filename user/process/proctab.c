@@ -8,33 +8,89 @@
 
 #include "dotnet.h"
 #include "hexnum.h"
-#include "intern.h"
 #include "proctab.h"
 #include "profiler.h"
 #include "util.h"
+#include "vec.h"
 
+
+/*
+ * Processes live in a dense array (their idx) with a free list, found by (pid, start_ticks)
+ * through chained hash buckets; removal frees the index for reuse, so a node's churn of
+ * short-lived processes costs nothing once they are gone.
+ */
+#define NO_IDX UINT32_MAX
 
 struct proctab {
 	char proc_root[64];
-	struct intern *keys;	/* (pid, start_ticks) -> idx */
-	struct proc **procs;
-	uint32_t n, cap;
+	const struct runtime_env *env;
+	struct proc **procs;	/* by idx; NULL: free */
+	uint32_t *next;		/* by idx: next in its bucket, or the free list */
+	size_t cap, next_cap;
+	uint32_t n;		/* indexes handed out so far */
+	uint32_t live;
+	uint32_t free_head;
+	uint32_t *buckets;
+	uint32_t nbuckets;	/* power of two */
 };
 
-struct proctab *proctab__new(const char *proc_root)
+struct proctab *proctab__new(const char *proc_root, const struct runtime_env *env)
 {
 	struct proctab *pt = calloc(1, sizeof(*pt));
 
 	if (!pt)
 		return NULL;
 	snprintf(pt->proc_root, sizeof(pt->proc_root), "%s", proc_root ? proc_root : "/proc");
-	pt->keys = intern__new();
-	if (!pt->keys) {
+	pt->env = env;
+	pt->free_head = NO_IDX;
+	pt->nbuckets = 256;
+	pt->buckets = malloc(pt->nbuckets * sizeof(*pt->buckets));
+	if (!pt->buckets) {
 		free(pt);
 		errno = ENOMEM;
 		return NULL;
 	}
+	memset(pt->buckets, 0xff, pt->nbuckets * sizeof(*pt->buckets));
 	return pt;
+}
+
+static uint32_t bucket(const struct proctab *pt, uint32_t pid, uint64_t start_ticks)
+{
+	uint64_t h = (pid * 0x9e3779b97f4a7c15ull) ^ (start_ticks * 0xc2b2ae3d27d4eb4full);
+
+	return (h >> 32) & (pt->nbuckets - 1);
+}
+
+static void link_proc(struct proctab *pt, struct proc *p)
+{
+	uint32_t b = bucket(pt, p->pid, p->start_ticks);
+
+	pt->next[p->idx] = pt->buckets[b];
+	pt->buckets[b] = p->idx;
+}
+
+/* Keep chains short: double the buckets when there are more processes than buckets. */
+static void grow_buckets(struct proctab *pt)
+{
+	uint32_t n = pt->nbuckets * 2, *nb = malloc(n * sizeof(*nb));
+
+	if (!nb)
+		return;	/* longer chains, still correct */
+	free(pt->buckets);
+	pt->buckets = nb;
+	pt->nbuckets = n;
+	memset(nb, 0xff, n * sizeof(*nb));
+	for (uint32_t i = 0; i < pt->n; i++)
+		if (pt->procs[i])
+			link_proc(pt, pt->procs[i]);
+}
+
+static struct proc *lookup(const struct proctab *pt, uint32_t pid, uint64_t start_ticks)
+{
+	for (uint32_t i = pt->buckets[bucket(pt, pid, start_ticks)]; i != NO_IDX; i = pt->next[i])
+		if (pt->procs[i]->pid == pid && pt->procs[i]->start_ticks == start_ticks)
+			return pt->procs[i];
+	return NULL;
 }
 
 void maps__free(struct vma *v, size_t n)
@@ -46,6 +102,8 @@ void maps__free(struct vma *v, size_t n)
 
 static void proc_free(struct proc *p)
 {
+	if (!p)
+		return;
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	if (p->root_fd >= 0)
@@ -61,7 +119,8 @@ void proctab__free(struct proctab *pt)
 	for (uint32_t i = 0; i < pt->n; i++)
 		proc_free(pt->procs[i]);
 	free(pt->procs);
-	intern__free(pt->keys);
+	free(pt->next);
+	free(pt->buckets);
 	free(pt);
 }
 
@@ -130,7 +189,7 @@ static int vma_cmp(const void *a, const void *b)
 int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t *bad)
 {
 	const char *s = buf, *end = buf + len;
-	struct vma *v = NULL, *nv;
+	struct vma *v = NULL;
 	size_t cnt = 0, cap = 0, nbad = 0;
 	int err;
 
@@ -139,14 +198,9 @@ int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t
 
 		if (!eol)
 			eol = end;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				err = -ENOMEM;
-				goto err_free;
-			}
-			v = nv;
+		if (VEC_RESERVE(v, cap, cnt + 1)) {
+			err = -ENOMEM;
+			goto err_free;
 		}
 		err = parse_line(s, eol, &v[cnt]);
 		if (err == -ENOMEM)
@@ -179,7 +233,6 @@ int proc__read_maps(struct proc *p)
 	int err;
 
 	p->maps_read_ns = now_ns();
-	p->maps_reads++;
 	if (p->gone || p->dir_fd < 0)
 		return -ESRCH;
 	len = read_file_alloc(p->dir_fd, "maps", PROC_MAPS_MAX, &buf, NULL);
@@ -197,24 +250,29 @@ int proc__read_maps(struct proc *p)
 	free(buf);
 	if (err)
 		return err;
-	/* Symbol files and mapping ids survive a re-read: carry them over by identity. */
-	for (size_t i = 0, j = 0; i < n && p->nvmas; i++) {
-		while (j < p->nvmas && p->vmas[j].start < v[i].start)
-			j++;
-		if (j < p->nvmas && p->vmas[j].start == v[i].start && p->vmas[j].end == v[i].end &&
-		    p->vmas[j].ino == v[i].ino && p->vmas[j].pgoff == v[i].pgoff &&
-		    !strcmp(p->vmas[j].path, v[i].path)) {
-			v[i].file = p->vmas[j].file;
-			v[i].mapping_id = p->vmas[j].mapping_id;
-		}
-	}
-	for (size_t i = 0; i < n && !p->is_dotnet; i++)
-		if (v[i].kind == VMA_FILE && dotnet__is_runtime_path(v[i].path))
-			p->is_dotnet = 1;
 	maps__free(p->vmas, p->nvmas);
 	p->vmas = v;
 	p->nvmas = n;
+	runtime__maps_changed(p);
 	return 0;
+}
+
+int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns)
+{
+	if (p->gone)
+		return -ESRCH;
+	if (now_ns() - p->maps_read_ns < min_interval_ns)
+		return -EAGAIN;
+	return proc__read_maps(p);
+}
+
+int proc__alive(struct proc *p)
+{
+	char buf[64];
+
+	if (!p->gone && (p->dir_fd < 0 || read_small_file(p->dir_fd, "stat", buf, sizeof(buf)) <= 0))
+		p->gone = 1;
+	return !p->gone;
 }
 
 /* Field 22 of /proc/<pid>/stat, the start time in ticks. */
@@ -261,38 +319,36 @@ gone:
 static struct proc *get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm,
 			int dir_fd)
 {
-	struct { uint32_t pid; uint64_t start; } __attribute__((packed)) key = { pid, start_ticks };
-	struct proc *p = NULL, **np;
-	int64_t id = intern__id(pt->keys, &key, sizeof(key), NULL);
+	struct proc *p = lookup(pt, pid, start_ticks);
+	uint32_t idx;
 
-	if (id < 0)
+	if (p)
 		goto close_dir;
-	if (id < pt->n) {
-		p = pt->procs[id];
+	if (pt->free_head == NO_IDX && (VEC_RESERVE(pt->procs, pt->cap, pt->n + 1) ||
+					VEC_RESERVE(pt->next, pt->next_cap, pt->n + 1)))
 		goto close_dir;
-	}
-	/* New, or an earlier attempt ran out of memory after interning: ids are dense, id == n. */
-	if (pt->n == pt->cap) {
-		uint32_t cap = pt->cap ? pt->cap * 2 : 64;
-
-		np = realloc(pt->procs, cap * sizeof(*np));
-		if (!np)
-			goto close_dir;
-		pt->procs = np;
-		pt->cap = cap;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		goto close_dir;
+	if (pt->free_head != NO_IDX) {
+		idx = pt->free_head;
+		pt->free_head = pt->next[idx];
+	} else {
+		idx = pt->n++;
+	}
 	p->pid = pid;
 	p->start_ticks = start_ticks;
-	p->idx = id;
+	p->idx = idx;
 	p->dir_fd = -1;
 	p->root_fd = -1;
 	p->nspid = pid;
+	p->env = pt->env;
 	if (comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	pt->procs[pt->n++] = p;
+	pt->procs[idx] = p;
+	link_proc(pt, p);
+	if (++pt->live > pt->nbuckets)
+		grow_buckets(pt);
 	proc_open(pt, p, dir_fd);
 	return p;
 
@@ -300,6 +356,21 @@ close_dir:
 	if (dir_fd >= 0)
 		close(dir_fd);
 	return p;
+}
+
+void proctab__remove(struct proctab *pt, struct proc *p)
+{
+	uint32_t *link = &pt->buckets[bucket(pt, p->pid, p->start_ticks)];
+
+	while (*link != NO_IDX && *link != p->idx)
+		link = &pt->next[*link];
+	if (*link == p->idx)
+		*link = pt->next[p->idx];
+	pt->procs[p->idx] = NULL;
+	pt->next[p->idx] = pt->free_head;
+	pt->free_head = p->idx;
+	pt->live--;
+	proc_free(p);
 }
 
 struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm)
@@ -344,6 +415,11 @@ uint32_t proctab__count(const struct proctab *pt)
 	return pt->n;
 }
 
+uint32_t proctab__live(const struct proctab *pt)
+{
+	return pt->live;
+}
+
 static const struct vma *find(const struct proc *p, uint64_t addr)
 {
 	size_t lo = 0, hi = p->nvmas;
@@ -368,13 +444,12 @@ uint64_t proc__age_ns(const struct proc *p)
 	return now > start ? now - start : 0;
 }
 
-const struct vma *proc__vma(struct proc *p, uint64_t addr, uint64_t min_interval_ns)
+int proc__young(const struct proc *p)
 {
-	const struct vma *v = find(p, addr);
+	return proc__age_ns(p) < RUNTIME_YOUNG_NS;
+}
 
-	if (v || p->gone || now_ns() - p->maps_read_ns < min_interval_ns)
-		return v;
-	if (proc__read_maps(p))
-		return NULL;
+const struct vma *proc__vma(const struct proc *p, uint64_t addr)
+{
 	return find(p, addr);
 }

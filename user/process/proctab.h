@@ -1,9 +1,12 @@
-/* proctab.h: the processes seen in samples, keyed by pid and start time, with their mappings. */
+/* proctab.h: the processes seen in samples, keyed by pid and start time, with their mappings and
+ * runtime instances. */
 #ifndef SPANPROF_PROCTAB_H
 #define SPANPROF_PROCTAB_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "runtime.h"
 
 #define PROC_MAPS_MAX (256u << 20)	/* 65530 mappings of long paths fit many times over */
 
@@ -14,46 +17,44 @@ enum vma_kind {
 	VMA_VDSO,	/* [vdso], [vsyscall] */
 };
 
-struct symfile;
-
 struct vma {
 	uint64_t start, end, pgoff;
 	uint64_t dev, ino;
 	const char *path;	/* as /proc/<pid>/maps shows it; owned by the table */
 	enum vma_kind kind;
 	int exec;
-	struct symfile *file;	/* set by the symbolizer on first use */
-	uint32_t mapping_id;	/* profile mapping, set by the symbolizer */
 };
 
-struct dotnet_state;
-struct hook_state;
+struct proc_syms;
+struct runtime_env;
 
 struct proc {
 	uint32_t pid;
 	int nspid;		/* its pid inside its own pid namespace (the name of its files) */
-	uint32_t idx;		/* dense index, stable for the table's life */
+	uint32_t idx;		/* dense index, stable while the process is in the table */
 	uint64_t start_ticks;	/* group leader's start, /proc/<pid>/stat field 22 (10 ms ticks):
 				 * pid + start_ticks is the identity across pid reuse */
 	char comm[16];
 	int dir_fd;		/* open /proc/<pid>: keeps reads tied to this process, not a reused pid */
 	int root_fd;		/* O_PATH /proc/<pid>/root, -1 if unavailable */
 	int gone;		/* exited, or the pid now belongs to another process */
-	int is_dotnet;		/* libcoreclr.so is mapped */
 	int sampled;		/* a target: seen in a sample, or named with -p */
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
-	uint32_t maps_reads;
-	struct dotnet_state *dotnet;	/* perf map / jitdump readers, owned by the symbolizer */
-	struct hook_state *hook;	/* span table and key names, owned by the session */
+	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
+	const struct runtime_env *env;	/* the session's, for its runtimes */
+	struct rt_instance rt[RT__MAX];	/* runtime instances (runtime.h) */
+	struct proc_syms *syms;	/* the symbolizer's frames of this process, owned by it */
+	void *ident;		/* the front-end's view (service, pod), owned by it */
 };
 
 struct proctab;
 
-/* Constructor returns NULL and sets errno. proc_root is "/proc" except in tests. */
-struct proctab *proctab__new(const char *proc_root);
-void proctab__free(struct proctab *pt);	/* NULL-safe; closes every fd */
+/* Constructor returns NULL and sets errno. proc_root is "/proc" except in tests; env is given to
+ * every process's runtimes (NULL: no runtime is attached). */
+struct proctab *proctab__new(const char *proc_root, const struct runtime_env *env);
+void proctab__free(struct proctab *pt);	/* NULL-safe; closes every fd (detach runtimes first) */
 
 /*
  * The process with this pid and start time, created (and its mappings read) on first sight.
@@ -64,16 +65,25 @@ struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks
 /* The process now running as pid (start time and name from /proc/<pid>/stat), as proctab__get
  * would file it. NULL and errno ESRCH when there is no such process. */
 struct proc *proctab__open(struct proctab *pt, uint32_t pid);
+/* The process at idx, or NULL (a free index). Iterate with idx < proctab__count(). */
 struct proc *proctab__at(const struct proctab *pt, uint32_t idx);
-uint32_t proctab__count(const struct proctab *pt);
+uint32_t proctab__count(const struct proctab *pt);	/* upper bound of indexes in use */
+uint32_t proctab__live(const struct proctab *pt);	/* processes in the table */
+/* Drop p from the table: closes its fds and frees it. Its runtimes and symbols must be gone. */
+void proctab__remove(struct proctab *pt, struct proc *p);
 
-/* The mapping holding addr. On a miss the mappings are re-read (at most every min_interval_ns)
- * and the lookup retried. NULL if still not found. */
-const struct vma *proc__vma(struct proc *p, uint64_t addr, uint64_t min_interval_ns);
+/* The mapping holding addr, or NULL. A lookup only: no I/O. */
+const struct vma *proc__vma(const struct proc *p, uint64_t addr);
 /* Time since the process started (CLOCK_BOOTTIME, the clock of its start ticks). */
 uint64_t proc__age_ns(const struct proc *p);
-/* Re-read /proc/<pid>/maps. 0 or -errno (-ESRCH: the process is gone). */
+int proc__young(const struct proc *p);	/* younger than RUNTIME_YOUNG_NS */
+/* Re-read /proc/<pid>/maps and tell the runtimes (runtime__maps_changed). 0 or -errno (-ESRCH:
+ * the process is gone). proc__refresh_maps does it only when the last read is older than
+ * min_interval_ns: 0 when re-read, -EAGAIN when too soon. */
 int proc__read_maps(struct proc *p);
+int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns);
+/* Whether the process still runs (its /proc directory still reads); sets gone when not. */
+int proc__alive(struct proc *p);
 
 /* Parse /proc/<pid>/maps text into a sorted array (caller frees with maps__free). 0 or -errno;
  * malformed lines are skipped and counted in *bad when non-NULL. */

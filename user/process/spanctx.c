@@ -328,11 +328,11 @@ int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *k
 	hex(out->span_id, rec + 16, 8);
 	for (int i = 0; i < 16; i++)
 		out->has_span |= rec[i] != 0;
-	if (!rec[24])
+	if (!rec[SP_CTX_OFF_VALID])
 		return -EAGAIN;
-	out->trace_flags = rec[25];
+	out->trace_flags = rec[SP_CTX_OFF_FLAGS];
 
-	attrs = (size_t)rec[26] | (size_t)rec[27] << 8;
+	attrs = (size_t)rec[SP_CTX_OFF_ATTRS_LEN] | (size_t)rec[SP_CTX_OFF_ATTRS_LEN + 1] << 8;
 	if (attrs > len - SP_CTX_HEAD) {
 		out->truncated = 1;
 		attrs = len - SP_CTX_HEAD;

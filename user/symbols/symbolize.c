@@ -1,5 +1,6 @@
 /* symbolize.c: names frames. Kernel from kallsyms, native from ELF files (opened while the
- * process lives), .NET JIT from perf maps / jitdump (deferred until the maps are complete). */
+ * process lives), runtime code (.NET JIT, ReadyToRun) through the process's runtimes, deferred
+ * until their files are read. Names are interned once for all processes; frames per process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,80 +10,95 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dotnetproc.h"
 #include "elfsym.h"
 #include "intern.h"
 #include "kallsyms.h"
 #include "proctab.h"
-#include "profile.h"
+#include "runtime.h"
 #include "symbolize.h"
-
-#define KERNEL_KEY UINT32_MAX
+#include "vec.h"
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
-	const char *base;	/* basename, owned by the symbolizer's string table */
+	uint32_t base;		/* basename, a string id */
+};
+
+/* A mapping frames sit in, as the profile shows it. */
+struct smap {
+	uint64_t start, limit, offset;
+	uint32_t filename, build_id;	/* string ids; 0: none */
+	uint32_t is_jit;
+	uint32_t pad;
 };
 
 struct frame {
-	uint32_t loc;		/* profile location; 0 while pending */
-	uint32_t pending;	/* a .NET JIT candidate named in finish */
-	struct proc *proc;
 	uint64_t addr;		/* lookup address (return addresses already less one) */
-	/* Kept for pending frames only, to name them in finish: */
-	uint64_t time_ns;	/* first sample that saw it */
-	uint64_t map_start, map_end, map_pgoff;	/* the mapping it sat in (0s: none) */
-	const char *map_path;	/* interned; NULL: none */
-	struct symfile *file;	/* for a .dll or other file-backed mapping, if any */
+	uint64_t time_ns;	/* first sample that saw it (for runtime lookups by time) */
+	uint64_t file_off;	/* module+offset fallback */
+	uint32_t name, system_name;	/* string ids; name 0 while pending */
+	uint32_t map;		/* smap index + 1 in the process, 0: none */
+	uint32_t base;		/* string id of the file's basename, 0: not file-backed */
+	uint8_t pending;	/* runtime code: named (again) in finish */
+	uint8_t pad[7];
+};
+
+struct proc_syms {
+	struct intern *keys;	/* addr -> frame index */
+	struct frame *frames;
+	size_t cap;
+	struct intern *maps;	/* struct smap -> index */
+	uint32_t npending;
+};
+
+struct kframe {
+	uint64_t addr;
+	uint32_t name;
 };
 
 struct symbolizer {
-	struct profile *prof;
 	struct symbolizer_opts opts;
 	struct ksyms *ksyms;
-	struct intern *frame_keys;	/* (proc idx, addr) -> frame index */
-	struct frame *frames;
-	uint32_t nframes, cap;
-	struct intern *file_keys;	/* (dev, ino, path) -> symfile index */
-	struct symfile **files;	/* individually allocated: vmas and frames point at them */
-	uint32_t nfiles, files_cap;
-	struct intern *strings;		/* paths and basenames kept beyond maps re-reads */
-	uint32_t kernel_mapping;
+	struct intern *kkeys;	/* kernel addr -> kframe index */
+	struct kframe *kframes;
+	size_t kcap;
+	struct intern *file_keys;	/* (dev, ino[, path]) -> symfile index */
+	struct symfile **files;
+	size_t files_cap;
+	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
 	struct symbolizer_stats stats;
 };
 
-static const char *keep_string(struct symbolizer *sym, const char *s)
+static uint32_t str_id(struct symbolizer *sym, const char *s)
 {
-	int64_t id = intern__id(sym->strings, s, strlen(s) + 1, NULL);
+	int64_t id;
 
-	return id < 0 ? NULL : intern__key(sym->strings, id, NULL);
+	if (!s || !*s)
+		return 0;
+	id = intern__id(sym->strings, s, strlen(s), NULL);
+	return id < 0 ? 0 : id;
 }
 
-struct symbolizer *symbolizer__new(struct profile *prof, const struct symbolizer_opts *opts)
+static const char *str(const struct symbolizer *sym, uint32_t id)
+{
+	return id ? intern__key(sym->strings, id, NULL) : NULL;
+}
+
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 {
 	struct symbolizer *sym = calloc(1, sizeof(*sym));
-	struct pf_mapping km = {
-		.start = 0xffff800000000000ull,
-		.limit = UINT64_MAX,
-		.filename = "[kernel.kallsyms]",
-		.has_functions = 1,
-	};
 
 	if (!sym)
 		return NULL;
-	sym->prof = prof;
 	sym->opts = *opts;
-	sym->frame_keys = intern__new();
+	sym->kkeys = intern__new();
 	sym->file_keys = intern__new();
 	sym->strings = intern__new();
-	if (!sym->frame_keys || !sym->file_keys || !sym->strings)
+	if (!sym->kkeys || !sym->file_keys || !sym->strings ||
+	    intern__id(sym->strings, "", 0, NULL) != 0)
 		goto err_free;
 	sym->ksyms = ksyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
 	if (!sym->ksyms && errno == ENODATA)
 		sym->stats.kernel_hidden = 1;
-	sym->kernel_mapping = profile__mapping(prof, &km);
-	if (!sym->kernel_mapping)
-		goto err_free;
 	return sym;
 
 err_free:
@@ -95,27 +111,19 @@ void symbolizer__free(struct symbolizer *sym)
 {
 	if (!sym)
 		return;
-	for (uint32_t i = 0; i < sym->nfiles; i++) {
+	for (uint32_t i = 0; i < intern__count(sym->file_keys) && sym->files; i++) {
+		if (!sym->files[i])
+			continue;
 		elfsym__free(sym->files[i]->es);
 		free(sym->files[i]);
 	}
 	free(sym->files);
-	free(sym->frames);
-	intern__free(sym->frame_keys);
+	free(sym->kframes);
+	intern__free(sym->kkeys);
 	intern__free(sym->file_keys);
 	intern__free(sym->strings);
 	ksyms__free(sym->ksyms);
 	free(sym);
-}
-
-/* system_name: NULL, or for a .NET method the runtime's full signature (with "instance" and the
- * return type) behind its short "[Assembly] Type::Method(args)" name. */
-static uint32_t location(struct symbolizer *sym, uint32_t mapping, uint64_t addr, const char *name,
-			 const char *system_name)
-{
-	uint32_t fn = profile__function(sym->prof, name, system_name, NULL);
-
-	return fn ? profile__location(sym->prof, mapping, addr, fn) : 0;
 }
 
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
@@ -147,6 +155,7 @@ static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
 	return elfsym__open(p->root_fd, v->path);
 }
 
+/* The symbol file of a file-backed mapping, shared by every process that maps the same inode. */
 static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, const struct vma *v)
 {
 	struct { uint64_t dev, ino; } key = { v->dev, v->ino };
@@ -154,7 +163,6 @@ static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, con
 	size_t klen = sizeof(key);
 	struct symfile *f;
 	const char *slash;
-	int added;
 	int64_t id;
 
 	/* Inode 0 (odd filesystems): tell files apart by path too. */
@@ -165,79 +173,66 @@ static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, con
 		memcpy(buf + sizeof(key), v->path, n);
 		klen += n;
 	}
-	id = intern__id(sym->file_keys, buf, klen, &added);
-	if (id < 0)
+	id = intern__id(sym->file_keys, buf, klen, NULL);
+	if (id < 0 || VEC_RESERVE(sym->files, sym->files_cap, (size_t)id + 1))
 		return NULL;
-	if (id < sym->nfiles)
+	if (sym->files[id])
 		return sym->files[id];
-	if (sym->nfiles == sym->files_cap) {
-		uint32_t cap = sym->files_cap ? sym->files_cap * 2 : 64;
-		struct symfile **nf = realloc(sym->files, cap * sizeof(*nf));
-
-		if (!nf)
-			return NULL;
-		sym->files = nf;
-		sym->files_cap = cap;
-	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	sym->files[sym->nfiles++] = f;
 	slash = strrchr(v->path, '/');
-	f->base = keep_string(sym, slash ? slash + 1 : v->path);
+	f->base = str_id(sym, slash ? slash + 1 : v->path);
 	f->es = open_elf(p, v);
+	sym->files[id] = f;
 	return f;
 }
 
-static uint32_t file_mapping(struct symbolizer *sym, struct vma *v, struct symfile *f)
+static struct proc_syms *proc_syms(struct proc *p)
 {
-	struct pf_mapping m = {
-		.start = v->start,
-		.limit = v->end,
-		.offset = v->pgoff,
-		.filename = v->path,
-		.build_id = f && f->es ? elfsym__build_id(f->es) : NULL,
-		.has_functions = 1,
-	};
+	struct proc_syms *ps = p->syms;
 
-	if (!v->mapping_id)
-		v->mapping_id = profile__mapping(sym->prof, &m);
-	return v->mapping_id;
-}
-
-static int64_t new_frame(struct symbolizer *sym, const void *key, size_t klen, int *added)
-{
-	int64_t id = intern__id(sym->frame_keys, key, klen, added);
-
-	if (id < 0 || id < sym->nframes)
-		return id;
-	if (sym->nframes == sym->cap) {
-		uint32_t cap = sym->cap ? sym->cap * 2 : 1024;
-		struct frame *nf = realloc(sym->frames, cap * sizeof(*nf));
-
-		if (!nf)
-			return -ENOMEM;
-		sym->frames = nf;
-		sym->cap = cap;
+	if (ps)
+		return ps;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return NULL;
+	ps->keys = intern__new();
+	ps->maps = intern__new();
+	if (!ps->keys || !ps->maps) {
+		intern__free(ps->keys);
+		intern__free(ps->maps);
+		free(ps);
+		return NULL;
 	}
-	memset(&sym->frames[sym->nframes], 0, sizeof(struct frame));
-	*added = 1;
-	sym->stats.frames++;
-	return sym->nframes++;
+	return p->syms = ps;
 }
 
-/*
- * The frame for an address of a process (or the kernel): a return address is looked up at
- * addr - 1, inside the call, so *addr is adjusted. *added says whether it is new and must be named.
- */
-static int64_t frame_of(struct symbolizer *sym, uint32_t proc, uint64_t *addr, int leaf, int *added)
+/* The mapping of v as the profile shows it: a file, or is_jit runtime code. */
+static uint32_t smap_of(struct symbolizer *sym, struct proc_syms *ps, const struct vma *v,
+			const struct symfile *f, int is_jit)
 {
-	struct { uint32_t proc; uint64_t addr; } __attribute__((packed)) key = { proc, 0 };
+	struct smap m;
+	int64_t id;
 
-	if (!leaf)
-		(*addr)--;
-	key.addr = *addr;
-	return new_frame(sym, &key, sizeof(key), added);
+	memset(&m, 0, sizeof(m));
+	m.start = v->start;
+	m.limit = v->end;
+	m.offset = is_jit ? 0 : v->pgoff;
+	m.filename = is_jit ? str_id(sym, "[jit]") : str_id(sym, v->path);
+	m.build_id = f && f->es ? str_id(sym, elfsym__build_id(f->es)) : 0;
+	m.is_jit = is_jit;
+	id = intern__id(ps->maps, &m, sizeof(m), NULL);
+	return id < 0 ? 0 : id + 1;
+}
+
+/* "libc.so.6+0x1234" (file offset) for a file-backed frame with no covering symbol. */
+static uint32_t module_offset(struct symbolizer *sym, uint32_t base, uint64_t file_off)
+{
+	char name[320];
+
+	snprintf(name, sizeof(name), "%s+0x%" PRIx64, base ? str(sym, base) : "?", file_off);
+	return str_id(sym, name);
 }
 
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
@@ -246,10 +241,15 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 	char buf[64];
 	uint64_t off;
 	int added;
-	int64_t id = frame_of(sym, KERNEL_KEY, &addr, leaf, &added);
+	int64_t id;
 
+	if (!leaf)
+		addr--;
+	id = intern__id(sym->kkeys, &addr, sizeof(addr), &added);
 	if (id < 0 || !added)
-		return id;
+		return id < 0 ? id : (int64_t)(id | SYM_KERNEL_FRAME);
+	if (id >= SYM_KERNEL_FRAME || VEC_RESERVE(sym->kframes, sym->kcap, (size_t)id + 1))
+		return -ENOMEM;
 	if (sym->ksyms)
 		name = ksyms__lookup(sym->ksyms, addr, &off, &module);
 	if (!name) {
@@ -257,128 +257,186 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 		name = sym->stats.kernel_hidden ? "[kernel]" : buf;
 	}
 	sym->stats.kernel++;
-	sym->frames[id].addr = addr;
-	sym->frames[id].loc = location(sym, sym->kernel_mapping, addr, name, NULL);
-	return sym->frames[id].loc ? id : -ENOMEM;
-}
-
-/* "libc.so.6+0x1234" (file offset) for a file-backed frame with no covering symbol. */
-static uint32_t module_offset(struct symbolizer *sym, uint32_t mapping, const char *base,
-			      uint64_t addr, uint64_t file_off)
-{
-	char name[320];
-
-	snprintf(name, sizeof(name), "%s+0x%" PRIx64, base ? base : "?", file_off);
-	return location(sym, mapping, addr, name, NULL);
+	sym->stats.frames++;
+	sym->kframes[id].addr = addr;
+	sym->kframes[id].name = str_id(sym, name);
+	return sym->kframes[id].name ? (int64_t)(id | SYM_KERNEL_FRAME) : -ENOMEM;
 }
 
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
 {
+	struct proc_syms *ps = proc_syms(p);
 	struct symfile *f = NULL;
+	const struct vma *v;
 	struct frame *fr;
-	struct vma *v;
 	const char *name;
-	uint64_t off, sym_off;
+	uint64_t sym_off;
 	int added;
-	int64_t id = frame_of(sym, p->idx, &addr, leaf, &added);
+	int64_t id;
 
+	if (!ps)
+		return -ENOMEM;
+	if (!leaf)
+		addr--;
+	id = intern__id(ps->keys, &addr, sizeof(addr), &added);
 	if (id < 0 || !added)
 		return id;
-	fr = &sym->frames[id];
+	if (id >= SYM_KERNEL_FRAME || VEC_RESERVE(ps->frames, ps->cap, (size_t)id + 1))
+		return -ENOMEM;
+	fr = &ps->frames[id];
 	fr->addr = addr;
+	fr->time_ns = time_ns;
+	sym->stats.frames++;
 
-	v = (struct vma *)proc__vma(p, addr, sym->opts.maps_refresh_ns);
+	/* A mapping we have not seen yet: the process mapped something since we last looked. */
+	v = proc__vma(p, addr);
+	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+		v = proc__vma(p, addr);
 	if (v && v->kind == VMA_FILE)
-		f = v->file ? v->file : (v->file = symfile(sym, p, v));
-	if (f && f->es) {
-		off = addr - v->start + v->pgoff;
-		name = elfsym__lookup(f->es, off, &sym_off);
-		if (name) {
-			sym->stats.native_named++;
-			fr->loc = location(sym, file_mapping(sym, v, f), addr, name, NULL);
-		} else {
-			sym->stats.native_unnamed++;
-			fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, addr, off);
-		}
-		return fr->loc ? id : -ENOMEM;
+		f = symfile(sym, p, v);
+	if (f) {
+		fr->base = f->base;
+		fr->file_off = addr - v->start + v->pgoff;
 	}
-	/* Anything else in a .NET process may be JIT or ReadyToRun code: name it at the end. */
-	if (p->is_dotnet && (!v || v->kind != VMA_VDSO)) {
+	if (f && f->es) {
+		name = elfsym__lookup(f->es, fr->file_off, &sym_off);
+		if (name)
+			sym->stats.native_named++;
+		else
+			sym->stats.native_unnamed++;
+		fr->map = smap_of(sym, ps, v, f, 0);
+		fr->name = name ? str_id(sym, name) : module_offset(sym, f->base, fr->file_off);
+		return fr->name ? id : -ENOMEM;
+	}
+	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
+	if (runtime__claims(p, addr, f != NULL)) {
 		fr->pending = 1;
-		fr->proc = p;
-		fr->time_ns = time_ns;
-		fr->file = f;
-		if (v) {
-			fr->map_start = v->start;
-			fr->map_end = v->end;
-			fr->map_pgoff = v->pgoff;
-			fr->map_path = keep_string(sym, v->path);
-		}
+		ps->npending++;
+		if (v)
+			fr->map = smap_of(sym, ps, v, f, f == NULL);
 		return id;
 	}
 	if (f) {
 		sym->stats.native_unnamed++;
-		fr->loc = module_offset(sym, file_mapping(sym, v, f), f->base, addr,
-					addr - v->start + v->pgoff);
+		fr->map = smap_of(sym, ps, v, f, 0);
+		fr->name = module_offset(sym, f->base, fr->file_off);
 	} else {
-		struct pf_mapping m = { .start = v ? v->start : 0, .limit = v ? v->end : 0,
-					.filename = v ? v->path : "", .has_functions = 1 };
-
 		sym->stats.unknown++;
-		fr->loc = location(sym, v ? profile__mapping(sym->prof, &m) : 0, addr,
-				   v && v->kind == VMA_VDSO ? v->path : "[unknown]", NULL);
+		if (v) {
+			struct smap m = { .start = v->start, .limit = v->end,
+					  .filename = str_id(sym, v->path) };
+			int64_t mid = intern__id(ps->maps, &m, sizeof(m), NULL);
+
+			fr->map = mid < 0 ? 0 : mid + 1;
+		}
+		fr->name = str_id(sym, v && v->kind == VMA_VDSO ? v->path : "[unknown]");
 	}
-	return fr->loc ? id : -ENOMEM;
+	return fr->name ? id : -ENOMEM;
 }
 
-static int finish_frame(struct symbolizer *sym, struct frame *fr)
+static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+			struct frame *fr)
 {
-	const struct perfmap_sym *ps = dotnetproc__lookup(fr->proc, fr->addr, fr->time_ns);
-	int file_backed = fr->file != NULL;
-	struct pf_mapping m = {
-		.start = fr->map_start,
-		.limit = fr->map_end,
-		.offset = file_backed ? fr->map_pgoff : 0,
-		.filename = file_backed ? fr->map_path : "[jit]",
-		.has_functions = 1,
-		.is_jit = !file_backed,
-	};
-	uint32_t mapping = fr->map_path ? profile__mapping(sym->prof, &m) : 0;
+	struct rt_symbol rs = { 0 };
 	char name[4096];
+	int first = fr->name == 0;
 
-	if (ps) {
-		const char *method = ps->name + perfmap__method_offset(ps->name, strlen(ps->name));
-
+	if (runtime__symbolize(p, fr->addr, fr->time_ns, &rs) == 0) {
 		sym->stats.jit_named++;
-		if (sym->opts.show_tiers && ps->tier && ps->tier[0])
-			snprintf(name, sizeof(name), "%s [%s]", method, ps->tier);
+		if (!first)
+			sym->stats.jit_unnamed--;	/* named at last */
+		if (sym->opts.show_tiers && rs.tier && rs.tier[0])
+			snprintf(name, sizeof(name), "%s [%s]", rs.name, rs.tier);
 		else
-			snprintf(name, sizeof(name), "%s", method);
-		fr->loc = location(sym, mapping, fr->addr, name, ps->name);
-	} else if (file_backed) {
+			snprintf(name, sizeof(name), "%s", rs.name);
+		fr->name = str_id(sym, name);
+		fr->system_name = str_id(sym, rs.system_name);
+		fr->pending = 0;
+		ps->npending--;
+		return fr->name ? 0 : -ENOMEM;
+	}
+	if (!first)
+		return 0;	/* still unnamed: keeps its fallback, tried again next window */
+	if (fr->base) {
 		sym->stats.native_unnamed++;
-		fr->loc = module_offset(sym, mapping, fr->file->base, fr->addr,
-					fr->addr - fr->map_start + fr->map_pgoff);
+		fr->name = module_offset(sym, fr->base, fr->file_off);
 	} else {
 		sym->stats.jit_unnamed++;
-		fr->loc = location(sym, mapping, fr->addr, "[unknown]", NULL);
+		fr->name = str_id(sym, "[unknown]");
 	}
-	fr->pending = 0;
-	return fr->loc ? 0 : -ENOMEM;
+	/* A file-backed frame the runtime does not know stays module+offset; nothing more will come
+	 * from an exited process either. */
+	if (fr->base || p->gone) {
+		fr->pending = 0;
+		ps->npending--;
+	}
+	return fr->name ? 0 : -ENOMEM;
 }
 
-int symbolizer__finish(struct symbolizer *sym)
+int symbolizer__finish(struct symbolizer *sym, struct proctab *pt)
 {
-	for (uint32_t i = 0; i < sym->nframes; i++)
-		if (sym->frames[i].pending && finish_frame(sym, &sym->frames[i]))
-			return -ENOMEM;
+	for (uint32_t i = 0; i < proctab__count(pt); i++) {
+		struct proc *p = proctab__at(pt, i);
+		struct proc_syms *ps = p ? p->syms : NULL;
+
+		for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
+			if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
+				return -ENOMEM;
+	}
 	return 0;
 }
 
-uint32_t symbolizer__location(const struct symbolizer *sym, uint32_t frame)
+int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32_t id,
+		      struct agg_frame *out)
 {
-	return frame < sym->nframes ? sym->frames[frame].loc : 0;
+	const struct proc_syms *ps = p ? p->syms : NULL;
+	const struct frame *fr;
+	const struct smap *m;
+
+	memset(out, 0, sizeof(*out));
+	if (id & SYM_KERNEL_FRAME) {
+		id &= ~SYM_KERNEL_FRAME;
+		if (id >= intern__count(sym->kkeys))
+			return -ENOENT;
+		out->name = str(sym, sym->kframes[id].name);
+		out->address = sym->kframes[id].addr;
+		out->has_mapping = 1;
+		out->mapping = (struct pf_mapping){ .start = 0xffff800000000000ull,
+						    .limit = UINT64_MAX,
+						    .filename = "[kernel.kallsyms]",
+						    .has_functions = 1 };
+		return 0;
+	}
+	if (!ps || id >= intern__count(ps->keys))
+		return -ENOENT;
+	fr = &ps->frames[id];
+	out->name = fr->name ? str(sym, fr->name) : "[unknown]";
+	out->system_name = str(sym, fr->system_name);
+	out->address = fr->addr;
+	if (fr->map && (m = intern__key(ps->maps, fr->map - 1, NULL))) {
+		out->has_mapping = 1;
+		out->mapping = (struct pf_mapping){ .start = m->start, .limit = m->limit,
+						    .offset = m->offset,
+						    .filename = str(sym, m->filename),
+						    .build_id = str(sym, m->build_id),
+						    .has_functions = 1, .is_jit = m->is_jit };
+	}
+	return 0;
+}
+
+void symbolizer__forget(struct symbolizer *sym, struct proc *p)
+{
+	struct proc_syms *ps = p->syms;
+
+	if (!ps)
+		return;
+	sym->stats.forgotten += intern__count(ps->keys);
+	intern__free(ps->keys);
+	intern__free(ps->maps);
+	free(ps->frames);
+	free(ps);
+	p->syms = NULL;
 }
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)

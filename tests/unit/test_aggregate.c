@@ -1,0 +1,187 @@
+/* test_aggregate.c: windows cut from one stream of samples: every sample counted once, in the
+ * window its time belongs to; windows built into profiles per target. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aggregate.h"
+#include "profile.h"
+
+#define SEC 1000000000ull
+
+/* Frames are named after their id; process p goes to profile p % 2 (two targets), 7 is left out. */
+static int fake_frame(void *arg, uint32_t proc, uint32_t frame, struct agg_frame *out)
+{
+	static char names[64][32];
+	uint32_t slot = frame % 64;
+
+	snprintf(names[slot], sizeof(names[slot]), "f%u", frame);
+	memset(out, 0, sizeof(*out));
+	out->name = names[slot];
+	out->address = 0x1000 + frame;
+	return 0;
+}
+
+static int fake_target(void *arg, uint32_t proc)
+{
+	return proc == 7 ? -1 : (int)(proc % 2);
+}
+
+static const struct agg_sink sink = { fake_frame, fake_target, NULL };
+
+static uint64_t build_total(struct agg_window *w, uint64_t *per_target)
+{
+	struct profile_opts po = { .period_ns = 10000000 };
+	struct profile *profs[2] = { profile__new(&po), profile__new(&po) };
+	uint64_t refused = 0;
+	int64_t n;
+
+	assert_non_null(profs[0]);
+	assert_non_null(profs[1]);
+	n = aggregate__build(w, &sink, profs, 2, &refused);
+	assert_true(n >= 0);
+	assert_int_equal(refused, 0);
+	per_target[0] += profile__total(profs[0]);
+	per_target[1] += profile__total(profs[1]);
+	assert_int_equal((uint64_t)n, profile__total(profs[0]) + profile__total(profs[1]));
+	profile__free(profs[0]);
+	profile__free(profs[1]);
+	return n;
+}
+
+/*
+ * One stream, 10 windows of 1 s from t=1 s: samples arrive in bursts, as a ring buffer drains
+ * them, some after their window's end has passed (they are drained just before the cut) and
+ * some early for the next window (a CPU ahead of the cut). Every window holds exactly the
+ * samples of its time range, and the windows add up to the stream.
+ */
+static void test_aggregate_windows_add_up(void **state)
+{
+	struct aggregator *a = aggregate__new(1 * SEC, SEC);
+	uint64_t expect[12] = { 0 }, got_total = 0, per_target[2] = { 0 }, expect_target[2] = { 0 };
+	uint64_t left_out = 0, sent = 0, t = 0;
+	struct pf_label l[2] = { { "span_id", "00000000000000aa" }, { "tid", "1" } };
+	uint32_t frames[3];
+	unsigned seed = 42;
+
+	assert_non_null(a);
+	for (int win = 0; win < 10; win++) {
+		uint64_t end = aggregate__window_end(a);
+		struct agg_window_info wi;
+		struct agg_window *w;
+
+		assert_int_equal(end, (uint64_t)(win + 1) * SEC);
+		/* Samples up to 50 ms past this window's end, as a late drain sees them. */
+		while (t < end + 50000000ull) {
+			uint32_t proc = rand_r(&seed) % 8;
+
+			frames[0] = rand_r(&seed) % 5;
+			frames[1] = 10 + rand_r(&seed) % 3;
+			frames[2] = 100;
+			assert_int_equal(aggregate__add(a, t, proc, frames, 3, l, 2), 0);
+			expect[t / SEC]++;
+			if (proc == 7)
+				left_out++;
+			else
+				expect_target[proc % 2]++;
+			sent++;
+			t += 1000000ull + rand_r(&seed) % 4000000ull;
+		}
+		w = aggregate__cut(a);
+		assert_non_null(w);
+		aggregate__info(w, &wi);
+		assert_int_equal(wi.start_ns, win ? (uint64_t)win * SEC : 0);
+		assert_int_equal(wi.end_ns, end);
+		assert_int_equal(wi.samples, expect[win]);	/* exactly its own time range */
+		assert_int_equal(wi.late, 0);
+		got_total += wi.samples;
+		build_total(w, per_target);
+		aggregate__window_free(w);
+	}
+	/* What was added past the last cut waits in the open window. */
+	{
+		struct agg_window *w = aggregate__cut(a);
+		struct agg_window_info wi;
+
+		aggregate__info(w, &wi);
+		assert_int_equal(wi.samples, expect[10]);
+		got_total += wi.samples;
+		build_total(w, per_target);
+		aggregate__window_free(w);
+	}
+	assert_int_equal(got_total, sent);
+	assert_int_equal(per_target[0], expect_target[0]);
+	assert_int_equal(per_target[1], expect_target[1]);
+	assert_int_equal(per_target[0] + per_target[1] + left_out, sent);
+	aggregate__free(a);
+}
+
+/* A drain delayed past two window ends: those samples go to the next window, counted late. */
+static void test_aggregate_late_samples_counted(void **state)
+{
+	struct aggregator *a = aggregate__new(SEC, SEC);
+	uint32_t f = 1;
+	struct agg_window *w;
+	struct agg_window_info wi;
+
+	assert_int_equal(aggregate__add(a, 0, 0, &f, 1, NULL, 0), 0);
+	assert_int_equal(aggregate__add(a, SEC + 1, 0, &f, 1, NULL, 0), 0);
+	assert_int_equal(aggregate__add(a, 5 * SEC, 0, &f, 1, NULL, 0), 0);
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.samples, 1);
+	aggregate__window_free(w);
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.samples, 2);
+	assert_int_equal(wi.late, 1);
+	aggregate__window_free(w);
+	aggregate__free(a);
+}
+
+/* Same stack and labels merge; other labels or processes do not. One window for ever (record). */
+static void test_aggregate_merge_and_single_window(void **state)
+{
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	struct pf_label x = { "k", "x" }, y = { "k", "y" };
+	uint32_t f[2] = { 1, 2 };
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(aggregate__add(a, UINT64_MAX - 1 - i, 0, f, 2, &x, 1), 0);
+	assert_int_equal(aggregate__add(a, 3, 0, f, 2, &y, 1), 0);
+	assert_int_equal(aggregate__add(a, 4, 2, f, 2, &x, 1), 0);
+	assert_int_equal(aggregate__add(a, 4, 1, f, 2, &x, 1), 0);
+	w = aggregate__cut(a);
+	assert_non_null(w);
+	assert_true(aggregate__uses_proc(w, 2));
+	assert_false(aggregate__uses_proc(w, 5));
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.samples, 8);
+	assert_int_equal(wi.stacks, 4);
+	assert_int_equal(build_total(w, per), 8);
+	assert_int_equal(per[0], 7);
+	assert_int_equal(per[1], 1);
+	aggregate__window_free(w);
+	aggregate__free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_aggregate_windows_add_up),
+		cmocka_unit_test(test_aggregate_late_samples_counted),
+		cmocka_unit_test(test_aggregate_merge_and_single_window),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* report.c: the text report of a recording, and the -v progress line. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "engine.h"
+#include "intern.h"
+#include "profile.h"
+#include "proctab.h"
+#include "report.h"
+#include "runtime.h"
+#include "vec.h"
+
+double report__cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 + ru.ru_stime.tv_sec * 1e3 +
+	       ru.ru_stime.tv_usec / 1e3;
+}
+
+void report__progress(FILE *f, struct engine *e, double elapsed_s)
+{
+	struct engine_counters c;
+
+	engine__counters(e, &c);
+	fprintf(f, "spanprof: %.1fs", elapsed_s);
+	for (int i = 0; i < SP_CNT__MAX; i++)
+		fprintf(f, " %s=%" PRIu64, sp_counter_names[i], c.bpf[i]);
+	fprintf(f, " received=%" PRIu64 " malformed=%" PRIu64 " dropped_nomem=%" PRIu64
+		" not_target=%" PRIu64 " processes=%u\n", c.received, c.malformed, c.dropped_nomem,
+		c.not_target, proctab__live(engine__procs(e)));
+}
+
+static void print_top(FILE *f, const struct profile *prof, const char *key, const char *value,
+		      size_t n, uint64_t period_ns, const char *indent)
+{
+	struct pf_top top[16];
+	uint64_t total = profile__total(prof);
+	size_t got = profile__top(prof, key, value, top, n < 16 ? n : 16);
+
+	for (size_t i = 0; i < got && top[i].self; i++)
+		fprintf(f, "%s%6.2f%% %8.0fms  %s\n", indent, total ? 100.0 * top[i].self / total : 0,
+			top[i].self * period_ns / 1e6, top[i].name);
+}
+
+/* What the profiler itself cost: BPF run time per sample (kernel.bpf_stats_enabled or
+ * --bpf-stats) and user-space CPU per 1000 samples. */
+static void print_cost(FILE *f, struct engine *e, const struct engine_counters *c,
+		       const struct report_info *ri)
+{
+	uint64_t run_ns, runs, samples = c->received;
+	double loop = ri->cpu_loop_end - ri->cpu_loop_start;
+	struct rusage ru;
+
+	/* Runs include samples of processes the -p filter drops, which cost almost nothing. */
+	if (!bpfsession__run_time(engine__bpf(e), &run_ns, &runs))
+		fprintf(f, "  sampler cost: %.2f us of BPF run time per sample taken (%.2f us per run, "
+			"%" PRIu64 " runs)\n", c->bpf[SP_CNT_SAMPLES] ?
+			run_ns / 1e3 / c->bpf[SP_CNT_SAMPLES] : 0, run_ns / 1e3 / runs, runs);
+	else
+		fprintf(f, "  sampler cost: not measured (sysctl kernel.bpf_stats_enabled=1 or --bpf-stats)\n");
+	if (!getrusage(RUSAGE_SELF, &ru))
+		fprintf(f, "  user space: %.2f ms CPU per 1000 samples while sampling (%.0f ms), %.0f ms "
+			"set-up (BTF, kallsyms, process scan), %.0f ms naming and writing; max RSS "
+			"%ld MiB\n", samples ? loop * 1000 / samples : 0, loop, ri->cpu_loop_start,
+			report__cpu_ms() - ri->cpu_loop_end, ru.ru_maxrss / 1024);
+}
+
+struct span_cpu {
+	const struct intern *names;
+	const uint64_t *cpu;
+};
+
+static int by_cpu_desc(const void *a, const void *b, void *arg)
+{
+	const struct span_cpu *sc = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int xe = !*(const char *)intern__key(sc->names, x, NULL);
+	int ye = !*(const char *)intern__key(sc->names, y, NULL);
+
+	if (xe != ye)
+		return xe - ye;	/* "(no span)" last */
+	return sc->cpu[x] < sc->cpu[y] ? 1 : sc->cpu[x] > sc->cpu[y] ? -1 : 0;
+}
+
+/* Per local root span name: CPU time and the top functions. */
+static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_ns)
+{
+	struct intern *names = intern__new();
+	uint64_t *cpu = NULL, total;
+	uint32_t *order;
+	size_t n = profile__sample_count(prof), cap = 0;
+	const char *key = "span_name";
+
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct pf_sample_view v;
+		const char *name;
+		int64_t id;
+
+		if (profile__sample(prof, i, &v))
+			continue;
+		name = profile__label(&v, key);
+		id = intern__id(names, name ? name : "", name ? strlen(name) + 1 : 1, NULL);
+		if (id < 0 || VEC_RESERVE(cpu, cap, (size_t)id + 1))
+			continue;
+		cpu[id] += v.count;
+	}
+	/* Busiest span first; CPU outside any span last. */
+	order = calloc(intern__count(names) + 1, sizeof(*order));
+	for (uint32_t id = 0; order && cpu && id < intern__count(names); id++)
+		order[id] = id;
+	if (order && cpu)
+		qsort_r(order, intern__count(names), sizeof(*order), by_cpu_desc,
+			&(struct span_cpu){ names, cpu });
+	total = profile__total(prof);
+	fprintf(f, "by span (local root span name), CPU time and top functions:\n");
+	for (uint32_t i = 0; order && cpu && i < intern__count(names); i++) {
+		const char *name = intern__key(names, order[i], NULL);
+
+		fprintf(f, "  %-44s %8.0fms %5.1f%%\n", name[0] ? name : "(no span)",
+			cpu[order[i]] * period_ns / 1e6, total ? 100.0 * cpu[order[i]] / total : 0);
+		if (name[0])
+			print_top(f, prof, key, name, 5, period_ns, "      ");
+	}
+	free(order);
+	free(cpu);
+	intern__free(names);
+}
+
+void report__print(FILE *f, struct engine *e, const struct profile *prof,
+		   const struct report_info *ri)
+{
+	struct engine_counters cnt;
+	const uint64_t *c;
+	uint64_t period_ns = 1000000000ull / ri->freq, lost;
+	struct proctab *pt = engine__procs(e);
+	struct symbolizer_stats st;
+
+	engine__counters(e, &cnt);
+	c = cnt.bpf;
+	lost = c[SP_CNT_LOST_RINGBUF] + c[SP_CNT_LOST_SCRATCH] + cnt.malformed + cnt.dropped_nomem +
+	       cnt.refused;
+	symbolizer__stats(engine__symbolizer(e), &st);
+	fprintf(f, "spanprof: %.2fs at %u Hz, %" PRIu64 " samples taken, %" PRIu64 " in profile, %"
+		PRIu64 " lost\n", (ri->t_end - ri->t_start) / 1e9, ri->freq, c[SP_CNT_SAMPLES],
+		profile__total(prof), lost);
+	fprintf(f, "  lost: ring buffer full %" PRIu64 ", scratch %" PRIu64 ", malformed %" PRIu64
+		", out of memory %" PRIu64 ", unencodable labels %" PRIu64 "\n",
+		c[SP_CNT_LOST_RINGBUF], c[SP_CNT_LOST_SCRATCH], cnt.malformed, cnt.dropped_nomem,
+		cnt.refused);
+	if (cnt.not_target)
+		fprintf(f, "  not profiled: %" PRIu64 " samples of processes that are not targets\n",
+			cnt.not_target);
+	fprintf(f, "  kept with errors: user stack %" PRIu64 ", kernel stack %" PRIu64 ", task %" PRIu64
+		"\n", c[SP_CNT_USTACK_ERR], c[SP_CNT_KSTACK_ERR], c[SP_CNT_TASK_ERR]);
+	fprintf(f, "  span context: with span %" PRIu64 ", no span %" PRIu64 ", invalid (mid-write) %"
+		PRIu64 ", thread without record %" PRIu64 ", unreadable %" PRIu64
+		", undecodable %" PRIu64 ", process not hooked %" PRIu64 "\n",
+		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
+		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
+	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", module+offset %" PRIu64
+		", .NET named %" PRIu64 ", .NET unnamed %" PRIu64 ", no mapping %" PRIu64
+		", kernel %" PRIu64 "%s\n", st.frames, st.native_named, st.native_unnamed,
+		st.jit_named, st.jit_unnamed, st.unknown, st.kernel,
+		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
+	for (uint32_t i = 0; i < proctab__count(pt); i++) {
+		struct proc *p = proctab__at(pt, i);
+		char desc[768];
+
+		if (!p || !runtime__has(p, RT_DOTNET))
+			continue;
+		runtime__describe(p, desc, sizeof(desc));
+		fprintf(f, "  .NET pid %u (%s): %s\n", p->pid, p->comm, desc);
+	}
+	print_cost(f, e, &cnt, ri);
+	fprintf(f, "top functions by self time:\n");
+	print_top(f, prof, NULL, NULL, 10, period_ns, "  ");
+	if (ri->by_span)
+		print_by_span(f, prof, period_ns);
+}

@@ -1,0 +1,27 @@
+/* report.h: the text report of a recording: a consumer of the engine's counters and the profile. */
+#ifndef SPANPROF_REPORT_H
+#define SPANPROF_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct engine;
+struct profile;
+
+struct report_info {
+	uint32_t freq;
+	uint64_t t_start, t_end;	/* CLOCK_MONOTONIC of sampling */
+	double cpu_loop_start, cpu_loop_end;	/* our CPU ms around the sampling loop */
+	int by_span;
+};
+
+/* Our own CPU time so far, in ms (user + system). */
+double report__cpu_ms(void);
+/* The end-of-run report: samples, losses by cause, span outcomes, frames, .NET processes, cost,
+ * top functions (and per span with by_span). */
+void report__print(FILE *f, struct engine *e, const struct profile *prof,
+		   const struct report_info *ri);
+/* -v: every counter on one line. */
+void report__progress(FILE *f, struct engine *e, double elapsed_s);
+
+#endif /* SPANPROF_REPORT_H */

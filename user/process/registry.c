@@ -1,0 +1,10 @@
+/* registry.c: the runtimes a session attaches to processes, by enum runtime_id. */
+#include "runtime.h"
+
+extern const struct runtime_ops dotnet_runtime;	/* dotnetproc.c */
+extern const struct runtime_ops spanctx_runtime;	/* hookproc.c */
+
+const struct runtime_ops *const runtime_registry[RT__MAX] = {
+	[RT_DOTNET] = &dotnet_runtime,
+	[RT_SPANCTX] = &spanctx_runtime,
+};

@@ -1,0 +1,98 @@
+/* runtime.h: per-process runtime knowledge behind one interface. The process table knows that a
+ * process has runtime instances, not what .NET or a span table is: each runtime is one module
+ * (dotnetproc.c: perf maps and jitdump; hookproc.c: the hook's span table). */
+#ifndef SPANPROF_RUNTIME_H
+#define SPANPROF_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct proc;
+
+struct runtime_ops;
+
+/* What every runtime may use, owned by the session. */
+struct runtime_env {
+	const struct runtime_ops *const *runtimes;	/* by enum runtime_id: runtime_registry */
+	int enable_perfmap;	/* send EnablePerfMap to sampled .NET processes that lack perf maps */
+	uint32_t perfmap_type;	/* PerfMapType sent: 1 perf map + jitdump, 2 jitdump, 3 perf map */
+	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
+	int ctx_map_fd;		/* the sampler's ctx_procs map */
+	int verbose;
+};
+
+/* A symbol a runtime gives for code it owns. */
+struct rt_symbol {
+	const char *name;	/* display name */
+	const char *system_name;	/* full name, or NULL */
+	const char *tier;	/* "OptimizedTier1", ... or NULL */
+};
+
+/* poll's answers, besides -errno (a failure: retried with the same backoff as RT_WAIT). */
+#define RT_READY 0	/* working: poll again on the next tick */
+#define RT_DONE	 1	/* nothing to do until the mappings change */
+#define RT_WAIT	 2	/* waiting on the process (no files yet, table not published) */
+
+struct runtime_ops {
+	const char *name;
+	/* Whether the runtime is in this process, from its mappings (p->vmas). */
+	int (*detect)(const struct proc *p);
+	/* Create the instance's state; NULL on failure (retried at the next mappings change). */
+	void *(*attach)(struct proc *p, const struct runtime_env *env);
+	/* Periodic work; RT_READY, RT_DONE, RT_WAIT or -errno. */
+	int (*poll)(struct proc *p, void *state, const struct runtime_env *env);
+	/* The process's mappings were re-read (optional). */
+	void (*maps_changed)(struct proc *p, void *state);
+	/* Whether code at addr may be the runtime's (optional): in_file says it lies in a file-backed
+	 * mapping whose ELF symbols did not name it. Claimed frames are named at window close, after
+	 * the last poll, by symbolize(): 0, or -ENOENT. */
+	int (*claims)(const struct proc *p, void *state, uint64_t addr, int in_file);
+	int (*symbolize)(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
+			 struct rt_symbol *out);
+	/* One line for the report ("" when there is nothing to say). */
+	void (*describe)(const struct proc *p, const void *state, char *buf, size_t len);
+	/* Undo what was changed in the process (leave it as found) and free the state. */
+	void (*detach)(struct proc *p, void *state, const struct runtime_env *env);
+};
+
+enum runtime_id {
+	RT_DOTNET = 0,		/* dotnetproc.c */
+	RT_SPANCTX,		/* hookproc.c */
+	RT__MAX,
+};
+
+/* Every runtime, by enum runtime_id (registry.c): adding a runtime is one module and one line. */
+extern const struct runtime_ops *const runtime_registry[RT__MAX];
+
+/* One runtime in one process. */
+struct rt_instance {
+	void *state;		/* NULL until attached */
+	int detected;
+	int last;		/* last poll answer */
+	uint64_t next_poll_ns;	/* CLOCK_MONOTONIC */
+	uint64_t backoff_ns;
+};
+
+/* A process this young may still be starting its runtime: its mappings are re-read often and
+ * waiting runtimes retry at the base interval. The one notion of a "young" process. */
+#define RUNTIME_YOUNG_NS	(30 * 1000000000ull)
+#define RUNTIME_BACKOFF_MIN_NS	(500 * 1000000ull)
+#define RUNTIME_BACKOFF_MAX_NS	(8000 * 1000000ull)
+
+/* The mappings of p were (re-)read: attach runtimes newly detected, tell the others. */
+void runtime__maps_changed(struct proc *p);
+/* Poll every attached instance that is due (one backoff policy for all). */
+void runtime__poll(struct proc *p, uint64_t now_ns);
+/* Make every instance of p due now (a sample arrived from it for the first time). */
+void runtime__wake(struct proc *p);
+/* Symbol for addr from the runtimes that claim it: 0, or -ENOENT. in_file: addr is in a
+ * file-backed mapping whose ELF symbols did not name it (ReadyToRun code is such a file). */
+int runtime__claims(const struct proc *p, uint64_t addr, int in_file);
+int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct rt_symbol *out);
+void *runtime__state(const struct proc *p, enum runtime_id id);	/* NULL: not attached */
+int runtime__has(const struct proc *p, enum runtime_id id);	/* detected in p */
+/* "; dotnet: ...; spanctx: ..." for the report. */
+void runtime__describe(const struct proc *p, char *buf, size_t len);
+void runtime__detach_all(struct proc *p);
+
+#endif /* SPANPROF_RUNTIME_H */

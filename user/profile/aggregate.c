@@ -1,0 +1,255 @@
+/* aggregate.c: samples -> counts per window; a closed window becomes one profile per target. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "intern.h"
+#include "vec.h"
+
+#define MAX_FRAMES  512
+#define MAX_LABELS  64
+#define LSET_MAX    8192	/* bytes of one "k\0v\0..." label set; longer sets are cut */
+
+struct agg_window {
+	uint64_t start, end;
+	struct intern *lsets;	/* "k\0v\0k\0v\0" -> id */
+	struct intern *stacks;	/* [proc, lset, frame...] (u32) -> id */
+	uint64_t *counts;	/* by stack id */
+	size_t cap;
+	uint64_t samples, late;
+};
+
+struct aggregator {
+	struct agg_window *cur, *next;
+	uint64_t interval;
+};
+
+static struct agg_window *window_new(uint64_t start, uint64_t end)
+{
+	struct agg_window *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->start = start;
+	w->end = end;
+	w->lsets = intern__new();
+	w->stacks = intern__new();
+	if (!w->lsets || !w->stacks) {
+		aggregate__window_free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return w;
+}
+
+void aggregate__window_free(struct agg_window *w)
+{
+	if (!w)
+		return;
+	intern__free(w->lsets);
+	intern__free(w->stacks);
+	free(w->counts);
+	free(w);
+}
+
+static uint64_t end_after(uint64_t end, uint64_t interval)
+{
+	return end > UINT64_MAX - interval ? UINT64_MAX : end + interval;
+}
+
+struct aggregator *aggregate__new(uint64_t first_end_ns, uint64_t interval_ns)
+{
+	struct aggregator *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->interval = interval_ns ? interval_ns : UINT64_MAX;
+	a->cur = window_new(0, first_end_ns);
+	a->next = window_new(first_end_ns, end_after(first_end_ns, a->interval));
+	if (!a->cur || !a->next) {
+		aggregate__free(a);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return a;
+}
+
+void aggregate__free(struct aggregator *a)
+{
+	if (!a)
+		return;
+	aggregate__window_free(a->cur);
+	aggregate__window_free(a->next);
+	free(a);
+}
+
+/* Label set as one interned byte string "k\0v\0k\0v\0...". */
+static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n)
+{
+	char buf[LSET_MAX];
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(l[i].key) + 1, vl = strlen(l[i].value) + 1;
+
+		if (len + kl + vl > sizeof(buf))
+			break;
+		memcpy(buf + len, l[i].key, kl);
+		memcpy(buf + len + kl, l[i].value, vl);
+		len += kl + vl;
+	}
+	return intern__id(w->lsets, buf, len, NULL);
+}
+
+int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
+		   size_t n_frames, const struct pf_label *labels, size_t n_labels)
+{
+	struct agg_window *w = time_ns >= a->cur->end ? a->next : a->cur;
+	uint32_t key[2 + MAX_FRAMES];
+	int64_t ls, id;
+
+	if (n_frames > MAX_FRAMES)
+		n_frames = MAX_FRAMES;
+	ls = lset_id(w, labels, n_labels);
+	if (ls < 0)
+		return ls;
+	key[0] = proc;
+	key[1] = ls;
+	memcpy(key + 2, frames, n_frames * sizeof(*frames));
+	id = intern__id(w->stacks, key, (2 + n_frames) * sizeof(*key), NULL);
+	if (id < 0)
+		return id;
+	if (VEC_RESERVE(w->counts, w->cap, (size_t)id + 1))
+		return -ENOMEM;
+	w->counts[id]++;
+	w->samples++;
+	if (w == a->next && time_ns >= w->end)
+		w->late++;
+	return 0;
+}
+
+struct agg_window *aggregate__cut(struct aggregator *a)
+{
+	struct agg_window *closed = a->cur;
+	struct agg_window *n = window_new(a->next->end, end_after(a->next->end, a->interval));
+
+	if (!n)
+		return NULL;
+	a->cur = a->next;
+	a->next = n;
+	return closed;
+}
+
+uint64_t aggregate__window_end(const struct aggregator *a)
+{
+	return a->cur->end;
+}
+
+uint64_t aggregate__window_start(const struct aggregator *a)
+{
+	return a->cur->start;
+}
+
+void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->start_ns = w->start;
+	out->end_ns = w->end;
+	out->samples = w->samples;
+	out->stacks = intern__count(w->stacks);
+	out->late = w->late;
+	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + w->cap * sizeof(*w->counts);
+}
+
+int aggregate__uses_proc(const struct agg_window *w, uint32_t proc)
+{
+	for (uint32_t id = 0; id < intern__count(w->stacks); id++)
+		if (*(const uint32_t *)intern__key(w->stacks, id, NULL) == proc)
+			return 1;
+	return 0;
+}
+
+/* Location of a frame in one profile, through a per-build cache: frames repeat across stacks. */
+struct loc_cache {
+	struct intern *keys;	/* (target, proc, frame) -> index */
+	uint32_t *locs;
+	size_t cap;
+};
+
+static int64_t frame_location(struct loc_cache *c, const struct agg_sink *sink, struct profile *prof,
+			      uint32_t target, uint32_t proc, uint32_t frame)
+{
+	uint32_t key[3] = { target, proc, frame }, mapping = 0, fn;
+	struct agg_frame f;
+	int added, err;
+	int64_t id = intern__id(c->keys, key, sizeof(key), &added);
+
+	if (id < 0)
+		return id;
+	if (!added)
+		return c->locs[id];
+	if (VEC_RESERVE(c->locs, c->cap, (size_t)id + 1))
+		return -ENOMEM;
+	memset(&f, 0, sizeof(f));
+	if ((err = sink->frame(sink->arg, proc, frame, &f)))
+		f.name = "[unknown]";
+	if (f.has_mapping && !(mapping = profile__mapping(prof, &f.mapping)))
+		return -ENOMEM;
+	fn = profile__function(prof, f.name ? f.name : "[unknown]", f.system_name, NULL);
+	if (!fn || !(c->locs[id] = profile__location(prof, mapping, f.address, fn)))
+		return -ENOMEM;
+	return c->locs[id];
+}
+
+int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink,
+			 struct profile **profiles, size_t n_profiles, uint64_t *refused)
+{
+	struct loc_cache cache = { .keys = intern__new() };
+	struct pf_label labels[MAX_LABELS];
+	uint32_t locs[MAX_FRAMES];
+	int64_t added = 0;
+	int err = 0;
+
+	if (!cache.keys)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < intern__count(w->stacks); id++) {
+		size_t klen, llen, nl = 0;
+		const uint32_t *key = intern__key(w->stacks, id, &klen);
+		const char *ls = intern__key(w->lsets, key[1], &llen), *end = ls + llen;
+		size_t nf = klen / sizeof(*key) - 2;
+		int t = sink->target(sink->arg, key[0]);
+
+		if (t < 0 || (size_t)t >= n_profiles || !w->counts[id])
+			continue;
+		for (size_t i = 0; i < nf; i++) {
+			int64_t loc = frame_location(&cache, sink, profiles[t], t, key[0], key[2 + i]);
+
+			if (loc < 0) {
+				err = loc;
+				goto out;
+			}
+			locs[i] = loc;
+		}
+		while (ls < end && nl < MAX_LABELS) {
+			labels[nl].key = ls;
+			ls += strlen(ls) + 1;
+			labels[nl++].value = ls;
+			ls += strlen(ls) + 1;
+		}
+		err = profile__add(profiles[t], locs, nf, labels, nl, w->counts[id]);
+		if (err == -EINVAL) {
+			if (refused)
+				*refused += w->counts[id];	/* a label no writer could encode */
+			err = 0;
+			continue;
+		}
+		if (err)
+			goto out;
+		added += w->counts[id];
+	}
+out:
+	intern__free(cache.keys);
+	free(cache.locs);
+	return err ? err : added;
+}

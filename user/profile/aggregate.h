@@ -1,0 +1,78 @@
+/* aggregate.h: samples -> counts, cut into windows. A window holds (process, label set, stack)
+ * -> count and is built into one profile per target, then freed; names live elsewhere. */
+#ifndef SPANPROF_AGGREGATE_H
+#define SPANPROF_AGGREGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+/* A frame as a profile needs it, from whoever names frames. */
+struct agg_frame {
+	const char *name;
+	const char *system_name;	/* NULL: none */
+	uint64_t address;
+	int has_mapping;
+	struct pf_mapping mapping;
+};
+
+struct agg_window;
+struct aggregator;
+
+/*
+ * Constructor: the first window covers [0, first_end_ns) of the sample clock; each later one
+ * interval_ns. first_end_ns UINT64_MAX: one window for ever (record). NULL and errno on failure.
+ */
+struct aggregator *aggregate__new(uint64_t first_end_ns, uint64_t interval_ns);
+void aggregate__free(struct aggregator *a);	/* NULL-safe, frees the open windows */
+
+/*
+ * Count one sample at time_ns (the sampler's clock) in the window it belongs to: the open one,
+ * or the next one when time_ns is at or past the open window's end (a sample drained late is
+ * never counted in the wrong window, nor in two). frames are leaf first, as the frame source
+ * numbers them; labels are copied. 0 or -errno (-ENOMEM; nothing counted).
+ */
+int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
+		   size_t n_frames, const struct pf_label *labels, size_t n_labels);
+
+/*
+ * Close the open window and return it (the caller frees it); the next one opens. Call once every
+ * sample before its end has been added. NULL on allocation failure (the window stays open).
+ */
+struct agg_window *aggregate__cut(struct aggregator *a);
+/* The open window's start and end (sample clock). */
+uint64_t aggregate__window_start(const struct aggregator *a);
+uint64_t aggregate__window_end(const struct aggregator *a);
+
+struct agg_window_info {
+	uint64_t start_ns, end_ns;	/* sample clock */
+	uint64_t samples;	/* sum of counts */
+	uint64_t stacks;	/* distinct (process, labels, stack) */
+	uint64_t late;		/* samples past the next window's end, counted in it anyway */
+	uint64_t bytes;		/* memory held */
+};
+void aggregate__info(const struct agg_window *w, struct agg_window_info *out);
+
+/* Whether process proc has samples in w (so its frames must outlive w). */
+int aggregate__uses_proc(const struct agg_window *w, uint32_t proc);
+
+/* Frame source and target choice for aggregate__build. */
+struct agg_sink {
+	/* Name frame id of process proc; 0 or -errno. */
+	int (*frame)(void *arg, uint32_t proc, uint32_t frame, struct agg_frame *out);
+	/* Profile index for samples of proc (0 .. n_profiles-1), or -1 to leave them out. */
+	int (*target)(void *arg, uint32_t proc);
+	void *arg;
+};
+
+/*
+ * Add w's samples to profiles[target]. Returns the number of samples added, or -errno. Samples a
+ * profile refuses (a label no writer could encode) are counted in *refused and left out.
+ */
+int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink,
+			 struct profile **profiles, size_t n_profiles, uint64_t *refused);
+
+void aggregate__window_free(struct agg_window *w);	/* NULL-safe */
+
+#endif /* SPANPROF_AGGREGATE_H */

@@ -1,0 +1,352 @@
+/* bpfsession.c: checks, BPF load and attach on every online CPU, counters, ring buffer polling. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpfsession.h"
+#include "profiler.skel.h"
+#include "util.h"
+
+#define CTX_PROCS_DEFAULT 4096
+
+const char *const sp_counter_names[SP_CNT__MAX] = {
+#define SP_COUNTER_NAME(id, name, help) [SP_CNT_##id] = name,
+	SP_COUNTERS(SP_COUNTER_NAME)
+#undef SP_COUNTER_NAME
+};
+
+const char *const sp_counter_help[SP_CNT__MAX] = {
+#define SP_COUNTER_HELP(id, name, help) [SP_CNT_##id] = help,
+	SP_COUNTERS(SP_COUNTER_HELP)
+#undef SP_COUNTER_HELP
+};
+
+struct bpfsession {
+	struct bpfsession_opts o;
+	struct profiler_bpf *skel;
+	struct bpf_link **links;
+	int nlinks;
+	struct ring_buffer *rb;
+	bpfsession_sample_fn fn;
+	void *ctx;
+	int stats_fd;		/* held open while BPF run-time stats are wanted */
+	uint32_t ctx_procs_max;
+};
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Setup errors: one line naming the cause and the fix, exit code 2. */
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spanprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* ---- preflight ------------------------------------------------------------------------------ */
+
+static int has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0;
+	return !!(data[cap / 32].effective & (1u << (cap % 32)));
+}
+
+static int check_privileges(const char *cmd)
+{
+	int bpf = has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN);
+	int perfmon = has_cap(CAP_PERFMON) || has_cap(CAP_SYS_ADMIN);
+
+	if (!bpf || !perfmon)
+		return fail("missing %s%s%s: run as root (sudo spanprof %s ...) or grant "
+			    "CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE",
+			    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "",
+			    perfmon ? "" : "CAP_PERFMON", cmd);
+	return 0;
+}
+
+static int check_btf(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): use a kernel built "
+			    "with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+	return 0;
+}
+
+static int check_pids(const struct bpfsession_opts *o)
+{
+	char path[64];
+
+	for (int i = 0; i < o->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", o->pids[i]);
+		if (access(path, F_OK))
+			return fail("no process with pid %u: check the pid (ps -p %u)", o->pids[i],
+				    o->pids[i]);
+	}
+	return 0;
+}
+
+static int check_freq(uint32_t freq)
+{
+	char buf[32];
+	long n = read_small_file(AT_FDCWD, "/proc/sys/kernel/perf_event_max_sample_rate", buf,
+				 sizeof(buf));
+	int max = n > 0 ? atoi(buf) : 100000;
+
+	if (freq > (uint32_t)max)
+		return fail("frequency %u Hz is above kernel.perf_event_max_sample_rate (%d): use a "
+			    "lower -F", freq, max);
+	return 0;
+}
+
+/* ---- load and attach ------------------------------------------------------------------------ */
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int online_cpus(int *cpus, int max)
+{
+	char buf[1024], *s = buf, *end;
+	int n = 0;
+
+	if (read_small_file(AT_FDCWD, "/sys/devices/system/cpu/online", buf, sizeof(buf)) <= 0)
+		return -EIO;
+	while (*s && *s != '\n') {
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			return -EINVAL;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		for (long c = a; c <= b && n < max; c++)
+			cpus[n++] = c;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct bpfsession *s = ctx;
+
+	return s->fn(s->ctx, data, size);
+}
+
+int bpfsession__check(const struct bpfsession_opts *o)
+{
+	int rc;
+
+	if ((rc = check_freq(o->freq)) || (rc = check_privileges(o->command ? o->command : "record")) ||
+	    (rc = check_btf()) || (rc = check_pids(o)))
+		return rc;
+	return 0;
+}
+
+struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_sample_fn fn,
+				    void *ctx, int *rc)
+{
+	struct bpfsession *s;
+	__u8 one = 1;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		*rc = fail("out of memory");
+		return NULL;
+	}
+	s->o = *o;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->stats_fd = -1;
+	s->ctx_procs_max = o->ctx_procs_max ? o->ctx_procs_max : CTX_PROCS_DEFAULT;
+	libbpf_set_print(libbpf_log);
+	s->skel = profiler_bpf__open();
+	if (!s->skel) {
+		*rc = fail("cannot open the BPF object: %s", strerror(errno));
+		goto err_free;
+	}
+	s->skel->rodata->filter_pids = o->npids > 0;
+	s->skel->rodata->wakeup_bytes = (uint64_t)(o->ringbuf_mb << 20) / 4;
+	bpf_map__set_max_entries(s->skel->maps.pid_filter, o->npids > 0 ? o->npids : 1);
+	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
+	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
+	err = profiler_bpf__load(s->skel);
+	if (err) {
+		*rc = fail("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "
+			   ">= 5.8 with BTF; run with -v for the verifier log", strerror(-err));
+		goto err_free;
+	}
+	for (int i = 0; i < o->npids; i++)
+		if (bpf_map__update_elem(s->skel->maps.pid_filter, &o->pids[i], sizeof(o->pids[i]),
+					 &one, sizeof(one), BPF_ANY)) {
+			*rc = fail("cannot add pid %u to the filter: %s", o->pids[i],
+				   strerror(errno));
+			goto err_free;
+		}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+	if (!s->rb) {
+		*rc = fail("cannot open the ring buffer: %s", strerror(errno));
+		goto err_free;
+	}
+	return s;
+
+err_free:
+	bpfsession__free(s);
+	return NULL;
+}
+
+int bpfsession__attach(struct bpfsession *s)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = s->o.freq,
+	};
+	int cpus[4096], ncpu, err;
+
+	ncpu = online_cpus(cpus, 4096);
+	if (ncpu <= 0)
+		return fail("cannot read the online CPUs from /sys/devices/system/cpu/online");
+	s->links = calloc(ncpu, sizeof(*s->links));
+	if (!s->links)
+		return fail("out of memory");
+	for (int i = 0; i < ncpu; i++) {
+		int fd = syscall(SYS_perf_event_open, &attr, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)	/* CPU went offline meanwhile */
+				continue;
+			return fail("perf_event_open on CPU %d failed: %s; needs CAP_PERFMON (root) "
+				    "and kernel.perf_event_paranoid allowing CPU-wide events",
+				    cpus[i], strerror(errno));
+		}
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.sample, fd);
+		if (!s->links[s->nlinks]) {
+			err = errno;
+			close(fd);
+			return fail("cannot attach the sampler to CPU %d: %s", cpus[i], strerror(err));
+		}
+		s->nlinks++;
+	}
+	if (s->o.bpf_stats) {
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (s->stats_fd < 0)
+			fprintf(stderr, "spanprof: cannot enable BPF run-time stats: %s\n",
+				strerror(errno));
+	}
+	return 0;
+}
+
+int bpfsession__poll(struct bpfsession *s, int timeout_ms)
+{
+	/* The sampler wakes us only when the ring fills; otherwise drain on the timeout. */
+	int err = ring_buffer__poll(s->rb, timeout_ms);
+
+	if (err >= 0)
+		err = ring_buffer__consume(s->rb);
+	return err == -EINTR || err >= 0 ? 0 : err;
+}
+
+int bpfsession__drain(struct bpfsession *s)
+{
+	int err = ring_buffer__consume(s->rb);
+
+	return err < 0 ? err : 0;
+}
+
+void bpfsession__detach(struct bpfsession *s)
+{
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
+}
+
+int bpfsession__ncpus(const struct bpfsession *s)
+{
+	return s->nlinks;
+}
+
+int bpfsession__ctx_map_fd(const struct bpfsession *s)
+{
+	return bpf_map__fd(s->skel->maps.ctx_procs);
+}
+
+uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s)
+{
+	return s->ctx_procs_max;
+}
+
+int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
+		return -ENOMEM;
+	for (__u32 k = 0; k < SP_CNT__MAX; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+		out[k] = sum;
+	}
+	free(vals);
+	return 0;
+}
+
+int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len) ||
+	    !info.run_cnt)
+		return -ENODATA;
+	*run_time_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+void bpfsession__free(struct bpfsession *s)
+{
+	if (!s)
+		return;
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	ring_buffer__free(s->rb);
+	bpfsession__detach(s);
+	free(s->links);
+	profiler_bpf__destroy(s->skel);
+	free(s);
+}

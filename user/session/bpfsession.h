@@ -1,0 +1,55 @@
+/* bpfsession.h: the sampler's BPF side: checks, load, attach on every online CPU, counters, ring
+ * buffer. Nothing here knows what a sample means. */
+#ifndef SPANPROF_BPFSESSION_H
+#define SPANPROF_BPFSESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profiler.h"
+
+struct bpfsession_opts {
+	const uint32_t *pids;	/* only these processes; NULL / 0: every process */
+	int npids;
+	uint32_t freq;		/* Hz per CPU */
+	uint32_t ringbuf_mb;
+	uint32_t ctx_procs_max;	/* hooked processes the sampler can hold (0: default) */
+	int bpf_stats;		/* measure run time (BPF_ENABLE_STATS) */
+	const char *command;	/* "record" / "agent", for the messages */
+};
+
+/* Called for every ring buffer record; returns 0 (anything else stops the drain). */
+typedef int (*bpfsession_sample_fn)(void *ctx, const void *data, size_t size);
+
+struct bpfsession;
+
+/* Checks (frequency, privileges, BTF, pids): 0, or the exit code (2) after printing one line
+ * naming the cause and the fix to stderr. */
+int bpfsession__check(const struct bpfsession_opts *o);
+/*
+ * Load (after bpfsession__check). NULL on failure, after printing one line naming the cause and
+ * the fix to stderr; *rc is then the exit code.
+ */
+struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_sample_fn fn,
+				    void *ctx, int *rc);
+/* Start sampling on every online CPU. 0, or the exit code after a one-line message. */
+int bpfsession__attach(struct bpfsession *s);
+/* Wait up to timeout_ms for the ring to fill, then drain it. 0 or -errno. */
+int bpfsession__poll(struct bpfsession *s, int timeout_ms);
+int bpfsession__drain(struct bpfsession *s);	/* consume what is there now; 0 or -errno */
+void bpfsession__detach(struct bpfsession *s);	/* stop sampling (the ring stays readable) */
+int bpfsession__ncpus(const struct bpfsession *s);	/* CPUs attached */
+int bpfsession__ctx_map_fd(const struct bpfsession *s);
+uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s);
+
+/* Sum of every per-CPU counter. 0 or -errno. */
+int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX]);
+/* The sampler's run time so far: 0, or -ENODATA when not measured. */
+int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
+void bpfsession__free(struct bpfsession *s);	/* NULL-safe */
+
+/* The counters' short names and meanings, from the one table in profiler.h. */
+extern const char *const sp_counter_names[SP_CNT__MAX];
+extern const char *const sp_counter_help[SP_CNT__MAX];
+
+#endif /* SPANPROF_BPFSESSION_H */

@@ -1,0 +1,75 @@
+/* engine.h: the profiling engine both front-ends run (record, agent): BPF session -> process
+ * table and runtimes -> symbolizer -> windows of aggregated samples -> profiles per target.
+ * open -> attach -> poll ... cut/build ... -> stop -> free, each a call into the module that owns it. */
+#ifndef SPANPROF_ENGINE_H
+#define SPANPROF_ENGINE_H
+
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "bpfsession.h"
+#include "runtime.h"
+#include "symbolize.h"
+
+struct proc;
+struct proctab;
+
+struct engine_opts {
+	struct bpfsession_opts bpf;
+	int enable_perfmap;	/* turn perf maps on in sampled .NET processes that lack them */
+	uint32_t perfmap_type;
+	int show_tiers;
+	int pyroscope_labels;	/* span_id = the local root span id */
+	int dotnet_only;	/* keep samples of .NET processes only (counted otherwise) */
+	uint64_t first_window_ns;	/* length of the first window from attach; 0: one window */
+	uint64_t interval_ns;	/* of every later window */
+	int verbose;
+};
+
+/* Losses and oddities seen in user space, reported next to the BPF counters. */
+struct engine_counters {
+	uint64_t bpf[SP_CNT__MAX];
+	uint64_t received;
+	uint64_t malformed;	/* ring buffer record shorter than its header says */
+	uint64_t dropped_nomem;	/* could not be aggregated: out of memory */
+	uint64_t ctx_undecodable;	/* span record present but not decodable */
+	uint64_t not_target;	/* samples of processes the front-end does not profile */
+	uint64_t refused;	/* samples a profile refused (a label no writer could encode) */
+	uint64_t windows;	/* windows cut */
+	uint64_t procs_pruned;	/* exited processes whose state was freed */
+};
+
+struct engine;
+
+/* Set up everything but sampling (after bpfsession__check). NULL on failure, after a one-line
+ * message; *rc is the exit code. */
+struct engine *engine__open(const struct engine_opts *o, int *rc);
+/* Start sampling. 0 or the exit code after a one-line message. */
+int engine__attach(struct engine *e);
+/* One turn of the loop: drain the ring buffer (waiting up to timeout_ms), poll the processes'
+ * runtimes. 0 or -errno (a broken ring buffer: fatal). */
+int engine__poll(struct engine *e, int timeout_ms);
+/* The open window's end, CLOCK_MONOTONIC (UINT64_MAX: one window). */
+uint64_t engine__window_end(const struct engine *e);
+/* Close the open window once its end has passed: drain, name its frames, return it (free with
+ * aggregate__window_free). NULL and errno on failure. */
+struct agg_window *engine__cut(struct engine *e);
+/* Build w into profiles (n_profiles of them) as target(arg, p) chooses: an index, or -1 to leave
+ * the process out. Returns samples added or -errno. */
+int64_t engine__build(struct engine *e, const struct agg_window *w,
+		      int (*target)(void *arg, struct proc *p), void *arg,
+		      struct profile **profiles, size_t n_profiles);
+/* Free the state of processes that exited and have no samples in an open window. */
+void engine__prune(struct engine *e);
+/* Stop sampling and drain what is left (the open window can still be cut). */
+void engine__stop(struct engine *e);
+/* Leave every process as found (runtimes detached) and free. NULL-safe. */
+void engine__free(struct engine *e);
+
+void engine__counters(struct engine *e, struct engine_counters *out);
+struct proctab *engine__procs(const struct engine *e);
+const struct symbolizer *engine__symbolizer(const struct engine *e);
+const struct bpfsession *engine__bpf(const struct engine *e);
+uint64_t engine__attached_ns(const struct engine *e);	/* CLOCK_MONOTONIC at attach */
+
+#endif /* SPANPROF_ENGINE_H */
