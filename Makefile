@@ -171,9 +171,10 @@ $(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(AL
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
 # Test drivers the integration tests run against live processes.
-TOOLS := $(BUILD)/tools/ctxdump $(BUILD)/tools/diagipc-enable
+TOOLS := $(BUILD)/tools/ctxdump $(BUILD)/tools/diagipc-enable $(BUILD)/tools/pyroscope-push
 $(BUILD)/tools/ctxdump: tests/tools/ctxdump.c $(TEST_OBJS_test_spanctx) | $(BUILD)/gen/profile.pb-c.h
 $(BUILD)/tools/diagipc-enable: tests/tools/diagipc-enable.c $(PERFMAP_OBJS)
+$(BUILD)/tools/pyroscope-push: tests/tools/pyroscope-push.c $(TEST_OBJS_test_pyroscope) | $(EXPORT_PROTO_HDRS)
 $(TOOLS):
 	$(call msg,TOOL,$@)
 	$(Q)mkdir -p $(@D)

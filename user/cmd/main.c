@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "record.h"
 
 static const char usage_main[] =
@@ -15,6 +16,7 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  record     sample CPUs and write a profile (spanprof record --help)\n"
+	"  agent      profile every .NET process continuously, push to Pyroscope (spanprof agent --help)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text\n"
@@ -40,11 +42,55 @@ static const char usage_record[] =
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
+static const char usage_agent[] =
+	"Usage: spanprof agent [--pyroscope-url URL] [--output-dir DIR] [options]\n"
+	"\n"
+	"Profile every .NET process on the host continuously (started before or after the agent, in\n"
+	"any container) and send one span-labelled profile per service per window. Runs until\n"
+	"SIGTERM, which flushes the last window.\n"
+	"\n"
+	"  -F, --freq HZ              samples per second per CPU (default 19)\n"
+	"      --interval SECS        window length (default 15)\n"
+	"      --all-processes        native processes too (default: .NET processes only)\n"
+	"      --pyroscope-url URL    push to Grafana Pyroscope (URL/push.v1.PusherService/Push)\n"
+	"      --pyroscope-user USER  basic auth user; the password from --pyroscope-password-file\n"
+	"                             or $SPANPROF_PYROSCOPE_PASSWORD\n"
+	"      --pyroscope-password-file FILE\n"
+	"      --pyroscope-token-file FILE  bearer token (or $SPANPROF_PYROSCOPE_TOKEN)\n"
+	"      --pyroscope-tenant ID  X-Scope-OrgID\n"
+	"      --pyroscope-header 'Name: value'  extra header (repeatable)\n"
+	"      --pyroscope-ca FILE    CA bundle for TLS\n"
+	"      --output-dir DIR       also write DIR/<service>/<start>-<end>.pb.gz\n"
+	"      --output-max-mb N      total size of --output-dir; oldest removed (default 1024)\n"
+	"      --metrics-addr HOST:PORT  serve Prometheus /metrics and /healthz\n"
+	"      --pods-dir DIR         the kubelet's pod logs (default /var/log/pods)\n"
+	"      --containers-dir DIR   the kubelet's container log links (default /var/log/containers)\n"
+	"      --node NAME            node label (default $NODE_NAME, else the host name)\n"
+	"      --queue-mb N           delivery queue bound (default 64)\n"
+	"      --flush-timeout SECS   wait at SIGTERM for delivery (default 5)\n"
+	"      --full-span-labels     trace_id, span_id (active span), local_root_span_id instead of\n"
+	"                             Pyroscope's span_id = local root span\n"
+	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
+	"      --ringbuf-mb N         ring buffer size in MiB (default 8)\n"
+	"  -v, --verbose              one line per window\n"
+	"  -h, --help                 this text\n";
+
+static const char *cmd_name = "record";
+
 static int bad_usage(const char *msg, const char *arg)
 {
-	fprintf(stderr, "spanprof: %s%s%s; see 'spanprof record --help'\n", msg, arg ? ": " : "",
-		arg ? arg : "");
+	fprintf(stderr, "spanprof: %s%s%s; see 'spanprof %s --help'\n", msg, arg ? ": " : "",
+		arg ? arg : "", cmd_name);
 	return 2;
+}
+
+static int parse_seconds(const char *s, double min, double max, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out >= min) || *out > max ? -1 : 0;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -168,6 +214,156 @@ static int cmd_record(int argc, char **argv)
 	return record__run(&o);
 }
 
+static int cmd_agent(int argc, char **argv)
+{
+	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
+	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
+	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF };
+	static const struct option longopts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "all-processes", no_argument, NULL, OPT_ALL },
+		{ "pyroscope-url", required_argument, NULL, OPT_PURL },
+		{ "pyroscope-user", required_argument, NULL, OPT_PUSER },
+		{ "pyroscope-password-file", required_argument, NULL, OPT_PPASS },
+		{ "pyroscope-token-file", required_argument, NULL, OPT_PTOKEN },
+		{ "pyroscope-tenant", required_argument, NULL, OPT_PTENANT },
+		{ "pyroscope-header", required_argument, NULL, OPT_PHEADER },
+		{ "pyroscope-ca", required_argument, NULL, OPT_PCA },
+		{ "output-dir", required_argument, NULL, OPT_OUTDIR },
+		{ "output-max-mb", required_argument, NULL, OPT_OUTMAX },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS },
+		{ "pods-dir", required_argument, NULL, OPT_PODS },
+		{ "containers-dir", required_argument, NULL, OPT_CONTAINERS },
+		{ "node", required_argument, NULL, OPT_NODE },
+		{ "queue-mb", required_argument, NULL, OPT_QUEUE },
+		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
+		{ "full-span-labels", no_argument, NULL, OPT_FULL },
+		{ "no-enable-perfmap", no_argument, NULL, OPT_NO_ENABLE },
+		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct agent_opts o = {
+		.freq = 19,
+		.interval = 15,
+		.enable_perfmap = 1,
+		.output_max_bytes = 1024ull << 20,
+		.queue_mb = 64,
+		.flush_timeout_ms = 5000,
+		.ringbuf_mb = 8,
+	};
+	unsigned long v;
+	double d;
+	int c;
+
+	cmd_name = "agent";
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (parse_uint(optarg, 1000000, &v) || v == 0)
+				return bad_usage("bad frequency (want a whole number of Hz, e.g. -F 19)",
+						 optarg);
+			o.freq = v;
+			break;
+		case OPT_INTERVAL:
+			if (parse_seconds(optarg, 0.1, 3600, &o.interval))
+				return bad_usage("bad interval (seconds, 0.1 to 3600)", optarg);
+			break;
+		case OPT_ALL:
+			o.all_processes = 1;
+			break;
+		case OPT_PURL:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				return bad_usage("bad Pyroscope URL (want http://HOST:PORT or https://...)",
+						 optarg);
+			o.pyroscope_url = optarg;
+			break;
+		case OPT_PUSER:
+			o.pyroscope_user = optarg;
+			break;
+		case OPT_PPASS:
+			o.pyroscope_password_file = optarg;
+			break;
+		case OPT_PTOKEN:
+			o.pyroscope_token_file = optarg;
+			break;
+		case OPT_PTENANT:
+			o.pyroscope_tenant = optarg;
+			break;
+		case OPT_PHEADER:
+			if (!strchr(optarg, ':'))
+				return bad_usage("bad header (want 'Name: value')", optarg);
+			if (o.nheaders == AGENT_MAX_HEADERS)
+				return bad_usage("too many --pyroscope-header options", NULL);
+			o.headers[o.nheaders++] = optarg;
+			break;
+		case OPT_PCA:
+			o.pyroscope_ca = optarg;
+			break;
+		case OPT_OUTDIR:
+			if (!optarg[0])
+				return bad_usage("empty --output-dir", NULL);
+			o.output_dir = optarg;
+			break;
+		case OPT_OUTMAX:
+			if (parse_uint(optarg, 1u << 30, &v) || v == 0)
+				return bad_usage("bad --output-max-mb (MiB, at least 1)", optarg);
+			o.output_max_bytes = (uint64_t)v << 20;
+			break;
+		case OPT_METRICS:
+			o.metrics_addr = optarg;
+			break;
+		case OPT_PODS:
+			o.pods_dir = optarg;
+			break;
+		case OPT_CONTAINERS:
+			o.containers_dir = optarg;
+			break;
+		case OPT_NODE:
+			o.node = optarg;
+			break;
+		case OPT_QUEUE:
+			if (parse_uint(optarg, 4096, &v) || v == 0)
+				return bad_usage("bad --queue-mb (MiB, 1..4096)", optarg);
+			o.queue_mb = v;
+			break;
+		case OPT_FLUSH:
+			if (parse_seconds(optarg, 0, 600, &d))
+				return bad_usage("bad --flush-timeout (seconds, 0..600)", optarg);
+			o.flush_timeout_ms = d * 1000;
+			break;
+		case OPT_FULL:
+			o.full_span_labels = 1;
+			break;
+		case OPT_NO_ENABLE:
+			o.enable_perfmap = 0;
+			break;
+		case OPT_RINGBUF:
+			if (parse_uint(optarg, 1024, &v) || v == 0)
+				return bad_usage("bad ring buffer size (MiB, 1..1024)", optarg);
+			o.ringbuf_mb = v;
+			break;
+		case 'v':
+			o.verbose++;
+			break;
+		case 'h':
+			fputs(usage_agent, stdout);
+			return 0;
+		default:
+			return bad_usage(optopt && optopt < 256 ? "bad option or missing value for"
+								 : "bad option",
+					 argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument", argv[optind]);
+	return agent__run(&o);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -182,6 +378,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "agent"))
+		return cmd_agent(argc - 1, argv + 1);
 	fprintf(stderr, "spanprof: unknown command '%s'; see 'spanprof --help'\n", argv[1]);
 	return 2;
 usage:

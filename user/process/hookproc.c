@@ -110,6 +110,13 @@ static int poll(struct proc *p, void *state, const struct runtime_env *env)
 	return err == -ENOENT || err == -EAGAIN ? RT_WAIT : err;
 }
 
+int hookproc__registered(const struct proc *p)
+{
+	const struct hook_state *h = runtime__state(p, RT_SPANCTX);
+
+	return h && h->registered;
+}
+
 /* Label names spanprof sets itself; a process cannot override them. */
 static int reserved(const char *key)
 {

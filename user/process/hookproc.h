@@ -22,6 +22,9 @@ struct pf_label;
  * trace_id, local_root_span_id follow. User labels keep their names. Returns the number of labels
  * written to out (their strings live until the next call for this process) or -errno.
  */
+/* Whether p's span table is registered with the sampler. */
+int hookproc__registered(const struct proc *p);
+
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);
 

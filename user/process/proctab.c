@@ -104,6 +104,8 @@ static void proc_free(struct proc *p)
 {
 	if (!p)
 		return;
+	if (p->ident_free)
+		p->ident_free(p->ident);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	if (p->root_fd >= 0)

@@ -46,7 +46,8 @@ struct proc {
 	const struct runtime_env *env;	/* the session's, for its runtimes */
 	struct rt_instance rt[RT__MAX];	/* runtime instances (runtime.h) */
 	struct proc_syms *syms;	/* the symbolizer's frames of this process, owned by it */
-	void *ident;		/* the front-end's view (service, pod), owned by it */
+	void *ident;		/* the front-end's view (service, pod) ... */
+	void (*ident_free)(void *ident);	/* ... freed with the process through this */
 };
 
 struct proctab;

@@ -1,4 +1,5 @@
-/* pprof.c: writes a profile as gzip-compressed pprof (profile.proto) with protobuf-c and zlib. */
+/* pprof.c: writes a profile (or a range of its samples) as pprof (profile.proto), gzip-compressed,
+ * with protobuf-c and zlib: to a FILE, or to memory for exporters. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,10 +28,38 @@ typedef Perftools__Profiles__Function pb_function;
 struct gz_sink {
 	ProtobufCBuffer base;	/* first: protobuf-c calls base.append with a pointer to it */
 	z_stream zs;
-	FILE *f;
+	FILE *f;		/* the output, or NULL: into mem */
+	uint8_t *mem;
+	size_t mem_len;
+	size_t mem_cap;
 	int err;		/* first error, as -errno */
 	unsigned char out[64 * 1024];
 };
+
+static int sink_put(struct gz_sink *g, const unsigned char *data, size_t n)
+{
+	if (g->f) {
+		errno = 0;
+		if (fwrite(data, 1, n, g->f) != n)
+			return -(errno ? errno : EIO);
+		return 0;
+	}
+	if (g->mem_cap - g->mem_len < n) {
+		size_t cap = g->mem_cap ? g->mem_cap : sizeof(g->out);
+		uint8_t *m;
+
+		while (cap - g->mem_len < n)
+			cap *= 2;
+		m = realloc(g->mem, cap);
+		if (!m)
+			return -ENOMEM;
+		g->mem = m;
+		g->mem_cap = cap;
+	}
+	memcpy(g->mem + g->mem_len, data, n);
+	g->mem_len += n;
+	return 0;
+}
 
 static void gz_deflate(struct gz_sink *g, int flush)
 {
@@ -46,11 +75,8 @@ static void gz_deflate(struct gz_sink *g, int flush)
 			return;
 		}
 		have = sizeof(g->out) - g->zs.avail_out;
-		errno = 0;
-		if (have && fwrite(g->out, 1, have, g->f) != have) {
-			g->err = -(errno ? errno : EIO);
+		if (have && (g->err = sink_put(g, g->out, have)))
 			return;
-		}
 	} while (g->zs.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
 }
 
@@ -71,14 +97,21 @@ static void gz_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data)
 
 /* ---- string table ---------------------------------------------------------------------- */
 
+#define N_EXTRA_STRINGS 8
+
 /*
  * The pprof string table is the profile's own table (already deduplicated, 0 = "") plus the
- * few strings only this writer uses, appended when the profile does not have them.
+ * few strings only this writer uses, appended when the profile does not have them. With
+ * pruned tables (a sample range) it holds only the strings the written entries use, numbered
+ * in order of first use through remap, so a slice of a big profile stays small.
  */
 struct strtab {
 	char **v;
 	size_t n;
 	size_t cap;
+	uint32_t *remap;	/* pruned: profile string id -> index in v, 0 = not used yet */
+	size_t extra[N_EXTRA_STRINGS];	/* where the writer's own strings are in v */
+	size_t n_extra;
 };
 
 static int64_t str_index(const struct profile *p, struct strtab *t, const char *s)
@@ -89,21 +122,29 @@ static int64_t str_index(const struct profile *p, struct strtab *t, const char *
 	if (!s || !*s)
 		return 0;
 	id = profile__string_id(p, s);
-	if (id)
+	if (id && !t->remap)
 		return id;
-	for (i = profile__string_count(p); i < t->n; i++) {	/* a handful of extras */
-		if (strcmp(t->v[i], s) == 0)
-			return (int64_t)i;
+	if (id) {
+		if (!t->remap[id]) {
+			if (t->n == t->cap)
+				return -ENOSPC;
+			t->remap[id] = (uint32_t)t->n;
+			t->v[t->n++] = (char *)(uintptr_t)profile__string(p, id);
+		}
+		return t->remap[id];
 	}
-	if (t->n == t->cap)
+	for (i = 0; i < t->n_extra; i++) {	/* a handful of extras */
+		if (strcmp(t->v[t->extra[i]], s) == 0)
+			return (int64_t)t->extra[i];
+	}
+	if (t->n == t->cap || t->n_extra == N_EXTRA_STRINGS)
 		return -ENOSPC;	/* cap was sized for every extra this writer adds */
+	t->extra[t->n_extra++] = t->n;
 	t->v[t->n] = (char *)(uintptr_t)s;
 	return (int64_t)t->n++;
 }
 
 /* ---- building the message --------------------------------------------------------------- */
-
-#define N_EXTRA_STRINGS 8
 
 struct pb_build {
 	pb_profile prof;
@@ -126,7 +167,22 @@ struct pb_build {
 	pb_label **label_ptrs;
 	int64_t comment;
 	char comment_text[64];
+	size_t first;		/* the sample range written */
+	size_t count;
+	/*
+	 * Pruned tables: the id each entry the range uses gets (dense from 1, in table order, as
+	 * readers that index tables by id - 1 expect), 0 for the unused. NULL: every entry, ids
+	 * unchanged.
+	 */
+	uint32_t *new_map;
+	uint32_t *new_func;
+	uint32_t *new_loc;
 };
+
+static uint64_t out_id(const uint32_t *remap, uint32_t id)
+{
+	return remap ? remap[id] : id;
+}
 
 static void build_free(struct pb_build *b)
 {
@@ -145,12 +201,65 @@ static void build_free(struct pb_build *b)
 	free(b->values);
 	free(b->labels);
 	free(b->label_ptrs);
+	free(b->st.remap);
+	free(b->new_map);
+	free(b->new_func);
+	free(b->new_loc);
+}
+
+/* Marks used ids with 1, then numbers them 1, 2, ... in place; [0] ("none") stays 0. */
+static void number_used(uint32_t *map, size_t n)
+{
+	uint32_t next = 1;
+	size_t i;
+
+	map[0] = 0;
+	for (i = 1; i <= n; i++)
+		map[i] = map[i] ? next++ : 0;
+}
+
+/* Pruned tables: the locations the range's samples use, then their functions and mappings. */
+static int mark_used(const struct profile *p, struct pb_build *b)
+{
+	size_t n_maps = profile__mapping_count(p), n_funcs = profile__function_count(p);
+	size_t n_locs = profile__location_count(p), i, j;
+	struct pf_sample_view v;
+	struct pf_location_view lv;
+
+	b->new_map = calloc(n_maps + 1, sizeof(*b->new_map));
+	b->new_func = calloc(n_funcs + 1, sizeof(*b->new_func));
+	b->new_loc = calloc(n_locs + 1, sizeof(*b->new_loc));
+	b->st.remap = calloc(profile__string_count(p) + 1, sizeof(*b->st.remap));
+	if (!b->new_map || !b->new_func || !b->new_loc || !b->st.remap)
+		return -ENOMEM;
+	for (i = b->first; i < b->first + b->count; i++) {
+		if (profile__sample(p, i, &v))
+			return -EIO;
+		for (j = 0; j < v.n_locs; j++) {
+			if (v.locs[j] > n_locs)
+				return -EIO;
+			b->new_loc[v.locs[j]] = 1;
+		}
+	}
+	for (i = 1; i <= n_locs; i++) {
+		if (!b->new_loc[i])
+			continue;
+		if (profile__location_get(p, (uint32_t)i, &lv) || lv.mapping_id > n_maps ||
+		    lv.function_id > n_funcs)
+			return -EIO;
+		b->new_map[lv.mapping_id] = 1;
+		b->new_func[lv.function_id] = 1;
+	}
+	number_used(b->new_map, n_maps);
+	number_used(b->new_func, n_funcs);
+	number_used(b->new_loc, n_locs);
+	return 0;
 }
 
 static int build_tables(const struct profile *p, struct pb_build *b)
 {
 	size_t n_maps = profile__mapping_count(p), n_funcs = profile__function_count(p);
-	size_t n_locs = profile__location_count(p), i;
+	size_t n_locs = profile__location_count(p), i, k;
 	struct pf_mapping m;
 	struct pf_function_view fv;
 	struct pf_location_view lv;
@@ -168,9 +277,11 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 	    !b->lines || !b->line_ptrs)
 		return -ENOMEM;
 
-	for (i = 0; i < n_maps; i++) {
+	for (i = 0, k = 0; i < n_maps; i++) {
 		pb_mapping *pm = &b->maps[i];
 
+		if (b->new_map && !b->new_map[i + 1])
+			continue;
 		if (profile__mapping_get(p, (uint32_t)(i + 1), &m))
 			return -EIO;
 		idx[0] = str_index(p, &b->st, m.filename);
@@ -178,18 +289,21 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 		if (idx[0] < 0 || idx[1] < 0)
 			return -EIO;	/* interned by the profile, so always found */
 		perftools__profiles__mapping__init(pm);
-		pm->id = i + 1;
+		pm->id = out_id(b->new_map, (uint32_t)(i + 1));
 		pm->memory_start = m.start;
 		pm->memory_limit = m.limit;
 		pm->file_offset = m.offset;
 		pm->filename = idx[0];
 		pm->build_id = idx[1];
 		pm->has_functions = m.has_functions != 0;
-		b->map_ptrs[i] = pm;
+		b->map_ptrs[k++] = pm;
 	}
-	for (i = 0; i < n_funcs; i++) {
+	b->prof.n_mapping = k;
+	for (i = 0, k = 0; i < n_funcs; i++) {
 		pb_function *pf = &b->funcs[i];
 
+		if (b->new_func && !b->new_func[i + 1])
+			continue;
 		if (profile__function_get(p, (uint32_t)(i + 1), &fv))
 			return -EIO;
 		idx[0] = str_index(p, &b->st, fv.name);
@@ -198,7 +312,7 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 		if (idx[0] < 0 || idx[1] < 0 || idx[2] < 0)
 			return -EIO;
 		perftools__profiles__function__init(pf);
-		pf->id = i + 1;
+		pf->id = out_id(b->new_func, (uint32_t)(i + 1));
 		pf->name = idx[0];
 		/*
 		 * Left 0 when not given: pprof treats name == system_name as "not yet demangled"
@@ -206,43 +320,44 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 		 */
 		pf->system_name = idx[1];
 		pf->filename = idx[2];
-		b->func_ptrs[i] = pf;
+		b->func_ptrs[k++] = pf;
 	}
-	for (i = 0; i < n_locs; i++) {
+	b->prof.n_function = k;
+	for (i = 0, k = 0; i < n_locs; i++) {
 		pb_location *pl = &b->locs[i];
 
+		if (b->new_loc && !b->new_loc[i + 1])
+			continue;
 		if (profile__location_get(p, (uint32_t)(i + 1), &lv))
 			return -EIO;
 		perftools__profiles__location__init(pl);
-		pl->id = i + 1;
-		pl->mapping_id = lv.mapping_id;
+		pl->id = out_id(b->new_loc, (uint32_t)(i + 1));
+		pl->mapping_id = out_id(b->new_map, lv.mapping_id);
 		pl->address = lv.address;
 		if (lv.function_id) {
 			perftools__profiles__line__init(&b->lines[i]);
-			b->lines[i].function_id = lv.function_id;
+			b->lines[i].function_id = out_id(b->new_func, lv.function_id);
 			b->line_ptrs[i] = &b->lines[i];
 			pl->n_line = 1;
 			pl->line = &b->line_ptrs[i];
 		}
-		b->loc_ptrs[i] = pl;
+		b->loc_ptrs[k++] = pl;
 	}
-	b->prof.n_mapping = n_maps;
+	b->prof.n_location = k;
 	b->prof.mapping = b->map_ptrs;
-	b->prof.n_function = n_funcs;
 	b->prof.function = b->func_ptrs;
-	b->prof.n_location = n_locs;
 	b->prof.location = b->loc_ptrs;
 	return 0;
 }
 
 static int build_samples(const struct profile *p, struct pb_build *b, int64_t period)
 {
-	size_t n = profile__sample_count(p), n_loc_ids = 0, n_labels = 0, i, j;
+	size_t n = b->count, n_loc_ids = 0, n_labels = 0, i, j;
 	size_t at_loc = 0, at_label = 0;
 	struct pf_sample_view v;
 
 	for (i = 0; i < n; i++) {
-		if (profile__sample(p, i, &v))
+		if (profile__sample(p, b->first + i, &v))
 			return -EIO;
 		n_loc_ids += v.n_locs;
 		n_labels += v.n_labels;
@@ -260,13 +375,13 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	for (i = 0; i < n; i++) {
 		pb_sample *ps = &b->samples[i];
 
-		if (profile__sample(p, i, &v))
+		if (profile__sample(p, b->first + i, &v))
 			return -EIO;
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = v.n_locs;
 		ps->location_id = b->loc_ids + at_loc;
 		for (j = 0; j < v.n_locs; j++)
-			b->loc_ids[at_loc++] = v.locs[j];
+			b->loc_ids[at_loc++] = out_id(b->new_loc, v.locs[j]);
 		ps->n_value = 2;
 		ps->value = b->values + 2 * i;
 		/* int64 on the wire: clamp instead of wrapping negative */
@@ -294,7 +409,9 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	return 0;
 }
 
-static int build(const struct profile *p, struct pb_build *b)
+/* Builds the message for samples [first, first + count); prune: only the entries they use. */
+static int build(const struct profile *p, struct pb_build *b, size_t first, size_t count,
+		 int prune)
 {
 	const struct profile_opts *o = profile__opts(p);
 	int64_t period = o->period_ns > INT64_MAX ? INT64_MAX : (int64_t)o->period_ns;
@@ -303,13 +420,23 @@ static int build(const struct profile *p, struct pb_build *b)
 	int err;
 
 	perftools__profiles__profile__init(&b->prof);
+	b->first = first;
+	b->count = count;
 	b->st.cap = profile__string_count(p) + N_EXTRA_STRINGS;
 	b->st.v = calloc(b->st.cap, sizeof(*b->st.v));
 	if (!b->st.v)
 		return -ENOMEM;
-	for (i = 0; i < profile__string_count(p); i++)
-		b->st.v[i] = (char *)(uintptr_t)profile__string(p, (uint32_t)i);
-	b->st.n = i;
+	if (prune) {
+		err = mark_used(p, b);
+		if (err)
+			return err;
+		b->st.v[0] = "";
+		b->st.n = 1;
+	} else {
+		for (i = 0; i < profile__string_count(p); i++)
+			b->st.v[i] = (char *)(uintptr_t)profile__string(p, (uint32_t)i);
+		b->st.n = i;
+	}
 
 	s[0] = str_index(p, &b->st, "samples");
 	s[1] = str_index(p, &b->st, "count");
@@ -350,6 +477,30 @@ static int build(const struct profile *p, struct pb_build *b)
 	return 0;
 }
 
+/* Packs the built message through deflate into g's FILE or memory. 0 or -errno. */
+static int pack_gzip(const struct pb_build *b, struct gz_sink *g)
+{
+	int err;
+
+	g->base.append = gz_append;
+	/*
+	 * windowBits 15 + 16: a gzip header and trailer, which every pprof reader expects.
+	 * Fastest level, as Go's runtime/pprof does: the agent writes a profile every interval.
+	 */
+	if (deflateInit2(&g->zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	perftools__profiles__profile__pack_to_buffer(&b->prof, &g->base);
+	if (!g->err) {
+		g->zs.next_in = NULL;
+		g->zs.avail_in = 0;
+		gz_deflate(g, Z_FINISH);
+	}
+	err = g->err;
+	deflateEnd(&g->zs);
+	return err;
+}
+
 int pprof__write(const struct profile *p, FILE *f)
 {
 	struct pb_build b;
@@ -359,7 +510,7 @@ int pprof__write(const struct profile *p, FILE *f)
 	if (!p || !f)
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
-	err = build(p, &b);
+	err = build(p, &b, 0, profile__sample_count(p), 0);
 	if (err)
 		goto free_build;
 
@@ -368,28 +519,57 @@ int pprof__write(const struct profile *p, FILE *f)
 		err = -ENOMEM;
 		goto free_build;
 	}
-	g->base.append = gz_append;
 	g->f = f;
-	/*
-	 * windowBits 15 + 16: a gzip header and trailer, which every pprof reader expects.
-	 * Fastest level, as Go's runtime/pprof does: the agent writes a profile every interval.
-	 */
-	if (deflateInit2(&g->zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		err = -ENOMEM;
-		goto free_sink;
-	}
-	perftools__profiles__profile__pack_to_buffer(&b.prof, &g->base);
-	if (!g->err) {
-		g->zs.next_in = NULL;
-		g->zs.avail_in = 0;
-		gz_deflate(g, Z_FINISH);
-	}
-	err = g->err;
+	err = pack_gzip(&b, g);
 	if (!err && fflush(f) != 0)
 		err = -(errno ? errno : EIO);
-	deflateEnd(&g->zs);
-free_sink:
+	free(g);
+free_build:
+	build_free(&b);
+	return err;
+}
+
+int pprof__encode(const struct profile *p, size_t first_sample, size_t n_samples, int gzip,
+		  uint8_t **out, size_t *len)
+{
+	struct pb_build b;
+	struct gz_sink *g = NULL;
+	uint8_t *buf;
+	size_t n;
+	int err;
+
+	if (!p || !out || !len || first_sample > profile__sample_count(p) ||
+	    n_samples > profile__sample_count(p) - first_sample)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	err = build(p, &b, first_sample, n_samples, 1);
+	if (err)
+		goto free_build;
+
+	if (!gzip) {
+		n = perftools__profiles__profile__get_packed_size(&b.prof);
+		buf = malloc(n ? n : 1);
+		if (!buf) {
+			err = -ENOMEM;
+			goto free_build;
+		}
+		perftools__profiles__profile__pack(&b.prof, buf);
+		*out = buf;
+		*len = n;
+		goto free_build;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		err = -ENOMEM;
+		goto free_build;
+	}
+	err = pack_gzip(&b, g);
+	if (err) {
+		free(g->mem);
+	} else {
+		*out = g->mem;
+		*len = g->mem_len;
+	}
 	free(g);
 free_build:
 	build_free(&b);

@@ -121,6 +121,14 @@ size_t profile__top(const struct profile *p, const char *key, const char *value,
 
 /* Writers. Each returns 0 or -errno. */
 int pprof__write(const struct profile *p, FILE *f);	/* gzip-compressed profile.proto */
+/*
+ * Samples [first_sample, first_sample + n_samples) (indexed as profile__sample()) as one pprof
+ * in a malloc'd *out of *len bytes, gzip-compressed when gzip is set. The tables hold only what
+ * those samples use, renumbered densely from 1 in table order, so a slice of a big profile stays
+ * small. -EINVAL: a range past the end; -ENOMEM.
+ */
+int pprof__encode(const struct profile *p, size_t first_sample, size_t n_samples, int gzip,
+		  uint8_t **out, size_t *len);
 /* Folded stacks, root first: "root_label_value;frame;...;leaf count\n". root_key may be NULL. */
 int folded__write(const struct profile *p, FILE *f, const char *root_key);
 /* Self-contained interactive SVG flame graph; root_key as for folded. */

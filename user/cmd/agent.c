@@ -1,0 +1,481 @@
+/* agent.c: `spanprof agent`: the engine cut into windows; each window becomes one profile per
+ * service, handed to every exporter; self-metrics on /metrics. Runs until SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "dirout.h"
+#include "engine.h"
+#include "exporter.h"
+#include "hookproc.h"
+#include "identity.h"
+#include "metrics.h"
+#include "proctab.h"
+#include "profile.h"
+#include "pyroscope.h"
+#include "report.h"
+#include "util.h"
+
+#define POLL_MS		100
+#define CUT_GRACE_NS	(20 * 1000000ull)	/* samples of the last moment reach the ring first */
+#define MAX_EXPORTERS	2
+#define SERIES_LABELS	8
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* One service in one window. */
+struct series {
+	char service[IDENTITY_SERVICE_LEN];
+	const struct proc_identity *id;	/* the first process's (names of the k8s labels) */
+	struct pf_label labels[SERIES_LABELS];
+	size_t n_labels;
+	struct profile *prof;
+};
+
+struct agent {
+	const struct agent_opts *o;
+	struct engine *e;
+	struct identity_ctx *ids;
+	struct exporter *ex[MAX_EXPORTERS];
+	int nex;
+	struct metrics_server *metrics;
+	struct metrics_buf *mb;
+	struct series *series;
+	struct profile **profs;
+	size_t nseries, cap;
+	/* figures for /metrics */
+	uint64_t windows_built, window_samples, window_series, export_errors;
+	double last_build_ms, max_build_ms;
+	uint64_t wall_minus_mono;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
+};
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spanprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* A secret from a file (first line) or, when file is NULL, an environment variable. */
+static int read_secret(const char *file, const char *env, char *buf, size_t len)
+{
+	const char *v;
+	long n;
+
+	if (file) {
+		n = read_small_file(AT_FDCWD, file, buf, len);
+		if (n < 0)
+			return fail("cannot read %s: %s", file, strerror(-n));
+		buf[strcspn(buf, "\r\n")] = 0;
+		return 0;
+	}
+	v = getenv(env);
+	snprintf(buf, len, "%s", v ? v : "");
+	return 0;
+}
+
+static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
+{
+	const struct agent_opts *o = a->o;
+	char err[512];
+
+	if (!o->pyroscope_url && !o->output_dir)
+		return fail("nowhere to send profiles: give --pyroscope-url URL and/or --output-dir DIR");
+	if (o->pyroscope_url) {
+		struct pyroscope_opts po = { .url = o->pyroscope_url };
+		int rc;
+
+		if ((rc = read_secret(o->pyroscope_password_file, "SPANPROF_PYROSCOPE_PASSWORD", pw,
+				      len)) ||
+		    (rc = read_secret(o->pyroscope_token_file, "SPANPROF_PYROSCOPE_TOKEN", token, len)))
+			return rc;
+		if (pw[0] && !o->pyroscope_user)
+			return fail("a Pyroscope password needs --pyroscope-user");
+		po.delivery.basic_user = o->pyroscope_user;
+		po.delivery.basic_password = o->pyroscope_user ? pw : NULL;
+		po.delivery.bearer_token = token[0] ? token : NULL;
+		po.delivery.tenant = o->pyroscope_tenant;
+		po.delivery.ca_file = o->pyroscope_ca;
+		po.delivery.headers = o->headers;
+		po.delivery.n_headers = o->nheaders;
+		po.delivery.queue_max_bytes = (size_t)o->queue_mb << 20;
+		a->ex[a->nex] = pyroscope__new(&po, err, sizeof(err));
+		if (!a->ex[a->nex])
+			return fail("%s", err);
+		a->nex++;
+	}
+	if (o->output_dir) {
+		a->ex[a->nex] = dirout__new(o->output_dir, "service_name", o->output_max_bytes, err,
+					    sizeof(err));
+		if (!a->ex[a->nex])
+			return fail("%s", err);
+		a->nex++;
+	}
+	return 0;
+}
+
+/* ---- one window ----------------------------------------------------------------------------- */
+
+static void free_ident(void *ident)
+{
+	free(ident);
+}
+
+static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
+{
+	struct proc_identity *id = p->ident;
+
+	if (id)
+		return id;
+	id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	if (p->dir_fd < 0 || identity__resolve(a->ids, p->dir_fd, p->comm, id)) {
+		memset(id, 0, sizeof(*id));
+		snprintf(id->service_name, sizeof(id->service_name), "%s",
+			 p->comm[0] ? p->comm : "unknown");
+		id->source = IDENTITY_SRC_COMM;
+	}
+	p->ident = id;
+	p->ident_free = free_ident;
+	return id;
+}
+
+static void add_label(struct series *s, const char *k, const char *v)
+{
+	if (v && v[0] && s->n_labels < SERIES_LABELS)
+		s->labels[s->n_labels++] = (struct pf_label){ k, v };
+}
+
+/* The series of process p in this window (created on first use), or -1. */
+static int series_of(void *arg, struct proc *p)
+{
+	struct agent *a = arg;
+	const struct proc_identity *id = identity_of(a, p);
+	struct profile_opts po = { .period_ns = 1000000000ull / a->o->freq };
+	struct series *s;
+
+	if (!id)
+		return -1;
+	for (size_t i = 0; i < a->nseries; i++) {
+		const struct proc_identity *o = a->series[i].id;
+
+		if (!strcmp(o->service_name, id->service_name) && !strcmp(o->namespace, id->namespace) &&
+		    !strcmp(o->pod, id->pod) && !strcmp(o->container, id->container))
+			return i;
+	}
+	if (a->nseries == a->cap)
+		return -1;	/* cap = processes in the table: cannot happen */
+	s = &a->series[a->nseries];
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	s->prof = a->profs[a->nseries] = profile__new(&po);
+	if (!s->prof)
+		return -1;
+	add_label(s, "__name__", "process_cpu");
+	add_label(s, "service_name", id->service_name);
+	if (id->in_k8s) {
+		add_label(s, "namespace", id->namespace);
+		add_label(s, "pod", id->pod);
+		add_label(s, "container", id->container);
+		add_label(s, "node", id->node);
+	}
+	return a->nseries++;
+}
+
+static int64_t mono_to_wall(const struct agent *a, uint64_t mono)
+{
+	return (int64_t)(mono + a->wall_minus_mono);
+}
+
+/* Cut the window, build one profile per service, hand them to every exporter. */
+static int export_window(struct agent *a)
+{
+	struct agg_window *w = engine__cut(a->e);
+	struct agg_window_info wi;
+	struct export_series *es;
+	double t0 = report__cpu_ms(), ms;
+	uint64_t wall0 = now_ns();
+	int64_t n;
+	size_t cap, nseries;
+
+	if (!w)
+		return -ENOMEM;
+	aggregate__info(w, &wi);
+	if (wi.start_ns < engine__attached_ns(a->e))
+		wi.start_ns = engine__attached_ns(a->e);	/* the first window starts with sampling */
+	cap = proctab__live(engine__procs(a->e)) + 1;
+	a->series = calloc(cap, sizeof(*a->series));
+	a->profs = calloc(cap, sizeof(*a->profs));
+	a->cap = a->series && a->profs ? cap : 0;
+	a->nseries = 0;
+	es = calloc(cap, sizeof(*es));
+	n = es && a->cap ? engine__build(a->e, w, series_of, a, a->profs, a->cap) : -ENOMEM;
+	aggregate__window_free(w);
+	if (n >= 0) {
+		struct export_batch b = { mono_to_wall(a, wi.start_ns), mono_to_wall(a, wi.end_ns), es, 0 };
+
+		for (size_t i = 0; i < a->nseries; i++) {
+			profile__set_times(a->series[i].prof, b.start_ns, b.end_ns - b.start_ns);
+			es[b.n++] = (struct export_series){ a->series[i].labels, a->series[i].n_labels,
+							    a->series[i].prof };
+		}
+		for (int i = 0; i < a->nex; i++)
+			if (a->ex[i]->ops->export(a->ex[i]->self, &b))
+				a->export_errors++;
+		a->windows_built++;
+		a->window_samples += n;
+		a->window_series += a->nseries;
+	}
+	nseries = a->nseries;
+	for (size_t i = 0; i < a->nseries; i++)
+		profile__free(a->series[i].prof);
+	free(a->series);
+	free(a->profs);
+	free(es);
+	a->series = NULL;
+	a->profs = NULL;
+	a->nseries = a->cap = 0;
+	engine__prune(a->e);
+	ms = (now_ns() - wall0) / 1e6;
+	a->last_build_ms = ms;
+	if (ms > a->max_build_ms)
+		a->max_build_ms = ms;
+	if (a->o->verbose)
+		fprintf(stderr, "spanprof: window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
+			" series, built in %.1f ms (%.1f ms CPU)\n", a->windows_built, n,
+			(uint64_t)nseries, ms, report__cpu_ms() - t0);
+	return n < 0 ? (int)n : 0;
+}
+
+/* ---- self-metrics --------------------------------------------------------------------------- */
+
+static long rss_kib(void)
+{
+	char buf[4096], *s;
+	long n = read_small_file(AT_FDCWD, "/proc/self/status", buf, sizeof(buf));
+
+	s = n > 0 ? strstr(buf, "VmRSS:") : NULL;
+	return s ? strtol(s + 6, NULL, 10) : 0;
+}
+
+#define C(name, help, labels, v) metrics_buf__counter(mb, "spanprof_" name, help, labels, (double)(v))
+#define G(name, help, labels, v) metrics_buf__gauge(mb, "spanprof_" name, help, labels, (double)(v))
+
+static void publish_metrics(struct agent *a)
+{
+	struct metrics_buf *mb = a->mb;
+	struct engine_counters c;
+	struct proctab *pt = engine__procs(a->e);
+	uint32_t dotnet = 0, hooked = 0;
+	const char *text;
+	size_t len;
+
+	if (!a->metrics || !mb)
+		return;
+	metrics_buf__reset(mb);
+	engine__counters(a->e, &c);
+	for (int i = 0; i < SP_CNT__MAX; i++) {
+		const char *l[] = { "outcome", sp_counter_names[i], NULL };
+
+		C("sampler_events_total", "Sampler outcomes by kind (BPF counters).", l, c.bpf[i]);
+	}
+	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);
+	{
+		const char *causes[][2] = { { "ringbuf_full", NULL }, { "scratch", NULL },
+					    { "malformed", NULL }, { "out_of_memory", NULL },
+					    { "unencodable_labels", NULL } };
+		uint64_t v[] = { c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.malformed,
+				 c.dropped_nomem, c.refused };
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			const char *l[] = { "cause", causes[i][0], NULL };
+
+			C("samples_lost_total", "Samples lost, by cause.", l, v[i]);
+		}
+	}
+	C("samples_not_target_total", "Samples of processes that are not profiled.", NULL,
+	  c.not_target);
+	C("span_undecodable_total", "Span records that could not be decoded.", NULL,
+	  c.ctx_undecodable);
+	for (uint32_t i = 0; i < proctab__count(pt); i++) {
+		struct proc *p = proctab__at(pt, i);
+
+		if (!p || !runtime__has(p, RT_DOTNET))
+			continue;
+		dotnet++;
+		hooked += hookproc__registered(p);
+	}
+	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
+	  proctab__live(pt));
+	G("processes", NULL, ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
+	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
+	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
+	C("windows_total", "Windows built and exported.", NULL, a->windows_built);
+	C("window_samples_total", "Samples in exported windows.", NULL, a->window_samples);
+	G("window_build_seconds", "Time to build and hand over the last window.", NULL,
+	  a->last_build_ms / 1e3);
+	G("window_build_seconds_max", "Longest time to build and hand over a window.", NULL,
+	  a->max_build_ms / 1e3);
+	for (int i = 0; i < a->nex; i++) {
+		struct export_stats st;
+		const char *name = a->ex[i]->ops->name;
+
+		a->ex[i]->ops->stats(a->ex[i]->self, &st);
+		C("export_sent_total", "Requests or files delivered.",
+		  ((const char *[]){ "exporter", name, NULL }), st.sent_ok);
+		C("export_retried_total", "Attempts repeated after a retryable failure.",
+		  ((const char *[]){ "exporter", name, NULL }), st.retried);
+		C("export_failed_total", "Given up: the backend refused (4xx other than 429).",
+		  ((const char *[]){ "exporter", name, NULL }), st.failed);
+		C("export_dropped_total", "Dropped, by cause.",
+		  ((const char *[]){ "exporter", name, "cause", "queue_full", NULL }),
+		  st.dropped_queue_full);
+		C("export_dropped_total", NULL,
+		  ((const char *[]){ "exporter", name, "cause", "shutdown", NULL }), st.dropped_shutdown);
+		C("export_dropped_total", NULL,
+		  ((const char *[]){ "exporter", name, "cause", "expired", NULL }), st.dropped_expired);
+		C("export_dropped_total", NULL,
+		  ((const char *[]){ "exporter", name, "cause", "encode", NULL }), st.dropped_encode);
+		C("export_split_total", "Profiles split to fit the backend's limits.",
+		  ((const char *[]){ "exporter", name, NULL }), st.split);
+		G("export_queue_bytes", "Bytes waiting for delivery.",
+		  ((const char *[]){ "exporter", name, NULL }), st.queue_bytes);
+		C("export_bytes_total", "Bytes delivered.",
+		  ((const char *[]){ "exporter", name, NULL }), st.bytes_sent);
+		G("export_latency_seconds", "From window close to the backend's answer, last request.",
+		  ((const char *[]){ "exporter", name, NULL }), st.last_latency_ns / 1e9);
+	}
+	G("resident_memory_bytes", "The agent's resident set size.", NULL, rss_kib() * 1024.0);
+	C("cpu_seconds_total", "The agent's CPU time (user and system).", NULL,
+	  report__cpu_ms() / 1e3);
+	text = metrics_buf__text(mb, &len);
+	if (text)
+		metrics__publish(a->metrics, text, len);
+}
+
+#undef C
+#undef G
+
+/* ---- the agent ------------------------------------------------------------------------------ */
+
+int agent__run(const struct agent_opts *o)
+{
+	struct engine_opts eo = {
+		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent" },
+		.enable_perfmap = o->enable_perfmap,
+		.perfmap_type = 1,
+		.pyroscope_labels = !o->full_span_labels,
+		.dotnet_only = !o->all_processes,
+		.first_window_ns = (uint64_t)(o->interval * 1e9),
+		.interval_ns = (uint64_t)(o->interval * 1e9),
+		.verbose = o->verbose,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct agent a = { .o = o };
+	char pw[1024] = "", token[4096] = "", err[512];
+	uint64_t next_metrics = 0;
+	struct rlimit rl;
+	int rc;
+
+	a.wall_minus_mono = realtime_ns() - now_ns();
+	if ((rc = bpfsession__check(&eo.bpf)) || (rc = open_exporters(&a, pw, token, sizeof(pw))))
+		goto out;
+	a.ids = identity__new(o->pods_dir, o->containers_dir, o->node);
+	if (!a.ids) {
+		rc = fail("out of memory");
+		goto out;
+	}
+	if (o->metrics_addr) {
+		a.metrics = metrics__start(o->metrics_addr, err, sizeof(err));
+		a.mb = metrics_buf__new();
+		if (!a.metrics || !a.mb) {
+			rc = fail("%s", a.metrics ? "out of memory" : err);
+			goto out;
+		}
+	}
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (!(a.e = engine__open(&eo, &rc)) || (rc = engine__attach(a.e)))
+		goto out;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (o->verbose)
+		fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs, windows of %.0f s\n",
+			o->all_processes ? "every process" : ".NET processes", o->freq,
+			bpfsession__ncpus(engine__bpf(a.e)), o->interval);
+
+	while (!stop) {
+		uint64_t now = now_ns(), end = engine__window_end(a.e) + CUT_GRACE_NS;
+		int timeout = POLL_MS;
+
+		if (now >= end) {
+			if ((rc = export_window(&a)))
+				fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+			rc = 0;
+			continue;
+		}
+		if ((end - now) / 1000000 < (uint64_t)timeout)
+			timeout = (end - now) / 1000000 + 1;
+		if ((rc = engine__poll(a.e, timeout))) {
+			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-rc));
+			rc = 1;
+			break;
+		}
+		if (a.metrics && now_ns() >= next_metrics) {
+			publish_metrics(&a);
+			metrics__heartbeat(a.metrics, now_ns());
+			next_metrics = now_ns() + 1000000000ull;
+		}
+	}
+	/* SIGTERM: the window so far is flushed, then delivery gets a bounded wait. */
+	engine__stop(a.e);
+	export_window(&a);
+	for (int i = 0; i < a.nex; i++)
+		a.ex[i]->ops->flush(a.ex[i]->self, o->flush_timeout_ms);
+	publish_metrics(&a);
+	if (o->verbose) {
+		for (int i = 0; i < a.nex; i++) {
+			struct export_stats st;
+
+			a.ex[i]->ops->stats(a.ex[i]->self, &st);
+			fprintf(stderr, "spanprof: %s: %" PRIu64 " sent, %" PRIu64 " retried, %" PRIu64
+				" failed, dropped %" PRIu64 " (queue full) %" PRIu64 " (shutdown) %"
+				PRIu64 " (expired)\n", a.ex[i]->ops->name, st.sent_ok, st.retried,
+				st.failed, st.dropped_queue_full, st.dropped_shutdown,
+				st.dropped_expired);
+		}
+	}
+out:
+	engine__free(a.e);	/* leaves every process as found */
+	for (int i = 0; i < a.nex; i++)
+		a.ex[i]->ops->free(a.ex[i]->self);
+	metrics__stop(a.metrics);
+	metrics_buf__free(a.mb);
+	identity__free(a.ids);
+	return rc;
+}

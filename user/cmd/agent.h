@@ -1,0 +1,39 @@
+/* agent.h: `spanprof agent`: every .NET process on the host, profiled continuously, one profile per
+ * service per window, to Pyroscope and/or a directory, with Prometheus self-metrics. */
+#ifndef SPANPROF_AGENT_H
+#define SPANPROF_AGENT_H
+
+#include <stdint.h>
+
+#define AGENT_MAX_HEADERS 16
+
+struct agent_opts {
+	uint32_t freq;		/* Hz per CPU (19) */
+	double interval;	/* seconds per window (15) */
+	int all_processes;	/* native processes too */
+	int enable_perfmap;
+	int full_span_labels;	/* trace_id/span_id/local_root_span_id instead of Pyroscope's */
+	const char *pyroscope_url;
+	const char *pyroscope_user;
+	const char *pyroscope_password_file;
+	const char *pyroscope_token_file;
+	const char *pyroscope_tenant;
+	const char *pyroscope_ca;
+	const char *headers[AGENT_MAX_HEADERS];
+	int nheaders;
+	const char *output_dir;
+	uint64_t output_max_bytes;
+	const char *metrics_addr;
+	const char *pods_dir;
+	const char *containers_dir;
+	const char *node;
+	uint32_t queue_mb;
+	uint32_t flush_timeout_ms;
+	uint32_t ringbuf_mb;
+	int verbose;
+};
+
+/* Run until SIGTERM/SIGINT. Returns the exit code: 0, 1 (runtime failure), 2 (bad setup). */
+int agent__run(const struct agent_opts *o);
+
+#endif /* SPANPROF_AGENT_H */
