@@ -219,7 +219,7 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 .PHONY: fuzz
 
 # ---- top-level targets ---------------------------------------------------------------------
-all: $(BUILD)/spanprof
+all: $(BUILD)/spanprof $(HOOK_DLL)
 
 test: all apps tools unit
 	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh

@@ -119,7 +119,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 		po.delivery.ca_file = o->pyroscope_ca;
 		po.delivery.headers = o->headers;
 		po.delivery.n_headers = o->nheaders;
-		po.delivery.queue_max_bytes = (size_t)o->queue_mb << 20;
+		po.delivery.queue_max_bytes = o->queue_bytes;
 		a->ex[a->nex] = pyroscope__new(&po, err, sizeof(err));
 		if (!a->ex[a->nex])
 			return fail("%s", err);
@@ -424,10 +424,11 @@ int agent__run(const struct agent_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (o->verbose)
-		fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs, windows of %.0f s\n",
-			o->all_processes ? "every process" : ".NET processes", o->freq,
-			bpfsession__ncpus(engine__bpf(a.e)), o->interval);
+	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs, windows of %g s%s",
+		o->all_processes ? "every process" : ".NET processes", o->freq,
+		bpfsession__ncpus(engine__bpf(a.e)), o->interval, a.metrics ? "" : "\n");
+	if (a.metrics)
+		fprintf(stderr, "; metrics on port %d\n", metrics__port(a.metrics));
 
 	while (!stop) {
 		uint64_t now = now_ns(), end = engine__window_end(a.e) + CUT_GRACE_NS;
@@ -457,8 +458,22 @@ int agent__run(const struct agent_opts *o)
 	export_window(&a);
 	for (int i = 0; i < a.nex; i++)
 		a.ex[i]->ops->flush(a.ex[i]->self, o->flush_timeout_ms);
+	if (a.metrics)
+		metrics__heartbeat(a.metrics, now_ns());
 	publish_metrics(&a);
-	if (o->verbose) {
+	{
+		struct engine_counters c;
+
+		engine__counters(a.e, &c);
+		fprintf(stderr, "spanprof: agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
+			"exported; sampler sent %" PRIu64 ", lost %" PRIu64 " (ring buffer full) %"
+			PRIu64 " (scratch); received %" PRIu64 ", not profiled %" PRIu64
+			", malformed %" PRIu64 ", out of memory %" PRIu64 ", unencodable %" PRIu64 "\n",
+			a.windows_built, a.window_samples, c.bpf[SP_CNT_SENT],
+			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
+			c.not_target, c.malformed, c.dropped_nomem, c.refused);
+	}
+	{
 		for (int i = 0; i < a.nex; i++) {
 			struct export_stats st;
 

@@ -27,7 +27,7 @@ struct agent_opts {
 	const char *pods_dir;
 	const char *containers_dir;
 	const char *node;
-	uint32_t queue_mb;
+	uint64_t queue_bytes;
 	uint32_t flush_timeout_ms;
 	uint32_t ringbuf_mb;
 	int verbose;

@@ -250,7 +250,7 @@ static int cmd_agent(int argc, char **argv)
 		.interval = 15,
 		.enable_perfmap = 1,
 		.output_max_bytes = 1024ull << 20,
-		.queue_mb = 64,
+		.queue_bytes = 64u << 20,
 		.flush_timeout_ms = 5000,
 		.ringbuf_mb = 8,
 	};
@@ -327,9 +327,9 @@ static int cmd_agent(int argc, char **argv)
 			o.node = optarg;
 			break;
 		case OPT_QUEUE:
-			if (parse_uint(optarg, 4096, &v) || v == 0)
-				return bad_usage("bad --queue-mb (MiB, 1..4096)", optarg);
-			o.queue_mb = v;
+			if (parse_seconds(optarg, 0.001, 4096, &d))
+				return bad_usage("bad --queue-mb (MiB, 0.001..4096)", optarg);
+			o.queue_bytes = d * 1048576;
 			break;
 		case OPT_FLUSH:
 			if (parse_seconds(optarg, 0, 600, &d))
