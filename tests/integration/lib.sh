@@ -1,56 +1,276 @@
-# lib.sh: shared helpers for the integration tests (sourced). Real kernel, real BPF, real processes.
-set -euo pipefail
+# lib.sh: the harness of the integration tests, sourced first by every tests/integration/*.sh.
+# Real kernel, real BPF, real processes.
+#
+# A test fails fast: `set -euo pipefail`, and `fail MSG` exits 1 with the message; any other
+# command that fails outside a condition ends the test too, and the ERR trap says which one.
+# `skip MSG` exits 77, which run-integration.sh reports as skipped (need_root, need_cmd). `pass MSG`
+# and `note MSG` print; at a successful exit the number of passes is printed.
+#
+# Cleanup happens only here, in the EXIT trap: every process a test starts goes into PIDS_TO_KILL
+# through `register` (spawn, start_app and record_bg do that) and every file it writes goes under
+# $TMP. At exit the processes still running are stopped (see stop), the perf maps the .NET runtime
+# left for them are removed, and $TMP is removed.
+#
+# The steps a test is made of: start_app (an app, ready), record (spanprof and its report),
+# decode (pprof -> JSON), query / field / count_samples (numbers from it), check_pprof (two
+# readers agree), check (one named assertion).
+set -eEuo pipefail
+# A command that ends the test without `fail` still says which one (-E: also inside functions).
+# Only the test's own shell reports: a subshell's failure shows as the command that ran it, and
+# a process substitution's end (a forger killed on purpose) is no failure.
+trap '_rc=$?; if [ "$BASHPID" = "$$" ]; then echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND (exit $_rc)" >&2; fi' ERR
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
 TOOLS=$ROOT/tests/tools
+NSRUN=$ROOT/tests/integration/nsrun.sh
 GO=/usr/lib/go-1.19/bin/go
 HOTCHAIN=$BUILD/apps/native/hotchain	# from `make tools`
 FORGED=$BUILD/apps/native/forged_table
-# Under build/, not /tmp: tests run apps in mount namespaces with a private /tmp, and their files
-# must stay visible from the host.
-mkdir -p "$BUILD/tmp"
-TMP=$(mktemp -d "$BUILD/tmp/it.XXXXXX")
+TEST=$(basename "$0" .sh)
 PIDS_TO_KILL=()
+declare -A STARTED_AT=()
+PASSED=0
 
-cleanup() {
-	for p in "${PIDS_TO_KILL[@]:-}"; do
-		[ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	# The .NET runtime never removes the perf maps of the apps we started.
-	for p in "${PIDS_TO_KILL[@]:-}"; do
-		[ -n "$p" ] && rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump"
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
+# ---- output and outcome ------------------------------------------------------------------------
 fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
+skip() { echo "SKIP: $*"; exit 77; }
+pass() { echo "ok: $*"; PASSED=$((PASSED + 1)); }
 note() { echo "  $*"; }
 
-need_root() { [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }; }
-need_built() { for f; do [ -e "$f" ] || fail "$f missing: run make apps tools"; done; }
-
-# The profile as JSON through the independent pprof-format decoder.
-pprof_json() { node "$TOOLS/pprof-json.js" "$1"; }
-
-# query.js SUBCOMMAND JSON-FILE ARGS...: stack statistics over a decoded profile.
-query() { node "$ROOT/tests/integration/query.js" "$@"; }
+# check DESCRIPTION CMD...: CMD must succeed; passes DESCRIPTION or fails with it.
+check() {
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
 
 # Compare floating-point numbers: ge A B -> A >= B
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
-# Wait until a file has a line matching a pattern (max seconds).
-wait_for_line() {
-	local file=$1 pat=$2 secs=${3:-30}
-	for _ in $(seq $((secs * 10))); do
-		grep -q "$pat" "$file" 2>/dev/null && return 0
+# ---- preconditions -----------------------------------------------------------------------------
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root${1:+ ($1)}"; }
+need_cmd() { local c; for c; do command -v "$c" > /dev/null || skip "$c not found"; done; }
+need_built() { local f; for f; do [ -e "$f" ] || fail "$f missing: run make apps tools"; done; }
+
+# ---- waiting -----------------------------------------------------------------------------------
+# poll SECS CMD...: run CMD every 0.1 s until it succeeds (status 0) or SECS seconds of tries
+# have passed (status 1).
+poll() {
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do
+		"$@" && return 0
 		sleep 0.1
 	done
-	fail "timed out waiting for '$pat' in $file"
+	return 1
 }
+
+# has_line FILE PATTERN: FILE exists and has a line matching PATTERN (grep -a: binary files too).
+has_line() { grep -aqs -e "$2" "$1"; }
+
+# wait_for_line FILE PATTERN [SECS=30]: until FILE has a line matching PATTERN, or fail showing it.
+wait_for_line() {
+	local file=$1 pat=$2 secs=${3:-30}
+	poll "$secs" has_line "$file" "$pat" && return 0
+	cat "$file" >&2 2>/dev/null || true
+	fail "timed out after ${secs}s waiting for '$pat' in $file"
+}
+
+# alive PID: the process exists, is not a zombie and, if it was registered, is still the one
+# registered (same start time: pids wrap, at 32768 by default).
+alive() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	set -- "$1" $st	# $2 is the state (field 3), $21 the start time (field 22)
+	[ "$2" != Z ] || return 1
+	[ -z "${STARTED_AT[$1]+set}" ] || [ "${STARTED_AT[$1]}" = "${21}" ]
+}
+gone() { ! alive "$1"; }
+
+# ---- processes ---------------------------------------------------------------------------------
+# stop [-t SECS] PID...: SIGTERM, up to SECS (5) seconds for all to exit, then SIGKILL; reaps
+# those that are our children. Without -t, a process that is pid 1 of its own pid namespace gets
+# SIGKILL after 1 s: the kernel drops signals whose action is the default there, and the .NET
+# runtime answers SIGTERM by re-raising it with the default action, so it never lands.
+stop() {
+	local secs=5 fixed="" live=() inits=() p i
+	if [ "${1:-}" = -t ]; then secs=$2; fixed=1; shift 2; fi
+	for p; do
+		alive "$p" || continue
+		live+=("$p")
+		if [ -z "$fixed" ] && ns_init "$p"; then inits+=("$p"); fi
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	[ ${#live[@]} -gt 0 ] || return 0
+	for i in $(seq $((secs * 10))); do
+		all_gone "${live[@]}" && break
+		if [ "$i" = 10 ]; then
+			for p in "${inits[@]}"; do
+				if alive "$p"; then kill -KILL "$p" 2>/dev/null || true; fi
+			done
+		fi
+		sleep 0.1
+	done
+	for p in "${live[@]}"; do
+		if alive "$p"; then kill -KILL "$p" 2>/dev/null || true; fi
+	done
+	for p in "${live[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+all_gone() { local p; for p; do alive "$p" && return 1; done; return 0; }
+# ns_init PID: PID is pid 1 of a pid namespace below ours.
+ns_init() { awk '/^NSpid:/ { exit !(NF > 2 && $NF == 1) }' "/proc/$1/status" 2>/dev/null; }
+
+# register PID...: stopped at exit (PIDS_TO_KILL), and remembered by start time so that a pid
+# reused by another process after ours exited is left alone.
+register() {
+	local p st
+	for p; do
+		st=$(cat "/proc/$p/stat" 2>/dev/null) || st=""
+		st=${st##*) }
+		set -- $st
+		STARTED_AT[$p]=${20:-gone}
+		PIDS_TO_KILL+=("$p")
+	done
+}
+
+# spawn OUT CMD...: CMD in the background, stdout and stderr to OUT; SPAWNED is its pid.
+spawn() {
+	local out=$1
+	shift
+	"$@" > "$out" 2>&1 &
+	SPAWNED=$!
+	register "$SPAWNED"
+}
+
+# start_app [--ns] [--ready PATTERN | --ready-file FILE | --pid-line] [--timeout SECS] OUT CMD...
+#   Starts CMD (a .NET app or a test program) with spawn and waits until it is ready, or fails
+#   showing OUT: until a line of OUT matches PATTERN ('^ready', the test apps' line once their hot
+#   loop runs), until FILE is not empty (--ready-file), or until OUT has a line that is a pid
+#   (--pid-line: the native test programs print their pid once set up). SECS defaults to 60.
+#   APP_PID is the app's pid (with --pid-line, the one it printed). With --ns, CMD runs through
+#   nsrun.sh as pid 1 of its own pid and mount namespaces with a private /tmp; APP_PID is its pid
+#   on the host and APP_LAUNCHER nsrun's unshare (NSRUN_SETUP passes through).
+start_app() {
+	local ns="" ready='^ready' ready_file="" pid_line="" secs=60 out
+	while :; do
+		case $1 in
+		--ns) ns=1; shift ;;
+		--ready) ready=$2; shift 2 ;;
+		--ready-file) ready_file=$2; shift 2 ;;
+		--pid-line) pid_line=1; ready='^[0-9][0-9]*$'; shift ;;
+		--timeout) secs=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	out=$1
+	shift
+	if [ -n "$ns" ]; then
+		spawn "$out" "$NSRUN" "$@"
+	else
+		spawn "$out" "$@"
+	fi
+	APP_LAUNCHER=$SPAWNED
+	APP_PID=$SPAWNED
+	if [ -n "$ready_file" ]; then
+		poll "$secs" test -s "$ready_file" || { cat "$out" >&2; fail "$out: not ready ($ready_file empty) after ${secs}s"; }
+	else
+		wait_for_line "$out" "$ready" "$secs"
+	fi
+	if [ -n "$pid_line" ]; then
+		APP_PID=$(grep -m1 -x '[0-9][0-9]*' "$out")
+	fi
+	if [ -n "$ns" ]; then
+		APP_PID=""
+		for _ in $(seq 100); do
+			APP_PID=$(pgrep -P "$APP_LAUNCHER" | head -1 || true)
+			[ -n "$APP_PID" ] && break
+			sleep 0.1
+		done
+		[ -n "$APP_PID" ] || { cat "$out" >&2; fail "$out: no child of unshare"; }
+		register "$APP_PID"
+	fi
+}
+
+# ---- spanprof ----------------------------------------------------------------------------------
+# record NAME.EXT [ARGS...]: spanprof record ARGS... -o $TMP/NAME.EXT, its report (stdout) in
+# $TMP/NAME.txt; fails, showing the report, unless spanprof exits 0.
+record() {
+	local out=$1 rc=0
+	shift
+	"$SPANPROF" record "$@" -o "$TMP/$out" > "$TMP/${out%%.*}.txt" || rc=$?
+	[ "$rc" = 0 ] || { cat "$TMP/${out%%.*}.txt"; fail "spanprof record $* -o $out: exit code $rc"; }
+}
+
+# record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid.
+# wait_record: wait for it; fails, showing the report, unless it exits 0.
+record_bg() {
+	local out=$1
+	shift
+	"$SPANPROF" record "$@" -o "$TMP/$out" > "$TMP/${out%%.*}.txt" &
+	RECORD_PID=$!
+	RECORD_REPORT=$TMP/${out%%.*}.txt
+	register "$RECORD_PID"
+}
+wait_record() {
+	local rc=0
+	wait "$RECORD_PID" || rc=$?
+	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
+}
+
+# ---- profiles ----------------------------------------------------------------------------------
+# The profile as JSON through the independent pprof-format decoder.
+pprof_json() { node "$TOOLS/pprof-json.js" "$1"; }
+
+# decode PROFILE: PROFILE.pb.gz decoded by pprof_json into PROFILE.json ($TMP/a.pb.gz -> $TMP/a.json).
+decode() { pprof_json "$1" > "${1%.pb.gz}.json" || fail "pprof-format could not decode $1"; }
+
+# check_pprof PROFILE MESSAGE: go tool pprof and pprof-format both read PROFILE and agree
+# (tests/tools/check-pprof.sh), or fail with MESSAGE showing what check-pprof said.
+check_pprof() {
+	"$TOOLS/check-pprof.sh" "$1" > "$TMP/check-pprof.txt" || { cat "$TMP/check-pprof.txt"; fail "$2"; }
+}
+
+# query.js SUBCOMMAND JSON-FILE ARGS...: stack statistics over a decoded profile (one JSON object).
+query() { node "$ROOT/tests/integration/query.js" "$@"; }
+
+# field JSON KEY: one field of a JSON object (as printed by query and spancheck.js).
+field() { node -pe "($1).$2"; }
+
+# count_samples JSON-FILE [--pid PID]: the number of samples (of PID).
+count_samples() {
+	local r
+	r=$(query total "$@")
+	field "$r" total
+}
+
+# ---- setup and cleanup -------------------------------------------------------------------------
+# at_exit CMD: run CMD (a function name) at exit, after the test's processes are stopped.
+AT_EXIT=()
+at_exit() { AT_EXIT+=("$1"); }
+
+cleanup() {
+	local rc=$? p
+	trap - EXIT ERR
+	set +e
+	stop "${PIDS_TO_KILL[@]}"
+	for p in "${AT_EXIT[@]}"; do "$p"; done
+	# The .NET runtime never removes the perf maps of the apps we started.
+	for p in "${PIDS_TO_KILL[@]}"; do
+		[ -e "/proc/$p" ] || rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump"
+	done
+	[ -z "${TMP:-}" ] || rm -rf "$TMP"
+	[ "$rc" != 0 ] || echo "$TEST: $PASSED passed"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+# Under build/, not /tmp: tests run apps in mount namespaces with a private /tmp, and their files
+# must stay visible from the host.
+mkdir -p "$BUILD/tmp" 2>/dev/null || true
+TMP=$(mktemp -d "$BUILD/tmp/$TEST-XXXXXX" 2>/dev/null) ||
+	fail "cannot create a work dir in $BUILD/tmp as uid $(id -u) (run as the user who built, or as root)"
