@@ -3,23 +3,23 @@
 # SIGTERM and still get complete output.
 . "$(dirname "$0")/lib.sh"
 need_root
+need_built "$HOTCHAIN"
 
 # Two known busy processes so the host profile has something to show besides idle.
-need_built "$HOTCHAIN"
-"$HOTCHAIN" 30 > /dev/null & PIDS_TO_KILL+=($!)
-sh -c 'while :; do :; done' & PIDS_TO_KILL+=($!)
+spawn /dev/null "$HOTCHAIN" 30
+spawn /dev/null sh -c 'while :; do :; done'
 
-"$SPANPROF" record -d 3 -o "$TMP/host.svg" > "$TMP/out.txt"
+record host.svg -d 3
 grep -q '<svg' "$TMP/host.svg" || fail "not an SVG"
 grep -q 'inner_hot' "$TMP/host.svg" || fail "host flame graph lacks inner_hot"
 grep -q '>hotchain<\|hotchain (' "$TMP/host.svg" || grep -q 'hotchain' "$TMP/host.svg" || fail "no hotchain process frame"
-nproc=$(grep -c '^  \.NET pid' "$TMP/out.txt" || true)
+nproc=$(grep -c '^  \.NET pid' "$TMP/host.txt" || true)
 node "$TOOLS/flamegraph-check.js" "$TMP/host.svg" inner_hot > "$TMP/fg.txt" || { cat "$TMP/fg.txt"; fail "flame graph script check"; }
 pass "host-wide SVG flame graph ($(stat -c %s "$TMP/host.svg") bytes, .NET processes: $nproc)"
 
 # Host-wide pprof: several processes, each sample labelled with its process.
-"$SPANPROF" record -d 2 -o "$TMP/host.pb.gz" > /dev/null
-pprof_json "$TMP/host.pb.gz" > "$TMP/host.json"
+record host.pb.gz -d 2
+decode "$TMP/host.pb.gz"
 procs=$(node -e 'const p=JSON.parse(require("fs").readFileSync(process.argv[1]));
   console.log(new Set(p.samples.map(s=>s.labels.process_name)).size)' "$TMP/host.json")
 [ "$procs" -ge 2 ] || fail "host-wide profile has $procs processes"
@@ -27,13 +27,12 @@ pass "host-wide pprof: $procs processes"
 
 # SIGINT and SIGTERM stop a run without -d and still write complete output.
 for sig in INT TERM; do
-	"$SPANPROF" record -o "$TMP/sig.pb.gz" > "$TMP/sig.txt" &
-	sp=$!
+	record_bg sig.pb.gz
 	sleep 2
-	kill -"$sig" "$sp"
-	rc=0; wait "$sp" || rc=$?
+	kill -"$sig" "$RECORD_PID"
+	rc=0; wait "$RECORD_PID" || rc=$?
 	[ "$rc" = 0 ] || fail "SIG$sig: exit code $rc"
 	grep -q 'samples taken' "$TMP/sig.txt" || fail "SIG$sig: no summary"
-	"$TOOLS/check-pprof.sh" "$TMP/sig.pb.gz" > "$TMP/check.txt" || { cat "$TMP/check.txt"; fail "SIG$sig: output unreadable"; }
+	check_pprof "$TMP/sig.pb.gz" "SIG$sig: output unreadable"
 	pass "SIG$sig: stopped early, complete pprof ($(grep -o '[0-9]* samples taken' "$TMP/sig.txt"))"
 done
