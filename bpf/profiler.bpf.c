@@ -14,6 +14,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space before load. */
 const volatile bool filter_pids = false;
+const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 
 struct {
@@ -138,6 +139,23 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	}
 	*status = SP_CNT_CTX_OK;
 	return SP_CTX_HEAD + attrs;
+}
+
+/*
+ * `record -- COMMAND`: a process the filter holds passes it on to the processes it forks, so the
+ * command's children are profiled from their first instruction. Threads share the tgid: no entry.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u8 one = 1;
+
+	if (!follow_forks || ptgid == ctgid || !bpf_map_lookup_elem(&pid_filter, &ptgid))
+		return 0;
+	if (bpf_map_update_elem(&pid_filter, &ctgid, &one, BPF_ANY))
+		count(SP_CNT_FILTER_FULL);
+	return 0;
 }
 
 SEC("perf_event")

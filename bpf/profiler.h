@@ -42,7 +42,8 @@
 	X(CTX_READ_ERR, "ctx_read_err", "the thread's record unreadable")                       \
 	X(CTX_INVALID, "ctx_invalid", "record caught mid-write (valid flag clear): no labels")  \
 	X(CTX_NONE, "ctx_none", "valid record, no span active (zero trace id)")                 \
-	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")
+	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")                        \
+	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,

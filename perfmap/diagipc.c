@@ -1,5 +1,7 @@
 /* diagipc.c: .NET diagnostics IPC client: encode/parse, socket discovery inside a container root, bounded-time request/reply. */
 #include "diagipc.h"
+#include "procfs.h"
+#include "rootfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -144,21 +146,21 @@ int diagipc__parse_socket_name(const char *name, int nspid, uint64_t *key)
 	return 0;
 }
 
-int diagipc__target_init(struct diagipc_target *t, int pid, int root_fd, int nspid)
+int diagipc__target_init(struct diagipc_target *t, int dir_fd, int root_fd, int pid, int nspid)
 {
 	int err;
 
-	if (!t || pid <= 0 || root_fd < 0 || nspid <= 0)
+	if (!t || dir_fd < 0 || root_fd < 0 || pid <= 0 || nspid <= 0)
 		return -EINVAL;
 	t->root_fd = root_fd;
 	t->nspid = nspid;
 	t->timeout_ms = DIAGIPC_DEFAULT_TIMEOUT_MS;
 	t->pid = pid;
-	err = dotnet__tmp_dir(pid, t->dir, sizeof(t->dir));
+	err = dotnet__tmp_dir(dir_fd, t->dir, sizeof(t->dir));
 	if (err)
 		return err;
 	/* Unknown start time only loses the tie-break between stale sockets. */
-	if (dotnet__starttime(pid, &t->key))
+	if (procfs__starttime(dir_fd, &t->key))
 		t->key = 0;
 	return 0;
 }
@@ -176,9 +178,11 @@ int diagipc__find_socket(const struct diagipc_target *t, char *name, size_t len)
 	int dfd, found = 0, err = 0;
 	DIR *d;
 
-	if (!t || !name || len == 0)
+	/* A root is required: AT_FDCWD (the host's own /) is refused like any negative fd. */
+	if (!t || t->root_fd < 0 || !name || len == 0)
 		return -EINVAL;
-	dfd = dotnet__openat_in_root(t->root_fd, t->dir, O_RDONLY | O_DIRECTORY, S_IFDIR);
+	dfd = rootfs__open(t->root_fd, t->dir, O_RDONLY | O_DIRECTORY, S_IFDIR, 0,
+			   ROOTFS_NO_SYMLINKS);
 	if (dfd < 0)
 		return dfd;
 	d = fdopendir(dfd);
@@ -254,7 +258,7 @@ static int connect_until(const struct diagipc_target *t, const char *name, int64
 	n = snprintf(path, sizeof(path), "%s/%s", t->dir, name);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	pfd = dotnet__openat_in_root(t->root_fd, path, O_PATH, S_IFSOCK);
+	pfd = rootfs__open(t->root_fd, path, O_PATH, S_IFSOCK, 0, ROOTFS_NO_SYMLINKS);
 	if (pfd < 0)
 		return pfd;
 	/* The fd's magic link reaches the checked inode and keeps sun_path short. */
@@ -321,7 +325,7 @@ close_path:
 
 int diagipc__connect(const struct diagipc_target *t, const char *name)
 {
-	if (!t || !name || strchr(name, '/'))
+	if (!t || t->root_fd < 0 || !name || strchr(name, '/'))
 		return -EINVAL;
 	return connect_until(t, name, now_ms() + (t->timeout_ms > 0 ? t->timeout_ms : 0));
 }
@@ -417,26 +421,27 @@ close_socket:
 	return err;
 }
 
-int diagipc__enable_perfmap(int pid, int root_fd, int nspid, uint32_t type, uint32_t *hresult)
+int diagipc__enable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
+			    uint32_t *hresult)
 {
 	uint8_t le[4] = { (uint8_t)type, (uint8_t)(type >> 8), (uint8_t)(type >> 16),
 			  (uint8_t)(type >> 24) };
 	struct diagipc_target t;
 	int err;
 
-	err = diagipc__target_init(&t, pid, root_fd, nspid);
+	err = diagipc__target_init(&t, dir_fd, root_fd, pid, nspid);
 	if (err)
 		return err;
 	return diagipc__command(&t, DIAGIPC_SET_PROCESS, DIAGIPC_PROCESS_ENABLE_PERFMAP, le,
 				sizeof(le), hresult);
 }
 
-int diagipc__disable_perfmap(int pid, int root_fd, int nspid, uint32_t *hresult)
+int diagipc__disable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t *hresult)
 {
 	struct diagipc_target t;
 	int err;
 
-	err = diagipc__target_init(&t, pid, root_fd, nspid);
+	err = diagipc__target_init(&t, dir_fd, root_fd, pid, nspid);
 	if (err)
 		return err;
 	return diagipc__command(&t, DIAGIPC_SET_PROCESS, DIAGIPC_PROCESS_DISABLE_PERFMAP, NULL, 0,

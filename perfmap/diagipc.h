@@ -72,7 +72,7 @@ int diagipc__parse_socket_name(const char *name, int nspid, uint64_t *key);
 
 /* Where and how to reach one runtime's diagnostic socket. */
 struct diagipc_target {
-	int root_fd;			/* the process's root (dotnet__open_root); not owned */
+	int root_fd;			/* the process's root (procfs__open_root); not owned */
 	int pid;			/* host pid: the socket's listener must be this process
 					 * (SO_PEERCRED); 0 skips the check */
 	int nspid;			/* pid inside its namespace: part of the socket name */
@@ -81,9 +81,11 @@ struct diagipc_target {
 	char dir[DOTNET_DIR_MAX];	/* socket directory inside the root ($TMPDIR or /tmp) */
 };
 
-/* Fill t for pid from /proc: nspid given by the caller, socket dir from the process's TMPDIR,
- * key from its start time. Returns 0 or -errno. */
-int diagipc__target_init(struct diagipc_target *t, int pid, int root_fd, int nspid);
+/* Fill t for one process: dir_fd is its open /proc/<pid> directory, the only way its environment
+ * and start time are read (socket dir from its TMPDIR, dotnet__tmp_dir; key from its start time);
+ * root_fd its root; pid its host pid, used only to check the socket's listener (SO_PEERCRED);
+ * nspid its pid in its own namespace. Returns 0 or -errno (-EINVAL: bad arguments). */
+int diagipc__target_init(struct diagipc_target *t, int dir_fd, int root_fd, int pid, int nspid);
 
 /*
  * Find the socket of t in t->dir (listed through the root without following symlinks; at most
@@ -95,8 +97,9 @@ int diagipc__target_init(struct diagipc_target *t, int pid, int root_fd, int nsp
 int diagipc__find_socket(const struct diagipc_target *t, char *name, size_t len);
 
 /* Connect to <t->dir>/<name> inside the root: the socket inode is opened with O_PATH through
- * dotnet__openat_in_root (no symlinks), checked to be a socket, and connected to through
- * /proc/self/fd/<n>. Returns a connected, non-blocking socket fd or -errno (-ETIMEDOUT). */
+ * rootfs__open (ROOTFS_NO_SYMLINKS), checked to be a socket, and connected to through
+ * /proc/self/fd/<n>. When t->pid is set, a listener other than that process is -EPERM.
+ * Returns a connected, non-blocking socket fd or -errno (-ETIMEDOUT). */
 int diagipc__connect(const struct diagipc_target *t, const char *name);
 
 /*
@@ -107,9 +110,10 @@ int diagipc__connect(const struct diagipc_target *t, const char *name);
 int diagipc__command(const struct diagipc_target *t, uint8_t command_set, uint8_t command_id,
 		     const void *payload, size_t payload_len, uint32_t *hresult);
 
-/* EnablePerfMap(type) / DisablePerfMap on process pid (host pid) whose root is root_fd and whose
- * namespace pid is nspid; same returns as diagipc__command. hresult may be NULL. */
-int diagipc__enable_perfmap(int pid, int root_fd, int nspid, uint32_t type, uint32_t *hresult);
-int diagipc__disable_perfmap(int pid, int root_fd, int nspid, uint32_t *hresult);
+/* EnablePerfMap(type) / DisablePerfMap on the process described as for diagipc__target_init;
+ * same returns as diagipc__command (and those of diagipc__target_init). hresult may be NULL. */
+int diagipc__enable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
+			    uint32_t *hresult);
+int diagipc__disable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t *hresult);
 
 #endif /* SPANPROF_DIAGIPC_H */

@@ -1,5 +1,6 @@
 // Hook.cs: process-wide start-up, the AsyncLocal that carries {span, labels}, and the slot writer.
 using System;
+using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
 using System.Runtime.CompilerServices;
@@ -19,6 +20,7 @@ namespace SpanProfHook
         private static volatile bool s_enabled;
         private static int s_disabledOnce;
         private static Table? s_table;
+        private static ProcessContext? s_context;
         private static AsyncLocal<State?>? s_state;
         private static ActivityListener? s_pyroscope;
         private static string s_origin = "";
@@ -124,6 +126,7 @@ namespace SpanProfHook
                 return;
             }
             s_table = table;
+            StartProcessContext(table, maps, fault);
             s_state = new AsyncLocal<State?>(OnStateChanged);
             s_enabled = true;
             Activity.CurrentChanged += OnActivityChanged;
@@ -132,6 +135,53 @@ namespace SpanProfHook
             if (Environment.GetEnvironmentVariable("SPANPROF_PYROSCOPE_PROFILE_ID") == "1")
                 AddPyroscopeListener();
             Verbose($"table at 0x{(ulong)table.Base:x}, {table.SlotCount} slots of {table.SlotSize} bytes ({s_origin})");
+        }
+
+        internal static ProcessContext? CurrentContext => s_context;
+
+        /// <summary>
+        /// Publishes the OTEP 4719 process context (hook/README.md): the resource, and the key map
+        /// of the table, republished whenever a key is added (before any record uses it). Without
+        /// it the table works on; one line on stderr says why.
+        /// </summary>
+        private static void StartProcessContext(Table table, string maps, string? fault)
+        {
+            if (Environment.GetEnvironmentVariable("SPANPROF_PROCESS_CONTEXT") == "0")
+            {
+                Verbose("process context not published: SPANPROF_PROCESS_CONTEXT=0");
+                return;
+            }
+            // OTEP 4719: one context per process. Another publisher came first: leave it alone.
+            if (maps.Contains("/memfd:" + ProcessContext.MappingName, StringComparison.Ordinal) ||
+                maps.Contains(":" + ProcessContext.MappingName + "]", StringComparison.Ordinal))
+            {
+                Verbose("process context not published: this process already has an OTEL_CTX mapping");
+                return;
+            }
+            try
+            {
+                string? error = "fault injected";
+                ProcessContext? ctx = fault == "otelctx" ? null : ProcessContext.Create(fault, out error);
+                if (ctx == null)
+                {
+                    Log("process context not published: " + error);
+                    return;
+                }
+                List<KeyValuePair<string, object>> resource = ResourceInfo.FromEnvironment(out string source);
+                if (!ctx.Publish(resource, source, table.KeyNames()))
+                {
+                    Log("process context not published: payload over " + ProcessContext.BufferSize + " bytes");
+                    return;
+                }
+                s_context = ctx;
+                table.KeysChanged = ctx.KeysChanged;
+                SdkResourceWatch.Start(sdk => ctx.ResourceChanged(sdk, ResourceInfo.SourceSdk));
+                Verbose($"process context at 0x{(ulong)ctx.Base:x} ({source})");
+            }
+            catch (Exception e)
+            {
+                Log("process context not published: " + e.GetType().Name + ": " + e.Message);
+            }
         }
 
         /// <summary>Turns the hook off for good, frees every slot, says why once on stderr.</summary>
@@ -145,6 +195,7 @@ namespace SpanProfHook
                 Activity.CurrentChanged -= OnActivityChanged;
                 s_pyroscope?.Dispose();
                 s_table?.ReleaseAll();
+                s_context?.DropThreadLocal();
             }
             catch
             {

@@ -9,8 +9,12 @@ namespace SpanProfHook
         // .NET resolves "libc" to the C library on Linux (glibc and musl); checked on .NET 10.0.12.
         private const string Libc = "libc";
 
-        public const uint MFD_CLOEXEC = 1;
-        public const int PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1;
+        public const uint MFD_CLOEXEC = 1, MFD_ALLOW_SEALING = 2, MFD_NOEXEC_SEAL = 8;
+        public const int PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1, MAP_PRIVATE = 2;
+        public const int MAP_ANONYMOUS = 0x20;    // same value on x86-64 and arm64
+        public const int MADV_DONTFORK = 10;
+        public const int PR_SET_VMA = 0x53564d41, PR_SET_VMA_ANON_NAME = 0;
+        public const int CLOCK_BOOTTIME = 7;
         public const int O_RDONLY = 0, O_CLOEXEC = 0x80000; // same value on x86-64 and arm64
         public const int ENOENT = 2, ESRCH = 3;
 
@@ -28,6 +32,33 @@ namespace SpanProfHook
 
         [DllImport(Libc, SetLastError = true)]
         public static extern int close(int fd);
+
+        [DllImport(Libc, SetLastError = true)]
+        public static extern int madvise(IntPtr addr, nuint length, int advice);
+
+        // prctl is variadic in C; on x86-64 and arm64 Linux its integer arguments travel in the same
+        // registers as fixed ones.
+        [DllImport(Libc, SetLastError = true)]
+        public static extern int prctl(int option, nuint arg2, nuint arg3, nuint arg4, nuint arg5);
+
+        [StructLayout(LayoutKind.Sequential)]
+        private struct Timespec
+        {
+            public long Sec;
+            public long Nsec;
+        }
+
+        [DllImport(Libc, SetLastError = true)]
+        private static extern int clock_gettime(int clock, Timespec* ts);
+
+        /// <summary>CLOCK_BOOTTIME in ns (the clock of OTEP 4719's published_at_ns); 0 on failure.</summary>
+        public static ulong BoottimeNs()
+        {
+            Timespec ts;
+            if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+                return 0;
+            return (ulong)ts.Sec * 1_000_000_000UL + (ulong)ts.Nsec;
+        }
 
         [DllImport(Libc, SetLastError = true)]
         private static extern int open(byte* path, int flags);

@@ -45,6 +45,7 @@ namespace SpanProfHook
         private readonly bool[] _everClaimed;
         private readonly ConcurrentDictionary<string, int> _keyIndex = new(StringComparer.Ordinal);
         private readonly object _keyLock = new();
+        private readonly System.Collections.Generic.List<string> _keyNames = new();
         private int _keysUsed;
         private int _keysCount;
 
@@ -137,6 +138,19 @@ namespace SpanProfHook
 
         public int KeysCount => Volatile.Read(ref _keysCount);
 
+        /// <summary>
+        /// Called, with the key lock held, after a key was appended, with every key name by index:
+        /// the process context republishes its key map before the new index is used in a record.
+        /// </summary>
+        public Action<string[]>? KeysChanged;
+
+        /// <summary>Key names by index, as published in the key table.</summary>
+        public string[] KeyNames()
+        {
+            lock (_keyLock)
+                return _keyNames.ToArray();
+        }
+
         private byte* Slot(uint index) => _slots + (nuint)index * SlotSize;
 
         /// <summary>This thread's start time as the BPF side sees it (task->start_boottime in ticks).</summary>
@@ -226,7 +240,10 @@ namespace SpanProfHook
             {
                 if (_keyIndex.TryGetValue(name, out idx))
                     return idx;
-                return AddKeyLocked(name);
+                idx = AddKeyLocked(name);
+                if (idx >= 0)
+                    KeysChanged?.Invoke(_keyNames.ToArray());
+                return idx;
             }
         }
 
@@ -244,6 +261,7 @@ namespace SpanProfHook
             // Entries first, count last (release): a reader never sees a count past written entries.
             Volatile.Write(ref *(uint*)(Base + OffKeysCount), (uint)(idx + 1));
             Volatile.Write(ref _keysCount, idx + 1);
+            _keyNames.Add(name);
             _keyIndex[name] = idx;
             return idx;
         }

@@ -32,3 +32,21 @@ record b.pb.gz -p "$pid" -d 2
 grep -q "invalid span table: ignored" "$TMP/b.txt" || { cat "$TMP/b.txt"; fail "forged header not refused"; }
 grep -Eq 'span context: with span 0, ' "$TMP/b.txt" || fail "a refused table was read"
 pass "forged header refused: $(grep -o 'invalid span table[^;]*' "$TMP/b.txt" | head -1)"
+
+# Process churn: hundreds of short-lived processes, each sampled. An exited process's fds and BPF
+# map entries go when it exits (its frames stay named): spanprof's fds must not grow with them.
+record_bg churn.pb.gz -F 499 -d 14
+sleep 1.5
+fds_before=$(ls "/proc/$RECORD_PID/fd" | wc -l)
+n=0
+end=$((SECONDS + 9))
+while [ $SECONDS -lt $end ]; do "$HOTCHAIN" 0.02 > /dev/null; n=$((n + 1)); done
+sleep 1.5	# exits are noticed within a second
+fds_after=$(ls "/proc/$RECORD_PID/fd" | wc -l)
+wait_record
+note "$n short-lived processes: spanprof had $fds_before fds before, $fds_after after"
+[ "$n" -ge 100 ] || fail "only $n short-lived processes started"
+[ "$fds_after" -le $((fds_before + 16)) ] || fail "fds grew from $fds_before to $fds_after with $n exited processes"
+decode "$TMP/churn.pb.gz"
+[ "$(field "$(query leaf "$TMP/churn.json" --leaf inner_hot)" hit)" -ge 100 ] || fail "the short-lived processes' frames were not named"
+pass "churn: $n exited processes cost no fds ($fds_before -> $fds_after), their frames still named"

@@ -1,11 +1,13 @@
 /* ctxdump.c: debug tool: print the span-context table of a hooked .NET process (ctxdump [-t TID] PID). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "spanctx.h"
 
 static void usage(void)
@@ -41,18 +43,37 @@ struct task_info {
 	long long start;
 };
 
-static int load_tasks(int pid, struct task_info **out, size_t *n_out)
+/* fopen of name relative to dir (a /proc directory fd); NULL when it does not open. */
+static FILE *fopenat(int dir, const char *name, const char *mode)
+{
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, mode);
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static int load_tasks(int dir_fd, struct task_info **out, size_t *n_out)
 {
 	char path[96], buf[4096];
 	struct task_info *tasks = NULL, *nt;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
+	int task_fd;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
+	task_fd = openat(dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (task_fd < 0)
 		return -errno;
+	d = fdopendir(task_fd);
+	if (!d) {
+		close(task_fd);
+		return -errno;
+	}
 	while ((de = readdir(d))) {
 		long tid = strtol(de->d_name, NULL, 10);
 		long nstid = tid;
@@ -61,8 +82,8 @@ static int load_tasks(int pid, struct task_info **out, size_t *n_out)
 
 		if (tid <= 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", pid, tid);
-		f = fopen(path, "r");
+		snprintf(path, sizeof(path), "%ld/status", tid);
+		f = fopenat(task_fd, path, "r");
 		if (f) {
 			while (fgets(buf, sizeof(buf), f)) {
 				if (!strncmp(buf, "NSpid:", 6)) {
@@ -80,8 +101,8 @@ static int load_tasks(int pid, struct task_info **out, size_t *n_out)
 			}
 			fclose(f);
 		}
-		snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
-		f = fopen(path, "r");
+		snprintf(path, sizeof(path), "%ld/stat", tid);
+		f = fopenat(task_fd, path, "r");
 		if (f) {
 			if (fgets(buf, sizeof(buf), f)) {
 				char *p = strrchr(buf, ')');
@@ -204,9 +225,8 @@ int main(int argc, char **argv)
 	uint8_t *slot = NULL;
 	FILE *pagemap = NULL;
 	long only_tid = -1, page = sysconf(_SC_PAGESIZE);
-	int all = 0, opt, pid, err, ret = 1;
+	int all = 0, opt, pid, dir_fd, mem = -1, err, ret = 1;
 	uint32_t claimed = 0;
-	char path[64];
 
 	while ((opt = getopt(argc, argv, "t:ah")) != -1) {
 		switch (opt) {
@@ -226,20 +246,29 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pid = (int)strtol(argv[optind], NULL, 10);
+	/* Every read below goes through this directory: never another process that reuses pid. */
+	dir_fd = procfs__open(pid);
+	if (dir_fd < 0) {
+		fprintf(stderr, "ctxdump: pid %d: %s\n", pid, strerror(-dir_fd));
+		return 1;
+	}
 
 	memset(&t, 0, sizeof(t));
-	err = spanctx__find(pid, &proc, &t);
+	err = spanctx__find(dir_fd, &proc, &t);
 	if (err == -ENOENT && !t.map_start) {
 		fprintf(stderr, "ctxdump: pid %d: not hooked (no /memfd:%s mapping)\n", pid, SP_CTX_MEMFD_NAME);
-		return 3;
+		ret = 3;
+		goto cleanup;
 	}
 	if (err == -ENOENT) {
 		printf("table pid=%d nspid=%u flags=%u disabled\n", pid, t.ns_pid, t.flags);
-		return 3;
+		ret = 3;
+		goto cleanup;
 	}
 	if (err) {
 		fprintf(stderr, "ctxdump: pid %d: %s\n", pid, strerror(-err));
-		return err == -EBADMSG || err == -EPROTONOSUPPORT || err == -EAGAIN ? 4 : 1;
+		ret = err == -EBADMSG || err == -EPROTONOSUPPORT || err == -EAGAIN ? 4 : 1;
+		goto cleanup;
 	}
 	printf("table pid=%d nspid=%u addr=0x%llx slots_addr=0x%llx slots=%u slot_size=%u keys=%u "
 	       "slots_full=%llu flags=%u published_at_ns=%llu\n",
@@ -253,7 +282,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ctxdump: out of memory\n");
 		goto cleanup;
 	}
-	err = spanctx_keys__load(keys, pid, &t);
+	err = spanctx_keys__load(keys, dir_fd, &t);
 	if (err < 0) {
 		fprintf(stderr, "ctxdump: key table: %s\n", strerror(-err));
 		goto cleanup;
@@ -262,9 +291,15 @@ int main(int argc, char **argv)
 		printf("key %u %s\n", i, spanctx_keys__name(keys, i));
 	if (spanctx_keys__bad(keys))
 		printf("keys_bad=%u\n", spanctx_keys__bad(keys));
-	err = load_tasks(pid, &tasks, &n_tasks);
+	err = load_tasks(dir_fd, &tasks, &n_tasks);
 	if (err)
 		fprintf(stderr, "ctxdump: threads: %s (thread state unknown)\n", strerror(-err));
+	/* One fd of its memory for the slot reads, closed when done. */
+	mem = procfs__open_mem(dir_fd);
+	if (mem < 0) {
+		fprintf(stderr, "ctxdump: pid %d: mem: %s\n", pid, strerror(-mem));
+		goto cleanup;
+	}
 
 	if (only_tid >= 0) {
 		/* The sampler's lookup: first probe whose tid matches. */
@@ -272,7 +307,7 @@ int main(int argc, char **argv)
 			uint32_t idx = spanctx__probe((uint32_t)only_tid, i, proc.slot_count);
 			uint64_t addr = proc.slots_addr + (uint64_t)idx * proc.slot_size;
 
-			err = spanctx__read_mem(pid, addr, slot, proc.slot_size);
+			err = procfs__pread_mem(mem, addr, slot, proc.slot_size);
 			if (err) {
 				fprintf(stderr, "ctxdump: slot %u: %s\n", idx, strerror(-err));
 				goto cleanup;
@@ -288,16 +323,15 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
 	if (!all)
-		pagemap = fopen(path, "rb");
+		pagemap = fopenat(dir_fd, "pagemap", "rb");
 	for (uint32_t idx = 0; idx < proc.slot_count; idx++) {
 		uint64_t addr = proc.slots_addr + (uint64_t)idx * proc.slot_size;
 
 		/* An untouched slot's page is not resident; reading it would allocate it in the target. */
 		if (!page_present(pagemap, addr, page))
 			continue;
-		err = spanctx__read_mem(pid, addr, slot, proc.slot_size);
+		err = procfs__pread_mem(mem, addr, slot, proc.slot_size);
 		if (err) {
 			fprintf(stderr, "ctxdump: slot %u: %s\n", idx, strerror(-err));
 			goto cleanup;
@@ -312,6 +346,9 @@ int main(int argc, char **argv)
 cleanup:
 	if (pagemap)
 		fclose(pagemap);
+	if (mem >= 0)
+		close(mem);
+	close(dir_fd);
 	free(tasks);
 	free(slot);
 	spanctx_keys__free(keys);

@@ -7,6 +7,7 @@
 
 #include "diagipc.h"
 #include "dotnet.h"
+#include "procfs.h"
 
 static void usage(void)
 {
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
 	char name[256];
 	uint32_t type = DIAGIPC_PERFMAP_ALL, hresult = 0;
 	int opt, disable = 0, show_files = 0, timeout = DIAGIPC_DEFAULT_TIMEOUT_MS;
-	int pid, nspid, root_fd, err, ret = 1;
+	int pid, nspid, dir_fd, root_fd, err, ret = 1;
 
 	while ((opt = getopt(argc, argv, "t:dT:fh")) != -1) {
 		switch (opt) {
@@ -44,17 +45,23 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pid = atoi(argv[optind]);
-	err = dotnet__nspid(pid, &nspid);
+	/* Everything about the process is read through this one directory fd. */
+	dir_fd = procfs__open(pid);
+	if (dir_fd < 0) {
+		fprintf(stderr, "diagipc-enable: pid %d: %s\n", pid, err_name(dir_fd));
+		return 1;
+	}
+	err = procfs__nspid(dir_fd, &nspid);
 	if (err) {
 		fprintf(stderr, "diagipc-enable: pid %d: nspid: %s\n", pid, err_name(err));
-		return 1;
+		goto close_dir;
 	}
-	root_fd = dotnet__open_root(pid);
+	root_fd = procfs__open_root(dir_fd);
 	if (root_fd < 0) {
 		fprintf(stderr, "diagipc-enable: pid %d: root: %s\n", pid, err_name(root_fd));
-		return 1;
+		goto close_dir;
 	}
-	err = diagipc__target_init(&t, pid, root_fd, nspid);
+	err = diagipc__target_init(&t, dir_fd, root_fd, pid, nspid);
 	if (err) {
 		fprintf(stderr, "diagipc-enable: pid %d: target: %s\n", pid, err_name(err));
 		goto close_root;
@@ -83,7 +90,7 @@ int main(int argc, char **argv)
 		printf("reply none: %s\n", err_name(err));
 	ret = err == 0 ? 0 : err == -EREMOTEIO ? 3 : 1;
 	if (show_files) {
-		err = dotnet__open_jit_files(pid, root_fd, nspid, &files);
+		err = dotnet__open_jit_files(dir_fd, root_fd, nspid, &files);
 		if (err) {
 			printf("jit dir: %s\n", err_name(err));
 			ret = ret ? ret : 1;
@@ -95,5 +102,7 @@ int main(int argc, char **argv)
 	}
 close_root:
 	close(root_fd);
+close_dir:
+	close(dir_fd);
 	return ret;
 }

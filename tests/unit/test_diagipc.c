@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 
 #include "diagipc.h"
 #include "dotnet.h"
+#include "procfs.h"
 
 /* Replies captured from .NET 10.0.12 (EnablePerfMap type 3, and type 7 -> E_INVALIDARG). */
 static const uint8_t REPLY_OK[24] = {
@@ -500,25 +503,28 @@ static void test_diagipc_command_no_socket(void **state)
 	assert_int_equal(enable3(fx, &hr), -ENOENT);
 }
 
-/* The whole path for a real pid: TMPDIR and start time from /proc, root from /proc/<pid>/root.
- * This test process plays the runtime, serving at <its tmp dir>/dotnet-diagnostic-<pid>-<key>. */
+/* The whole path for a real process: TMPDIR and start time read through its /proc/<pid> fd,
+ * root from its root link. This test process plays the runtime, serving at
+ * <its tmp dir>/dotnet-diagnostic-<pid>-<key>. */
 static void test_diagipc_enable_perfmap_process(void **state)
 {
 	struct fixture *fx = *state;
 	char dir[DOTNET_DIR_MAX];
 	uint64_t key = 0;
 	uint32_t hr = 1;
-	int root_fd;
+	int dir_fd, root_fd;
 
-	assert_int_equal(dotnet__tmp_dir(getpid(), dir, sizeof(dir)), 0);
-	assert_int_equal(dotnet__starttime(getpid(), &key), 0);
+	dir_fd = procfs__open(getpid());
+	assert_true(dir_fd >= 0);
+	assert_int_equal(dotnet__tmp_dir(dir_fd, dir, sizeof(dir)), 0);
+	assert_int_equal(procfs__starttime(dir_fd, &key), 0);
 	snprintf(fx->extra, sizeof(fx->extra), "%s/dotnet-diagnostic-%d-%llu-socket", dir,
 		 getpid(), (unsigned long long)key);
 	unlink(fx->extra);
 	server_start(fx, dir, getpid(), key, REPLY_OK, sizeof(REPLY_OK), 0);
-	root_fd = dotnet__open_root(getpid());
+	root_fd = procfs__open_root(dir_fd);
 	assert_true(root_fd >= 0);
-	assert_int_equal(diagipc__enable_perfmap(getpid(), root_fd, getpid(), 1, &hr), 0);
+	assert_int_equal(diagipc__enable_perfmap(dir_fd, root_fd, getpid(), getpid(), 1, &hr), 0);
 	assert_int_equal(hr, 0);
 	server_stop(&fx->srv);
 	fx->have_server = 0;
@@ -526,6 +532,58 @@ static void test_diagipc_enable_perfmap_process(void **state)
 	assert_int_equal(fx->srv.got[17], DIAGIPC_PROCESS_ENABLE_PERFMAP);
 	assert_int_equal(fx->srv.got[20], 1);
 	close(root_fd);
+	close(dir_fd);
+}
+
+static void test_diagipc_target_init(void **state)
+{
+	struct diagipc_target t;
+	char name[256];
+	int dir_fd, root_fd, pid, status;
+
+	(void)state;
+	dir_fd = procfs__open(getpid());
+	assert_true(dir_fd >= 0);
+	root_fd = procfs__open_root(dir_fd);
+	assert_true(root_fd >= 0);
+	assert_int_equal(diagipc__target_init(&t, dir_fd, root_fd, getpid(), getpid()), 0);
+	assert_int_equal(t.pid, getpid());
+	assert_int_equal(t.nspid, getpid());
+	assert_int_equal(t.root_fd, root_fd);
+	assert_true(t.key > 0);
+	assert_int_equal(t.dir[0], '/');
+	assert_int_equal(diagipc__target_init(NULL, dir_fd, root_fd, getpid(), getpid()), -EINVAL);
+	assert_int_equal(diagipc__target_init(&t, -1, root_fd, getpid(), getpid()), -EINVAL);
+	assert_int_equal(diagipc__target_init(&t, AT_FDCWD, root_fd, getpid(), getpid()), -EINVAL);
+	assert_int_equal(diagipc__target_init(&t, dir_fd, -1, getpid(), getpid()), -EINVAL);
+	assert_int_equal(diagipc__target_init(&t, dir_fd, root_fd, 0, getpid()), -EINVAL);
+	assert_int_equal(diagipc__target_init(&t, dir_fd, root_fd, getpid(), 0), -EINVAL);
+
+	/* Never the host's own "/": a target without a root finds and connects to nothing. */
+	assert_int_equal(diagipc__target_init(&t, dir_fd, root_fd, getpid(), getpid()), 0);
+	t.root_fd = AT_FDCWD;
+	assert_int_equal(diagipc__find_socket(&t, name, sizeof(name)), -EINVAL);
+	assert_int_equal(diagipc__connect(&t, "dotnet-diagnostic-1-1-socket"), -EINVAL);
+	close(root_fd);
+	close(dir_fd);
+
+	/* A process that exited: its environment is not read through the fd that outlived it. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	dir_fd = procfs__open(pid);
+	assert_true(dir_fd >= 0);
+	root_fd = procfs__open_root(dir_fd);
+	assert_true(root_fd >= 0);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(diagipc__target_init(&t, dir_fd, root_fd, pid, pid) < 0);
+	assert_true(diagipc__enable_perfmap(dir_fd, root_fd, pid, pid, 1, NULL) < 0);
+	close(root_fd);
+	close(dir_fd);
 }
 
 int main(void)
@@ -550,6 +608,7 @@ int main(void)
 		ROOTED(test_diagipc_command_wrong_peer),
 		ROOTED(test_diagipc_command_no_socket),
 		ROOTED(test_diagipc_enable_perfmap_process),
+		cmocka_unit_test(test_diagipc_target_init),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "rootfs.h"
 
 #define LIBC_PATH	"/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define CORECLR_PATH	"/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.12/libcoreclr.so"
@@ -1025,22 +1026,25 @@ static void test_elfsym_symlink_refused(void **state)
 	elfsym__free(es);
 
 	/* Magic links are refused even where /proc is reachable (a container's own /proc). */
-	fd = elfsym__open_in_root(AT_FDCWD, "/proc/self/root/etc/hostname", ELFSYM_MAX_FILE, 0);
+	fd = rootfs__open(AT_FDCWD, "/proc/self/root/etc/hostname",
+			  O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 	assert_int_equal(fd, -ELOOP);
 	slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(slash >= 0);
-	fd = elfsym__open_in_root(slash, "/proc/self/root/etc/hostname", ELFSYM_MAX_FILE, 0);
+	fd = rootfs__open(slash, "/proc/self/root/etc/hostname",
+			  O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 	assert_int_equal(fd, -ELOOP);
 	close(slash);
 
 	/* The walk used without openat2 refuses every symlink and "..". */
-	fd = elfsym__open_in_root(rfd, "/lib/abs.so", ELFSYM_MAX_FILE, ELFSYM_OPEN_NO_OPENAT2);
+	fd = rootfs__open(rfd, "/lib/abs.so", O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, ROOTFS_WALK);
 	assert_int_equal(fd, -ELOOP);
-	fd = elfsym__open_in_root(rfd, "/lib/in_root.so", ELFSYM_MAX_FILE, ELFSYM_OPEN_NO_OPENAT2);
+	fd = rootfs__open(rfd, "/lib/in_root.so", O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, ROOTFS_WALK);
 	assert_int_equal(fd, -ELOOP);
-	fd = elfsym__open_in_root(rfd, "/inside/../lib/abs.so", ELFSYM_MAX_FILE, ELFSYM_OPEN_NO_OPENAT2);
+	fd = rootfs__open(rfd, "/inside/../lib/abs.so",
+			  O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, ROOTFS_WALK);
 	assert_int_equal(fd, -EXDEV);
-	fd = elfsym__open_in_root(rfd, "/inside/ok.so", ELFSYM_MAX_FILE, ELFSYM_OPEN_NO_OPENAT2);
+	fd = rootfs__open(rfd, "/inside/ok.so", O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, ROOTFS_WALK);
 	assert_true(fd >= 0);
 	es = elfsym__open_fd(fd, "/inside/ok.so", rfd);
 	assert_non_null(es);
@@ -1083,7 +1087,7 @@ static void test_elfsym_non_regular_refused(void **state)
 	es = elfsym__open(rfd, "/big.so");
 	assert_null(es);
 	assert_int_equal(errno, EFBIG);
-	fd = elfsym__open_in_root(rfd, "/big.so", 4096, 0);
+	fd = rootfs__open(rfd, "/big.so", O_RDONLY, S_IFREG, 4096, 0);
 	assert_int_equal(fd, -EFBIG);
 	close(rfd);
 }

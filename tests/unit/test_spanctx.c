@@ -1,4 +1,4 @@
-/* test_spanctx.c: unit tests for the span-context table reader (maps lookup, header checks, keys, decode). */
+/* test_spanctx.c: unit tests for the span-context table reader (maps lookup, header checks, keys, decode, a live table). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,9 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "procfs.h"
 #include "spanctx.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -810,6 +815,92 @@ static void test_spanctx_decode_garbage(void **state)
 	spanctx_keys__free(k);
 }
 
+/* ---- a live table, read through /proc/<pid> ------------------------------------------------ */
+
+/* Maps a table like the hook's (a memfd named spanprof-ctx, MAP_LEN bytes, header with the
+ * given namespace pid, three key names) and returns it. */
+static uint8_t *map_table(uint32_t ns_pid)
+{
+	static const char *const names[] = { "local_root_span_id", "span_name", "tenant" };
+	struct sp_ctx_header h = good_header();
+	uint8_t *m;
+	int fd;
+
+	fd = memfd_create(SP_CTX_MEMFD_NAME, MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)MAP_LEN), 0);
+	m = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	close(fd);
+	h.pid = ns_pid;
+	keys_bytes(m + h.keys_offset, names, 3);
+	memcpy(m, &h, sizeof(h));
+	return m;
+}
+
+static void test_spanctx_find_in_process(void **state)
+{
+	struct spanctx_table t;
+	struct sp_ctx_proc proc;
+	struct spanctx_keys *k = spanctx_keys__new();
+	uint8_t *m = map_table((uint32_t)getpid());
+	int dir_fd, child_fd, status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(k);
+	dir_fd = procfs__open(getpid());
+	assert_true(dir_fd >= 0);
+	assert_int_equal(spanctx__find(dir_fd, &proc, &t), 0);
+	assert_int_equal(t.map_start, (uintptr_t)m);
+	assert_int_equal(t.map_end, (uintptr_t)m + MAP_LEN);
+	assert_int_equal(t.ns_pid, getpid());
+	assert_int_equal(proc.slots_addr, (uintptr_t)m + 20480);
+	assert_int_equal(proc.slot_count, 4096);
+	assert_int_equal(spanctx_keys__load(k, dir_fd, &t), 3);
+	assert_string_equal(spanctx_keys__name(k, 2), "tenant");
+	assert_int_equal(spanctx__open(dir_fd, getpid(), t.map_start, t.map_end, &proc, NULL), 0);
+	/* header.pid must be the namespace pid given */
+	assert_int_equal(spanctx__open(dir_fd, getpid() + 1, t.map_start, t.map_end, &proc, NULL),
+			 -EBADMSG);
+
+	/* A forked child inherits the mapping, not the table: header.pid is its parent's. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	child_fd = procfs__open(pid);
+	assert_true(child_fd >= 0);
+	assert_int_equal(spanctx__find(child_fd, &proc, &t), -EBADMSG);
+	assert_int_equal(t.map_start, (uintptr_t)m);
+	/* Once it is gone nothing is read through its directory, whoever gets the pid next. */
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(spanctx__find(child_fd, &proc, &t) < 0);
+	assert_true(spanctx__open(child_fd, pid, t.map_start, t.map_end, &proc, NULL) < 0);
+	assert_true(spanctx_keys__load(k, child_fd, &t) < 0);
+	close(child_fd);
+
+	assert_int_equal(spanctx__find(-1, &proc, &t), -EINVAL);
+	assert_int_equal(spanctx__open(-1, getpid(), t.map_start, t.map_end, &proc, NULL), -EINVAL);
+	assert_true(spanctx_keys__load(k, -1, &t) < 0);
+	/* A table the hook disabled reads as none. */
+	((struct sp_ctx_header *)m)->flags = SPANCTX_F_DISABLED;
+	assert_int_equal(spanctx__find(dir_fd, &proc, &t), -ENOENT);
+	close(dir_fd);
+	munmap(m, MAP_LEN);
+	/* No table mapped any more. */
+	dir_fd = procfs__open(getpid());
+	assert_true(dir_fd >= 0);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(spanctx__find(dir_fd, &proc, &t), -ENOENT);
+	assert_int_equal(t.map_start, 0);
+	close(dir_fd);
+	spanctx_keys__free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -852,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_spanctx_decode_label_cap),
 		cmocka_unit_test(test_spanctx_decode_ignores_past_max),
 		cmocka_unit_test(test_spanctx_decode_garbage),
+		cmocka_unit_test(test_spanctx_find_in_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include "hookproc.h"
 #include "identity.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "proctab.h"
 #include "profile.h"
 #include "pyroscope.h"
@@ -26,7 +27,7 @@
 
 #define POLL_MS		100
 #define CUT_GRACE_NS	(20 * 1000000ull)	/* samples of the last moment reach the ring first */
-#define MAX_EXPORTERS	2
+#define MAX_EXPORTERS	3	/* Pyroscope, OTLP, a directory */
 #define SERIES_LABELS	8
 
 static volatile sig_atomic_t stop;
@@ -100,8 +101,9 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 	const struct agent_opts *o = a->o;
 	char err[512];
 
-	if (!o->pyroscope_url && !o->output_dir)
-		return fail("nowhere to send profiles: give --pyroscope-url URL and/or --output-dir DIR");
+	if (!o->pyroscope_url && !o->otlp && !o->output_dir)
+		return fail("nowhere to send profiles: give --pyroscope-url URL, --otlp-url URL and/or "
+			    "--output-dir DIR");
 	if (o->pyroscope_url) {
 		struct pyroscope_opts po = { .url = o->pyroscope_url };
 		int rc;
@@ -124,6 +126,29 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 		if (!a->ex[a->nex])
 			return fail("%s", err);
 		a->nex++;
+	}
+	if (o->otlp) {
+		struct otlp_opts oo = {
+			.url = o->otlp_url,
+			.headers = o->otlp_headers,
+			.n_headers = o->n_otlp_headers,
+			.timeout_ms = o->otlp_timeout_ms,
+			.compression = o->otlp_compression == AGENT_OTLP_NONE ? OTLP_COMPRESSION_NONE :
+				       o->otlp_compression == AGENT_OTLP_GZIP ? OTLP_COMPRESSION_GZIP :
+										  OTLP_COMPRESSION_UNSET,
+			.ca_file = o->otlp_ca,
+			.delivery = { .queue_max_bytes = o->queue_bytes },
+		};
+		struct otlp_config cfg;
+
+		a->ex[a->nex] = otlp__new(&oo, &cfg, err, sizeof(err));
+		if (!a->ex[a->nex])
+			return fail("%s", err);
+		a->nex++;
+		/* where it goes, after the environment had its say */
+		fprintf(stderr, "spanprof: otlp: POST %s (%s, %zu extra headers)\n", cfg.url,
+			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers);
+		otlp_config__clear(&cfg);
 	}
 	if (o->output_dir) {
 		a->ex[a->nex] = dirout__new(o->output_dir, "service_name", o->output_max_bytes, err,

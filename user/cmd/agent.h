@@ -1,11 +1,13 @@
 /* agent.h: `spanprof agent`: every .NET process on the host, profiled continuously, one profile per
- * service per window, to Pyroscope and/or a directory, with Prometheus self-metrics. */
+ * service per window, to Pyroscope, OTLP and/or a directory, with Prometheus self-metrics. */
 #ifndef SPANPROF_AGENT_H
 #define SPANPROF_AGENT_H
 
 #include <stdint.h>
 
 #define AGENT_MAX_HEADERS 16
+#define AGENT_OTLP_NONE	1	/* --otlp-compression none */
+#define AGENT_OTLP_GZIP	2
 
 struct agent_opts {
 	uint32_t freq;		/* Hz per CPU (19) */
@@ -21,6 +23,13 @@ struct agent_opts {
 	const char *pyroscope_ca;
 	const char *headers[AGENT_MAX_HEADERS];
 	int nheaders;
+	int otlp;		/* --otlp or --otlp-url: the OTLP profiles exporter */
+	const char *otlp_url;	/* NULL: from the environment (otlp.h) */
+	const char *otlp_headers[AGENT_MAX_HEADERS];
+	int n_otlp_headers;
+	uint32_t otlp_timeout_ms;	/* 0: the environment's, else 10 s */
+	int otlp_compression;	/* AGENT_OTLP_*; 0: the environment's, else gzip */
+	const char *otlp_ca;
 	const char *output_dir;
 	uint64_t output_max_bytes;
 	const char *metrics_addr;

@@ -16,7 +16,8 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  record     sample CPUs and write a profile (spanprof record --help)\n"
-	"  agent      profile every .NET process continuously, push to Pyroscope (spanprof agent --help)\n"
+	"  agent      profile every .NET process continuously, push to Pyroscope or OTLP\n"
+	"             (spanprof agent --help)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text\n"
@@ -24,26 +25,31 @@ static const char usage_main[] =
 
 static const char usage_record[] =
 	"Usage: spanprof record [-p PID]... [-F HZ] [-d SECONDS] [-o FILE]... [--format F] [-v]\n"
+	"       spanprof record [options] [--user NAME] -- COMMAND [ARGS...]\n"
 	"\n"
-	"Sample every CPU (or only the given processes) and write a profile.\n"
+	"Sample every CPU (or only the given processes) and write a profile. With a COMMAND: run it\n"
+	"with the span hook injected (appended to DOTNET_STARTUP_HOOKS) and perf maps on, profile it\n"
+	"and its children until they exit (or -d ends), and exit with its exit code.\n"
 	"\n"
 	"  -p, --pid PID          profile this process (repeat for several); default: all\n"
 	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: at Ctrl-C / SIGTERM)\n"
 	"  -o, --output FILE      output file (default spanprof.pb.gz); repeat for several\n"
-	"      --format F         pprof | folded | svg (default from the suffix: .pb.gz pprof,\n"
-	"                         .svg flame graph, anything else folded stacks)\n"
+	"      --format F         pprof | folded | svg | otlp (default from the suffix: .pb.gz\n"
+	"                         pprof, .otlp.pb or .otlp.pb.gz OTLP profiles, .svg flame graph,\n"
+	"                         anything else folded stacks)\n"
 	"      --by-span          print CPU time and top functions per local root span\n"
 	"      --pyroscope-labels span labels in Pyroscope's convention (span_id = local root)\n"
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
+	"      --user NAME        run COMMAND as this user (spanprof itself stays root)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
 static const char usage_agent[] =
-	"Usage: spanprof agent [--pyroscope-url URL] [--output-dir DIR] [options]\n"
+	"Usage: spanprof agent [--pyroscope-url URL] [--otlp-url URL] [--output-dir DIR] [options]\n"
 	"\n"
 	"Profile every .NET process on the host continuously (started before or after the agent, in\n"
 	"any container) and send one span-labelled profile per service per window. Runs until\n"
@@ -60,6 +66,16 @@ static const char usage_agent[] =
 	"      --pyroscope-tenant ID  X-Scope-OrgID\n"
 	"      --pyroscope-header 'Name: value'  extra header (repeatable)\n"
 	"      --pyroscope-ca FILE    CA bundle for TLS\n"
+	"      --otlp-url URL         send OTLP profiles over OTLP/HTTP: POST URL/v1development/profiles\n"
+	"                             (a URL with a path is used as given)\n"
+	"      --otlp                 the same, to $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, else\n"
+	"                             $OTEL_EXPORTER_OTLP_ENDPOINT/v1development/profiles, else\n"
+	"                             http://localhost:4318/v1development/profiles\n"
+	"      --otlp-header 'Name: value'  extra header (repeatable; over OTEL_EXPORTER_OTLP_HEADERS)\n"
+	"      --otlp-timeout SECS    per request (default $OTEL_EXPORTER_OTLP_TIMEOUT ms, else 10)\n"
+	"      --otlp-compression gzip|none  (default $OTEL_EXPORTER_OTLP_COMPRESSION, else gzip)\n"
+	"      --otlp-ca FILE         CA bundle for TLS (default $OTEL_EXPORTER_OTLP_CERTIFICATE)\n"
+	"                             the _PROFILES_ form of each variable wins over the shared one\n"
 	"      --output-dir DIR       also write DIR/<service>/<start>-<end>.pb.gz\n"
 	"      --output-max-mb N      total size of --output-dir; oldest removed (default 1024)\n"
 	"      --metrics-addr HOST:PORT  serve Prometheus /metrics and /healthz\n"
@@ -109,7 +125,7 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
-	       OPT_BPF_STATS };
+	       OPT_BPF_STATS, OPT_USER };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -122,6 +138,7 @@ static int cmd_record(int argc, char **argv)
 		{ "tiers", no_argument, NULL, OPT_TIERS },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
+		{ "user", required_argument, NULL, OPT_USER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -137,7 +154,8 @@ static int cmd_record(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "p:F:d:o:vh", longopts, NULL)) != -1) {
+	/* "+": options end at the first word that is not one: the command (with or without "--"). */
+	while ((c = getopt_long(argc, argv, "+p:F:d:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 0x7fffffff, &v) || v == 0)
@@ -172,8 +190,10 @@ static int cmd_record(int argc, char **argv)
 				o.format = FMT_FOLDED;
 			else if (!strcmp(optarg, "svg"))
 				o.format = FMT_SVG;
+			else if (!strcmp(optarg, "otlp"))
+				o.format = FMT_OTLP;
 			else
-				return bad_usage("unknown format (pprof, folded or svg)", optarg);
+				return bad_usage("unknown format (pprof, folded, svg or otlp)", optarg);
 			break;
 		case OPT_BY_SPAN:
 			o.by_span = 1;
@@ -195,6 +215,9 @@ static int cmd_record(int argc, char **argv)
 		case OPT_BPF_STATS:
 			o.bpf_stats = 1;
 			break;
+		case OPT_USER:
+			o.user = optarg;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -208,7 +231,11 @@ static int cmd_record(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return bad_usage("unexpected argument", argv[optind]);
+		o.command = argv + optind;
+	if (o.command && o.npids)
+		return bad_usage("give -p PID or a COMMAND, not both", NULL);
+	if (o.user && !o.command)
+		return bad_usage("--user goes with a COMMAND", NULL);
 	if (!o.noutputs)
 		o.outputs[o.noutputs++] = "spanprof.pb.gz";
 	return record__run(&o);
@@ -218,7 +245,8 @@ static int cmd_agent(int argc, char **argv)
 {
 	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
-	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF };
+	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_OTLP,
+	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -230,6 +258,12 @@ static int cmd_agent(int argc, char **argv)
 		{ "pyroscope-tenant", required_argument, NULL, OPT_PTENANT },
 		{ "pyroscope-header", required_argument, NULL, OPT_PHEADER },
 		{ "pyroscope-ca", required_argument, NULL, OPT_PCA },
+		{ "otlp", no_argument, NULL, OPT_OTLP },
+		{ "otlp-url", required_argument, NULL, OPT_OURL },
+		{ "otlp-header", required_argument, NULL, OPT_OHEADER },
+		{ "otlp-timeout", required_argument, NULL, OPT_OTIMEOUT },
+		{ "otlp-compression", required_argument, NULL, OPT_OCOMP },
+		{ "otlp-ca", required_argument, NULL, OPT_OCA },
 		{ "output-dir", required_argument, NULL, OPT_OUTDIR },
 		{ "output-max-mb", required_argument, NULL, OPT_OUTMAX },
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS },
@@ -303,6 +337,39 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		case OPT_PCA:
 			o.pyroscope_ca = optarg;
+			break;
+		case OPT_OURL:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				return bad_usage("bad OTLP URL (want http://HOST:PORT or https://...)",
+						 optarg);
+			o.otlp_url = optarg;
+			o.otlp = 1;	/* a URL turns the exporter on */
+			break;
+		case OPT_OTLP:
+			o.otlp = 1;
+			break;
+		case OPT_OHEADER:
+			if (!strchr(optarg, ':') || optarg[0] == ':')
+				return bad_usage("bad header (want 'Name: value')", optarg);
+			if (o.n_otlp_headers == AGENT_MAX_HEADERS)
+				return bad_usage("too many --otlp-header options", NULL);
+			o.otlp_headers[o.n_otlp_headers++] = optarg;
+			break;
+		case OPT_OTIMEOUT:
+			if (parse_seconds(optarg, 0.001, 3600, &d))
+				return bad_usage("bad --otlp-timeout (seconds, 0.001..3600)", optarg);
+			o.otlp_timeout_ms = d * 1000 < 1 ? 1 : d * 1000;
+			break;
+		case OPT_OCOMP:
+			if (!strcmp(optarg, "gzip"))
+				o.otlp_compression = AGENT_OTLP_GZIP;
+			else if (!strcmp(optarg, "none"))
+				o.otlp_compression = AGENT_OTLP_NONE;
+			else
+				return bad_usage("bad --otlp-compression (gzip or none)", optarg);
+			break;
+		case OPT_OCA:
+			o.otlp_ca = optarg;
 			break;
 		case OPT_OUTDIR:
 			if (!optarg[0])

@@ -1,10 +1,15 @@
 /* record.c: `spanprof record`: one window from start to stop, written to files, and a report. */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "exporter.h"
@@ -17,11 +22,117 @@
 #define POLL_MS 100
 
 static volatile sig_atomic_t stop;
+static volatile pid_t child;	/* `record -- COMMAND` */
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	/* With a command, the signal is the command's to handle: it goes on being profiled until it
+	 * exits (Ctrl-C reaches it anyway through the terminal's process group). */
+	if (child > 0)
+		kill(child, sig);
+	else
+		stop = 1;
+}
+
+/* ---- record -- COMMAND ---------------------------------------------------------------------- */
+
+/* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
+static int find_hook(char *buf, size_t len)
+{
+	const char *env = getenv("SPANPROF_HOOK");
+	const char *rel[] = { "hook/SpanProf.Hook.dll", "../lib/spanprof/hook/SpanProf.Hook.dll",
+			      "/opt/spanprof/hook/SpanProf.Hook.dll" };
+	char exe[4096], *slash;
+	ssize_t n;
+
+	if (env && env[0]) {
+		snprintf(buf, len, "%s", env);
+		return access(buf, R_OK);
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		int n = rel[i][0] == '/' ? snprintf(buf, len, "%s", rel[i])
+					 : snprintf(buf, len, "%s/%s", exe, rel[i]);
+
+		if (n > 0 && (size_t)n < len && !access(buf, R_OK))
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * Fork the command, stopped before exec until *go is written: the hook appended to
+ * DOTNET_STARTUP_HOOKS, perf maps on (unless the environment says otherwise), privileges dropped
+ * to --user. Returns its pid, or the exit code (negated) after a one-line message.
+ */
+static pid_t spawn(const struct record_opts *o, int *go)
+{
+	char hook[4096], hooks[8192];
+	const char *old = getenv("DOTNET_STARTUP_HOOKS");
+	struct passwd *pw = NULL;
+	int pfd[2];
+	pid_t pid;
+
+	if (find_hook(hook, sizeof(hook))) {
+		fprintf(stderr, "spanprof: cannot find SpanProf.Hook.dll next to spanprof (run make, or "
+			"set SPANPROF_HOOK=/path/to/SpanProf.Hook.dll)\n");
+		return -2;
+	}
+	if (o->user && !(pw = getpwnam(o->user))) {
+		fprintf(stderr, "spanprof: no user %s: give an existing user with --user\n", o->user);
+		return -2;
+	}
+	if (pipe2(pfd, O_CLOEXEC)) {
+		fprintf(stderr, "spanprof: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "spanprof: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		char c;
+
+		close(pfd[1]);
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);	/* the recording did not start */
+		snprintf(hooks, sizeof(hooks), "%s%s%s", old && old[0] ? old : "",
+			 old && old[0] ? ":" : "", hook);
+		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
+		setenv("DOTNET_PerfMapEnabled", "1", 0);
+		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
+			   setuid(pw->pw_uid))) {
+			fprintf(stderr, "spanprof: cannot become %s: %s\n", o->user, strerror(errno));
+			_exit(126);
+		}
+		execvp(o->command[0], o->command);
+		fprintf(stderr, "spanprof: cannot run %s: %s\n", o->command[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pfd[0]);
+	*go = pfd[1];
+	return pid;
+}
+
+/* The command's exit code once it has ended: -1 while it runs. */
+static int reap(pid_t pid, int block)
+{
+	int st;
+	pid_t r;
+
+	do
+		r = waitpid(pid, &st, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 }
 
 static void raise_fd_limit(void)
@@ -35,7 +146,7 @@ static void raise_fd_limit(void)
 	}
 }
 
-static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_start)
+static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_start, int *cmd_rc)
 {
 	uint64_t deadline = o->duration > 0 ? t_start + (uint64_t)(o->duration * 1e9) : 0;
 	uint64_t next_progress = t_start + 1000000000ull;
@@ -47,6 +158,10 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 
 		if (deadline && now >= deadline)
 			break;
+		if (child > 0 && (*cmd_rc = reap(child, 0)) >= 0) {
+			child = 0;
+			break;
+		}
 		if (deadline && (deadline - now) / 1000000 < (uint64_t)timeout)
 			timeout = (deadline - now) / 1000000 + 1;
 		if ((err = engine__poll(e, timeout))) {
@@ -87,7 +202,8 @@ int record__run(const struct record_opts *o)
 	struct engine *e = NULL;
 	int64_t wall_start;
 	char err[512];
-	int rc, nouts = 0;
+	int rc, nouts = 0, go = -1, cmd_rc = -1;
+	uint32_t cmd_pid;
 
 	if ((rc = bpfsession__check(&eo.bpf)))
 		return rc;
@@ -105,8 +221,29 @@ int record__run(const struct record_opts *o)
 		goto out;
 	}
 	raise_fd_limit();
+	if (o->command) {
+		pid_t pid = spawn(o, &go);
+
+		if (pid < 0) {
+			rc = -pid;
+			goto out;
+		}
+		child = pid;
+		cmd_pid = pid;
+		eo.bpf.pids = &cmd_pid;
+		eo.bpf.npids = 1;
+		eo.bpf.follow_forks = 1;
+		eo.perfmaps_ours = 1;	/* DOTNET_PerfMapEnabled is ours: its files go at the end */
+	}
 	if (!(e = engine__open(&eo, &rc)) || (rc = engine__attach(e)))
 		goto out;
+	if (go >= 0) {
+		/* Sampling is on: the command may start. */
+		if (write(go, "g", 1) != 1)
+			fprintf(stderr, "spanprof: cannot start the command: %s\n", strerror(errno));
+		close(go);
+		go = -1;
+	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -117,7 +254,7 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: sampling %s at %u Hz on %d CPUs\n",
 			o->npids ? "the given processes" : "every process", o->freq,
 			bpfsession__ncpus(engine__bpf(e)));
-	rc = run_loop(e, o, ri.t_start);
+	rc = run_loop(e, o, ri.t_start, &cmd_rc);
 
 	/* Stop sampling, then drain what is already in the ring buffer. */
 	engine__stop(e);
@@ -143,7 +280,23 @@ int record__run(const struct record_opts *o)
 	report__print(stdout, e, prof, &ri);
 	for (int i = 0; i < nouts; i++)
 		printf("wrote %s (%s)\n", outs[i].path, output__format_name(outs[i].format));
+	if (o->command && !rc) {
+		/* -d ended first: the command runs on, unprofiled; its exit code is still ours. */
+		if (child > 0) {
+			fprintf(stderr, "spanprof: recording ended; waiting for %s (pid %d) to exit\n",
+				o->command[0], (int)child);
+			cmd_rc = reap(child, 1);
+			child = 0;
+		}
+		rc = cmd_rc < 0 ? 1 : cmd_rc;
+	}
 out:
+	if (go >= 0)
+		close(go);	/* the command never starts: it exits 127 */
+	if (child > 0) {
+		reap(child, 1);
+		child = 0;
+	}
 	aggregate__window_free(w);
 	profile__free(prof);
 	engine__free(e);

@@ -24,9 +24,12 @@ struct record_opts {
 	int pyroscope_labels;
 	uint32_t ringbuf_mb;
 	int bpf_stats;		/* measure the sampler's run time (BPF_ENABLE_STATS) */
+	char *const *command;	/* `record -- COMMAND ARGS`: run and profile it and its children */
+	const char *user;	/* --user: run the command as this user */
 };
 
-/* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup). */
+/* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a
+ * command, the command's exit code (128 + signal when a signal ended it). */
 int record__run(const struct record_opts *opts);
 
 #endif /* SPANPROF_RECORD_H */

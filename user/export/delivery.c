@@ -390,8 +390,9 @@ static int check_opts(const struct delivery_opts *o, char *err, size_t errlen)
 		set_err(err, errlen, "basic auth and a bearer token are exclusive");
 		return -EINVAL;
 	}
-	if (has_crlf(o->bearer_token) || has_crlf(o->tenant) || has_crlf(o->content_type)) {
-		set_err(err, errlen, "a token, tenant or content type holds a line break");
+	if (has_crlf(o->bearer_token) || has_crlf(o->tenant) || has_crlf(o->content_type) ||
+	    has_crlf(o->content_encoding)) {
+		set_err(err, errlen, "a token, tenant, content type or encoding holds a line break");
 		return -EINVAL;
 	}
 	if (o->ca_file) {
@@ -442,6 +443,8 @@ static int setup_curl(struct delivery *d, const struct delivery_opts *o)
 	n = curl_slist_append(d->hdrs, "Expect:");
 	d->hdrs = n ? n : d->hdrs;
 	oom |= !n;
+	if (o->content_encoding && o->content_encoding[0])
+		d->hdrs = add_hdr(d->hdrs, "Content-Encoding", o->content_encoding, &oom);
 	if (o->tenant)
 		d->hdrs = add_hdr(d->hdrs, "X-Scope-OrgID", o->tenant, &oom);
 	if (o->bearer_token)

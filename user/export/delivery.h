@@ -25,6 +25,8 @@ struct delivery_opts {
 	uint32_t backoff_min_ms;	/* first retry delay; 0: 500 ms */
 	uint32_t backoff_max_ms;	/* 0: 30 s */
 	uint32_t retry_deadline_ms;	/* from enqueue; a request not delivered by then is dropped; 0: 5 min */
+	const char *content_encoding;	/* Content-Encoding of every body as submitted (e.g. "gzip":
+					 * the caller compresses); NULL: none sent */
 };
 
 /*

@@ -116,7 +116,8 @@ int dirout__trim(int dir_fd, uint64_t max_bytes)
 		DIR *sd;
 		int sfd;
 
-		if (de->d_name[0] == '.')
+		/* Every service counts against the cap, ".hidden" ones too. */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		sfd = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0 || !(sd = fdopendir(sfd))) {

@@ -8,8 +8,16 @@
 #include <unistd.h>
 
 #include "exporter.h"
+#include "otlp.h"
 #include "output.h"
 #include "profile.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
 
 enum out_format output__format(const char *path, enum out_format forced)
 {
@@ -17,6 +25,9 @@ enum out_format output__format(const char *path, enum out_format forced)
 
 	if (forced != FMT_AUTO)
 		return forced;
+	/* before .pb.gz: an OTLP file may be gzip'd too */
+	if (ends_with(path, ".otlp.pb") || ends_with(path, ".otlp.pb.gz"))
+		return FMT_OTLP;
 	if (n >= 6 && !strcmp(path + n - 6, ".pb.gz"))
 		return FMT_PPROF;
 	if (n >= 4 && !strcmp(path + n - 4, ".svg"))
@@ -31,6 +42,8 @@ const char *output__format_name(enum out_format f)
 		return "pprof";
 	case FMT_SVG:
 		return "svg flame graph";
+	case FMT_OTLP:
+		return "OTLP profiles";
 	default:
 		return "folded stacks";
 	}
@@ -66,9 +79,12 @@ int output__write(struct output *out, const struct profile *prof)
 	FILE *f;
 	int err;
 
+	struct stat st;
+
 	if (out->fd < 0)
 		return -EBADF;
-	if (ftruncate(out->fd, 0))
+	/* Only a regular file has old content to drop; a pipe, a terminal or /dev/null has none. */
+	if (!fstat(out->fd, &st) && S_ISREG(st.st_mode) && ftruncate(out->fd, 0))
 		return -errno;
 	f = fdopen(out->fd, "w");
 	if (!f)
@@ -81,12 +97,18 @@ int output__write(struct output *out, const struct profile *prof)
 	case FMT_SVG:
 		err = flamegraph__write(prof, f, "spanprof CPU profile", "process_name");
 		break;
+	case FMT_OTLP:
+		err = otlp__write(prof, f, ends_with(out->path, ".gz"));
+		break;
 	default:
 		err = folded__write(prof, f, "process_name");
 		break;
 	}
 	if (fclose(f) && !err)
 		err = -errno;
+	/* A file this run created and could not complete is not left behind half written. */
+	if (err && out->created)
+		unlink(out->path);
 	out->created = 0;
 	return err;
 }
@@ -114,7 +136,7 @@ struct file_exporter {
 static int files_export(void *self, const struct export_batch *b)
 {
 	struct file_exporter *fx = self;
-	int first = 0, err;
+	int first = 0, err = 0;
 
 	fx->st.batches++;
 	for (int i = 0; i < fx->n; i++) {

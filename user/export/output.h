@@ -12,6 +12,7 @@ enum out_format {
 	FMT_PPROF,
 	FMT_FOLDED,
 	FMT_SVG,
+	FMT_OTLP,	/* OTLP profiles ExportProfilesServiceRequest; gzip when the name ends in .gz */
 };
 
 struct output {
@@ -21,7 +22,8 @@ struct output {
 	int created;		/* did not exist before: removed again if the run fails */
 };
 
-/* The format for path: forced (not FMT_AUTO), else .pb.gz -> pprof, .svg -> svg, else folded. */
+/* The format for path: forced (not FMT_AUTO), else .otlp.pb or .otlp.pb.gz -> otlp, .pb.gz ->
+ * pprof, .svg -> svg, else folded. */
 enum out_format output__format(const char *path, enum out_format forced);
 const char *output__format_name(enum out_format f);
 

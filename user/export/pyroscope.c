@@ -11,6 +11,7 @@
 #include "pyroscope.h"
 #include "profile.h"
 #include "push/v1/push.pb-c.h"
+#include "utf8.h"
 #include "util.h"
 
 #define PUSH_PATH	"/push.v1.PusherService/Push"
@@ -30,52 +31,16 @@ struct lbl {
 	char *value;
 };
 
-/* Length of the well-formed UTF-8 character at s (RFC 3629: no overlongs, surrogates or
- * code points past U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-	size_t n, i;
-	unsigned c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (left < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) ||
-	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
-}
-
 /* A label value Pyroscope accepts: valid UTF-8 ('?' for what is not), at most max bytes, cut
  * on a character boundary. NULL: out of memory. */
 static char *clean_value(const char *v, size_t max, int *truncated)
 {
-	size_t len = strlen(v), i = 0, n;
+	size_t len = strlen(v), i;
 	char *c = strdup(v);
 
 	if (!c)
 		return NULL;
-	while (i < len) {
-		n = utf8_len((const unsigned char *)c + i, len - i);
-		if (!n) {
-			c[i] = '?';
-			n = 1;
-		}
-		i += n;
-	}
+	utf8__repair(c, len, 0);
 	*truncated = 0;
 	if (len > max) {
 		i = max;

@@ -77,7 +77,7 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	d->last_open_ns = now_ns();
 	/* The directory comes from the environment, fixed at exec: read it once. */
 	if (p->root_fd < 0 ||
-	    (!d->files.dir[0] && dotnet__jit_dir(p->pid, d->files.dir, sizeof(d->files.dir))) ||
+	    (!d->files.dir[0] && dotnet__jit_dir(p->dir_fd, d->files.dir, sizeof(d->files.dir))) ||
 	    dotnet__open_jit_files_in(p->root_fd, d->files.dir, p->nspid, &f))
 		return;
 	if (d->files.map_fd < 0 && f.map_fd >= 0) {
@@ -111,7 +111,8 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
 	d->enable_tried = 1;
-	err = diagipc__enable_perfmap(p->pid, p->root_fd, p->nspid, o->perfmap_type, &hr);
+	err = diagipc__enable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, o->perfmap_type,
+				      &hr);
 	if (err == 0) {
 		d->enabled_by_us = 1;
 		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)",
@@ -252,7 +253,8 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
 	 * files we made it write would stay in its /tmp for good. */
 	if (d->enabled_by_us && p->root_fd >= 0 &&
-	    (diagipc__disable_perfmap(p->pid, p->root_fd, p->nspid, &hr) == 0 || !proc__alive(p)))
+	    (diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
+	     !proc__alive(p)))
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);

@@ -12,6 +12,7 @@
 #include "profile.h"
 #include "proctab.h"
 #include "runtime.h"
+#include "utf8.h"
 #include "util.h"
 
 struct hook_state {
@@ -52,7 +53,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 
 	err = spanctx__find_table(p->vmas, p->nvmas, &start, &end);
 	if (!err)
-		err = spanctx__open(p->pid, p->nspid, start, end, &cp, &h->tbl);
+		err = spanctx__open(p->dir_fd, p->nspid, start, end, &cp, &h->tbl);
 	h->last_err = err;
 	switch (err) {
 	case 0:
@@ -81,7 +82,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 			 strerror(-err), err == -E2BIG ? " (too many hooked processes)" : "");
 		return h->last_err = err;
 	}
-	spanctx_keys__load(h->keys, p->pid, &h->tbl);
+	spanctx_keys__load(h->keys, p->dir_fd, &h->tbl);
 	h->registered = 1;
 	snprintf(h->desc, sizeof(h->desc), "span table v%u: %u slots", SP_CTX_ABI,
 		 cp.slot_count);
@@ -130,45 +131,6 @@ static int reserved(const char *key)
 	return 0;
 }
 
-/* Length of the UTF-8 character at p, or 0 for a control character or a malformed sequence. */
-static int utf8_char(const unsigned char *p)
-{
-	int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 :
-		(*p & 0xf8) == 0xf0 ? 4 : 0;
-
-	if (n == 1 && (*p < 0x20 || *p == 0x7f))
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-static int utf8_ok(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	int n;
-
-	for (; *p; p += n)
-		if (!(n = utf8_char(p)))
-			return 0;
-	return 1;
-}
-
-/* pprof strings are UTF-8: replace what is not (and control characters) with '?', in place. */
-static void clean_utf8(char *s)
-{
-	unsigned char *p = (unsigned char *)s;
-	int n;
-
-	while (*p) {
-		if (!(n = utf8_char(p)))
-			*p++ = '?';
-		else
-			p += n;
-	}
-}
-
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max)
 {
@@ -183,7 +145,7 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	err = spanctx__decode(rec, len, h->keys, d);
 	if (!err && d->unknown_keys && !p->gone) {
 		/* A key published after we last looked: read the key table again. */
-		spanctx_keys__load(h->keys, p->pid, &h->tbl);
+		spanctx_keys__load(h->keys, p->dir_fd, &h->tbl);
 		err = spanctx__decode(rec, len, h->keys, d);
 	}
 	if (err)
@@ -204,19 +166,21 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 		if (d->local_root_span_id[0])
 			ADD("local_root_span_id", d->local_root_span_id);
 	}
+	/* pprof strings are UTF-8: what is not (and control characters) becomes '?', in place. */
 	if (d->has_span && d->span_name[0]) {
-		clean_utf8(d->span_name);
+		utf8__repair(d->span_name, strlen(d->span_name), UTF8_NO_CONTROL);
 		ADD("span_name", d->span_name);
 	}
 	for (uint32_t i = 0; i < d->n_labels; i++) {
 		const char *key = d->labels[i].key;
 
 		/* Names come from the process: never empty, never one of ours. */
-		if (!key || !key[0] || reserved(key) || !utf8_ok(key)) {
+		if (!key || !key[0] || reserved(key) ||
+		    !utf8__valid(key, strlen(key), UTF8_NO_CONTROL)) {
 			h->bad_labels++;
 			continue;
 		}
-		clean_utf8(d->labels[i].value);
+		utf8__repair(d->labels[i].value, strlen(d->labels[i].value), UTF8_NO_CONTROL);
 		ADD(key, d->labels[i].value);
 	}
 #undef ADD

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dotnet.h"
 #include "hexnum.h"
+#include "procfs.h"
 #include "proctab.h"
 #include "profiler.h"
 #include "util.h"
@@ -106,6 +106,7 @@ static void proc_free(struct proc *p)
 		return;
 	if (p->ident_free)
 		p->ident_free(p->ident);
+	runtime__release(p);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	if (p->root_fd >= 0)
@@ -277,21 +278,11 @@ int proc__alive(struct proc *p)
 	return !p->gone;
 }
 
-/* Field 22 of /proc/<pid>/stat, the start time in ticks. */
-static int stat_start_ticks(int dir_fd, uint64_t *ticks)
-{
-	char buf[1024];
-	long len = read_small_file(dir_fd, "stat", buf, sizeof(buf));
-
-	return len < 0 ? len : dotnet__parse_starttime(buf, len, ticks);
-}
-
 /* dir_fd: /proc/<pid> already checked to be this process, or -1 to open and check it here. */
 static void proc_open(struct proctab *pt, struct proc *p, int dir_fd)
 {
-	char path[96], status[8192];
+	char path[96];
 	uint64_t ticks = 0;
-	long len;
 
 	p->dir_fd = dir_fd;
 	if (p->dir_fd < 0) {
@@ -301,12 +292,13 @@ static void proc_open(struct proctab *pt, struct proc *p, int dir_fd)
 			goto gone;
 		/* The pid may already belong to a newer process: compare start times (10 ms ticks). */
 		if (p->start_ticks &&
-		    (stat_start_ticks(p->dir_fd, &ticks) || ticks != p->start_ticks))
+		    (procfs__starttime(p->dir_fd, &ticks) || ticks != p->start_ticks))
 			goto gone;
 	}
-	p->root_fd = openat(p->dir_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	len = read_small_file(p->dir_fd, "status", status, sizeof(status));
-	if (len < 0 || dotnet__parse_nspid(status, len, &p->nspid))
+	p->root_fd = procfs__open_root(p->dir_fd);
+	if (p->root_fd < 0)
+		p->root_fd = -1;
+	if (procfs__nspid(p->dir_fd, &p->nspid))
 		p->nspid = p->pid;
 	proc__read_maps(p);
 	return;
@@ -394,7 +386,7 @@ struct proc *proctab__open(struct proctab *pt, uint32_t pid)
 		return NULL;
 	}
 	len = read_small_file(dir_fd, "stat", stat, sizeof(stat));
-	if (len <= 0 || dotnet__parse_starttime(stat, len, &ticks)) {
+	if (len <= 0 || procfs__parse_starttime(stat, len, &ticks)) {
 		close(dir_fd);
 		errno = ESRCH;
 		return NULL;

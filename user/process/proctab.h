@@ -35,9 +35,12 @@ struct proc {
 	uint64_t start_ticks;	/* group leader's start, /proc/<pid>/stat field 22 (10 ms ticks):
 				 * pid + start_ticks is the identity across pid reuse */
 	char comm[16];
-	int dir_fd;		/* open /proc/<pid>: keeps reads tied to this process, not a reused pid */
+	int dir_fd;		/* open /proc/<pid>: keeps reads tied to this process, not a reused pid;
+				 * every per-process read (maps, status, environ, mem) goes through it
+				 * (lib/procfs.h), never through the pid number */
 	int root_fd;		/* O_PATH /proc/<pid>/root, -1 if unavailable */
 	int gone;		/* exited, or the pid now belongs to another process */
+	int retired;		/* gone, its frames named, its runtimes detached and fds closed */
 	int sampled;		/* a target: seen in a sample, or named with -p */
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;

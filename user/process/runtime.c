@@ -1,6 +1,7 @@
 /* runtime.c: the runtime registry and the one attach / poll / backoff policy for all runtimes. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proctab.h"
@@ -34,7 +35,8 @@ void runtime__maps_changed(struct proc *p)
 		if (!in->detected)
 			continue;
 		if (!in->state) {
-			attach(p, id);
+			if (!in->detached)
+				attach(p, id);
 			continue;
 		}
 		if (ops->maps_changed)
@@ -50,7 +52,7 @@ void runtime__poll(struct proc *p, uint64_t now)
 	for (int id = 0; id < RT__MAX; id++) {
 		struct rt_instance *in = &p->rt[id];
 
-		if (!in->state && in->detected && attach(p, id))
+		if (!in->state && in->detected && !in->detached && attach(p, id))
 			continue;
 		if (!in->state || now < in->next_poll_ns)
 			continue;
@@ -118,9 +120,12 @@ void runtime__describe(const struct proc *p, char *buf, size_t len)
 	for (int id = 0; id < RT__MAX && off < len; id++) {
 		char one[320];
 
-		if (!p->rt[id].state || !OPS(p, id)->describe)
+		if (p->rt[id].last_desc)
+			snprintf(one, sizeof(one), "%s", p->rt[id].last_desc);
+		else if (!p->rt[id].state || !OPS(p, id)->describe)
 			continue;
-		OPS(p, id)->describe(p, p->rt[id].state, one, sizeof(one));
+		else
+			OPS(p, id)->describe(p, p->rt[id].state, one, sizeof(one));
 		if (one[0])
 			off += snprintf(buf + off, len - off, "%s%s", off ? "; " : "", one);
 	}
@@ -129,8 +134,28 @@ void runtime__describe(const struct proc *p, char *buf, size_t len)
 void runtime__detach_all(struct proc *p)
 {
 	for (int id = RT__MAX - 1; id >= 0; id--) {
-		if (p->rt[id].state)
-			OPS(p, id)->detach(p, p->rt[id].state, p->env);
-		memset(&p->rt[id], 0, sizeof(p->rt[id]));
+		struct rt_instance *in = &p->rt[id];
+		int detected = in->detected;
+		char one[320], *desc = in->last_desc;
+
+		if (in->state) {
+			if (OPS(p, id)->describe && !desc) {
+				OPS(p, id)->describe(p, in->state, one, sizeof(one));
+				desc = strdup(one);
+			}
+			OPS(p, id)->detach(p, in->state, p->env);
+		}
+		memset(in, 0, sizeof(*in));
+		in->detected = detected;
+		in->last_desc = desc;
+		in->detached = 1;
+	}
+}
+
+void runtime__release(struct proc *p)
+{
+	for (int id = 0; id < RT__MAX; id++) {
+		free(p->rt[id].last_desc);
+		p->rt[id].last_desc = NULL;
 	}
 }

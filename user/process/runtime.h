@@ -18,6 +18,7 @@ struct runtime_env {
 	uint32_t perfmap_type;	/* PerfMapType sent: 1 perf map + jitdump, 2 jitdump, 3 perf map */
 	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
 	int ctx_map_fd;		/* the sampler's ctx_procs map */
+	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */
 	int verbose;
 };
 
@@ -37,14 +38,14 @@ struct runtime_ops {
 	const char *name;
 	/* Whether the runtime is in this process, from its mappings (p->vmas). */
 	int (*detect)(const struct proc *p);
-	/* Create the instance's state; NULL on failure (retried at the next mappings change). */
+	/* Create the instance's state; NULL on failure (retried at the next poll). */
 	void *(*attach)(struct proc *p, const struct runtime_env *env);
 	/* Periodic work; RT_READY, RT_DONE, RT_WAIT or -errno. */
 	int (*poll)(struct proc *p, void *state, const struct runtime_env *env);
 	/* The process's mappings were re-read (optional). */
 	void (*maps_changed)(struct proc *p, void *state);
 	/* Whether code at addr may be the runtime's (optional): in_file says it lies in a file-backed
-	 * mapping whose ELF symbols did not name it. Claimed frames are named at window close, after
+	 * mapping that is not an ELF file (a ReadyToRun .dll); ELF code is never asked about. Claimed frames are named at window close, after
 	 * the last poll, by symbolize(): 0, or -ENOENT. */
 	int (*claims)(const struct proc *p, void *state, uint64_t addr, int in_file);
 	int (*symbolize)(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
@@ -58,6 +59,7 @@ struct runtime_ops {
 enum runtime_id {
 	RT_DOTNET = 0,		/* dotnetproc.c */
 	RT_SPANCTX,		/* hookproc.c */
+	RT_OTELCTX,		/* otelctx.c: OTEP 4719 process context */
 	RT__MAX,
 };
 
@@ -66,7 +68,9 @@ extern const struct runtime_ops *const runtime_registry[RT__MAX];
 
 /* One runtime in one process. */
 struct rt_instance {
-	void *state;		/* NULL until attached */
+	void *state;		/* NULL until attached, and after detach */
+	char *last_desc;	/* describe() at detach, for the report of an exited process */
+	int detached;		/* never attached again */
 	int detected;
 	int last;		/* last poll answer */
 	uint64_t next_poll_ns;	/* CLOCK_MONOTONIC */
@@ -83,7 +87,8 @@ struct rt_instance {
 void runtime__maps_changed(struct proc *p);
 /* Poll every attached instance that is due (one backoff policy for all). */
 void runtime__poll(struct proc *p, uint64_t now_ns);
-/* Make every instance of p due now (a sample arrived from it for the first time). */
+/* Make every instance of p due now, except those done until the mappings change (a sample
+ * arrived from it for the first time). */
 void runtime__wake(struct proc *p);
 /* Symbol for addr from the runtimes that claim it: 0, or -ENOENT. in_file: addr is in a
  * file-backed mapping whose ELF symbols did not name it (ReadyToRun code is such a file). */
@@ -93,6 +98,9 @@ void *runtime__state(const struct proc *p, enum runtime_id id);	/* NULL: not att
 int runtime__has(const struct proc *p, enum runtime_id id);	/* detected in p */
 /* "; dotnet: ...; spanctx: ..." for the report. */
 void runtime__describe(const struct proc *p, char *buf, size_t len);
+/* Detach every runtime (leave the process as found); what they said of it stays for the report
+ * and runtime__has() stays true. runtime__release frees that too (the process leaves the table). */
 void runtime__detach_all(struct proc *p);
+void runtime__release(struct proc *p);
 
 #endif /* SPANPROF_RUNTIME_H */

@@ -1,14 +1,11 @@
 /* spanctx.c: find, validate and decode the span-context table of a hooked .NET process (hook ABI v1). */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "dotnet.h"
+#include "procfs.h"
 #include "proctab.h"
 #include "spanctx.h"
 #include "util.h"
@@ -126,68 +123,37 @@ int spanctx__check_header(const void *hdr, size_t hdr_len, uint64_t map_start, u
 	return 0;
 }
 
-int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len)
+int spanctx__find(int dir_fd, struct sp_ctx_proc *proc, struct spanctx_table *tbl)
 {
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-	char path[64];
-	ssize_t n;
-	int fd, err;
-
-	if (!buf || pid <= 0)
-		return -EINVAL;
-	if (len == 0)
-		return 0;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n >= 0)
-		return -EFAULT;		/* partial: part of the range is not mapped */
-	if (errno != ENOSYS && errno != EPERM)
-		return -errno;
-	/* Kernels or sandboxes without process_vm_readv: /proc/<pid>/mem needs the same access. */
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, buf, len, (off_t)addr);
-	err = n < 0 ? -errno : (n == (ssize_t)len ? 0 : -EFAULT);
-	close(fd);
-	return err;
-}
-
-int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl)
-{
-	char path[64], *maps = NULL;
+	char *maps = NULL;
 	long maps_len;
 	uint64_t start, end;
 	int err, nspid;
 
-	if (pid <= 0 || !proc)
+	if (dir_fd < 0 || !proc)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	maps_len = read_file_alloc(AT_FDCWD, path, PROC_MAPS_MAX, &maps, NULL);
+	maps_len = read_file_alloc(dir_fd, "maps", PROC_MAPS_MAX, &maps, NULL);
 	if (maps_len < 0)
 		return maps_len;
 	err = spanctx__find_mapping(maps, maps_len, &start, &end);
 	free(maps);
 	if (err)
 		return err;
-	if ((err = dotnet__nspid(pid, &nspid)))
+	if ((err = procfs__nspid(dir_fd, &nspid)))
 		return err;
-	return spanctx__open(pid, nspid, start, end, proc, tbl);
+	return spanctx__open(dir_fd, nspid, start, end, proc, tbl);
 }
 
-int spanctx__open(int pid, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
+int spanctx__open(int dir_fd, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
 		  struct spanctx_table *tbl)
 {
 	struct spanctx_table t;
 	struct sp_ctx_header h;
 	int err;
 
-	if (pid <= 0 || !proc)
+	if (dir_fd < 0 || !proc)
 		return -EINVAL;
-	err = spanctx__read_mem(pid, start, &h, sizeof(h));
+	err = procfs__read_mem(dir_fd, start, &h, sizeof(h));
 	if (err)
 		return err;
 	err = spanctx__check_header(&h, sizeof(h), start, end, &t);
@@ -255,26 +221,35 @@ int spanctx_keys__parse(struct spanctx_keys *keys, const uint8_t *buf, size_t le
 	return (int)keys->count;
 }
 
-int spanctx_keys__load(struct spanctx_keys *keys, int pid, const struct spanctx_table *tbl)
+int spanctx_keys__load(struct spanctx_keys *keys, int dir_fd, const struct spanctx_table *tbl)
 {
 	struct sp_ctx_header h;
-	uint8_t *buf;
-	int err;
+	uint8_t *buf = NULL;
+	int mem, err;
 
 	if (!keys || !tbl || tbl->keys_size > KEYS_SIZE_MAX)
 		return -EINVAL;
-	err = spanctx__read_mem(pid, tbl->map_start, &h, sizeof(h));
+	mem = procfs__open_mem(dir_fd);
+	if (mem < 0)
+		return mem;
+	err = procfs__pread_mem(mem, tbl->map_start, &h, sizeof(h));
 	if (err)
-		return err;
-	if (h.keys_count > SP_CTX_MAX_KEYS)
-		return -EBADMSG;
+		goto close_mem;
+	if (h.keys_count > SP_CTX_MAX_KEYS) {
+		err = -EBADMSG;
+		goto close_mem;
+	}
 	buf = malloc(tbl->keys_size ? tbl->keys_size : 1);
-	if (!buf)
-		return -ENOMEM;
-	err = spanctx__read_mem(pid, tbl->keys_addr, buf, tbl->keys_size);
+	if (!buf) {
+		err = -ENOMEM;
+		goto close_mem;
+	}
+	err = procfs__pread_mem(mem, tbl->keys_addr, buf, tbl->keys_size);
 	if (!err)
 		err = spanctx_keys__parse(keys, buf, tbl->keys_size, h.keys_count);
 	free(buf);
+close_mem:
+	close(mem);
 	return err;
 }
 

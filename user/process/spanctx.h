@@ -13,7 +13,12 @@
  *   -EAGAIN          the table exists but its header is not published yet: try again later
  *   -EPROTONOSUPPORT the table speaks another hook ABI version
  *   -EBADMSG         the table is invalid (anything a hostile process could forge is checked)
- * Anything else is an I/O error from /proc or process_vm_readv (-ESRCH, -EPERM, -EFAULT, ...).
+ * Anything else is an I/O error from /proc/<pid> (-ESRCH, -ENOENT: gone; -EPERM, -EACCES: no
+ * access; -EFAULT: the range is not mapped, ...).
+ *
+ * The process is given as dir_fd, its open /proc/<pid> directory (struct proc's dir_fd, or
+ * procfs__open), never as a pid number: memory is read with procfs__read_mem, pread on
+ * <dir_fd>/mem opened for the read and closed after, so a reused pid is never read.
  */
 
 #define SPANCTX_F_DISABLED 1u		/* header.flags: the hook gave up and freed every slot */
@@ -54,17 +59,15 @@ int spanctx__find_mapping(const char *maps, size_t len, uint64_t *start, uint64_
 int spanctx__check_header(const void *hdr, size_t hdr_len, uint64_t map_start, uint64_t map_end,
 			  struct spanctx_table *out);
 
-/* Reads len bytes at addr in process pid (process_vm_readv, else /proc/<pid>/mem). 0 or -errno. */
-int spanctx__read_mem(int pid, uint64_t addr, void *buf, size_t len);
-
 /*
- * Finds and validates the table of host process pid: maps, header, and header.pid against the
- * process's own namespace pid (a table inherited through fork() belongs to the parent). Fills
- * *proc and, when tbl is not NULL, *tbl. Returns 0 or one of the codes above.
+ * Finds and validates the table of the process whose /proc/<pid> is dir_fd: maps, header, and
+ * header.pid against the process's own namespace pid (a table inherited through fork() belongs
+ * to the parent). Fills *proc and, when tbl is not NULL, *tbl. Returns 0 or one of the codes
+ * above.
  */
-int spanctx__find(int pid, struct sp_ctx_proc *proc, struct spanctx_table *tbl);
+int spanctx__find(int dir_fd, struct sp_ctx_proc *proc, struct spanctx_table *tbl);
 /* The same once the mapping [start, end) and the namespace pid are known. */
-int spanctx__open(int pid, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
+int spanctx__open(int dir_fd, int nspid, uint64_t start, uint64_t end, struct sp_ctx_proc *proc,
 		  struct spanctx_table *tbl);
 
 /* Slot index of probe i (0 <= i < SP_CTX_PROBES) for tid in a table of slot_count slots. */
@@ -84,8 +87,9 @@ void spanctx_keys__free(struct spanctx_keys *keys);	/* NULL-safe */
  */
 int spanctx_keys__parse(struct spanctx_keys *keys, const uint8_t *buf, size_t len, uint32_t count);
 
-/* Re-reads keys_count and the key table of a found table from process pid. Count or -errno. */
-int spanctx_keys__load(struct spanctx_keys *keys, int pid, const struct spanctx_table *tbl);
+/* Re-reads keys_count and the key table of a found table from the process whose /proc/<pid> is
+ * dir_fd (one open of its mem for both reads). Count or -errno. */
+int spanctx_keys__load(struct spanctx_keys *keys, int dir_fd, const struct spanctx_table *tbl);
 
 uint32_t spanctx_keys__count(const struct spanctx_keys *keys);
 uint32_t spanctx_keys__bad(const struct spanctx_keys *keys);

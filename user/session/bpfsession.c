@@ -18,6 +18,7 @@
 #include "util.h"
 
 #define CTX_PROCS_DEFAULT 4096
+#define FOLLOWED_MAX	  8192	/* processes a followed command may have at once */
 
 const char *const sp_counter_names[SP_CNT__MAX] = {
 #define SP_COUNTER_NAME(id, name, help) [SP_CNT_##id] = name,
@@ -36,6 +37,7 @@ struct bpfsession {
 	struct profiler_bpf *skel;
 	struct bpf_link **links;
 	int nlinks;
+	struct bpf_link *fork_link;
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
 	void *ctx;
@@ -192,8 +194,11 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		goto err_free;
 	}
 	s->skel->rodata->filter_pids = o->npids > 0;
+	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
 	s->skel->rodata->wakeup_bytes = (uint64_t)(o->ringbuf_mb << 20) / 4;
-	bpf_map__set_max_entries(s->skel->maps.pid_filter, o->npids > 0 ? o->npids : 1);
+	bpf_map__set_max_entries(s->skel->maps.pid_filter,
+				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? o->npids : 1);
+	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
 	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	err = profiler_bpf__load(s->skel);
@@ -256,6 +261,12 @@ int bpfsession__attach(struct bpfsession *s)
 		}
 		s->nlinks++;
 	}
+	if (s->o.follow_forks && s->o.npids > 0) {
+		s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
+		if (!s->fork_link)
+			return fail("cannot follow the command's children (sched_process_fork): %s",
+				    strerror(errno));
+	}
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (s->stats_fd < 0)
@@ -287,6 +298,8 @@ void bpfsession__detach(struct bpfsession *s)
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	s->nlinks = 0;
+	bpf_link__destroy(s->fork_link);
+	s->fork_link = NULL;
 }
 
 int bpfsession__ncpus(const struct bpfsession *s)

@@ -15,6 +15,7 @@ struct bpfsession_opts {
 	uint32_t ringbuf_mb;
 	uint32_t ctx_procs_max;	/* hooked processes the sampler can hold (0: default) */
 	int bpf_stats;		/* measure run time (BPF_ENABLE_STATS) */
+	int follow_forks;	/* children of the given pids are profiled too */
 	const char *command;	/* "record" / "agent", for the messages */
 };
 

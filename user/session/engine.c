@@ -14,6 +14,7 @@
 #define YOUNG_MAPS_NS	(250 * 1000000ull)	/* a young process's mappings looked at this often */
 #define MAPS_REFRESH_NS (50 * 1000000ull)	/* at most this often on a symbolizer miss */
 #define MAX_LABELS	(8 + HOOKPROC_MAX_LABELS)
+#define ALIVE_CHECK_NS	(1000 * 1000000ull)	/* how often processes are checked for exit */
 
 struct engine {
 	struct engine_opts o;
@@ -24,6 +25,7 @@ struct engine {
 	struct aggregator *agg;
 	struct engine_counters c;
 	uint64_t attached_ns;
+	uint64_t next_alive_check_ns;
 };
 
 static int handle_sample(void *ctx, const void *data, size_t size);
@@ -44,6 +46,7 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 				       .enable_perfmap = o->enable_perfmap,
 				       .perfmap_type = o->perfmap_type ? o->perfmap_type : 1,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
+				       .perfmaps_ours = o->perfmaps_ours,
 				       .verbose = o->verbose };
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
@@ -148,15 +151,44 @@ nomem:
 
 /* ---- processes ------------------------------------------------------------------------------ */
 
+/*
+ * A process that exited: its runtimes are read one last time, its pending frames named, then its
+ * runtimes detached (files it was made to write removed, BPF map entries deleted) and its fds
+ * closed. Its frames stay for the profile; the rest of its entry goes at the next prune.
+ */
+static void retire(struct engine *e, struct proc *p, uint64_t now)
+{
+	runtime__poll(p, now);
+	runtime__wake(p);
+	runtime__poll(p, now);
+	if (symbolizer__finish_proc(e->sym, p))
+		return;	/* out of memory: tried again at the next check */
+	runtime__detach_all(p);
+	if (p->dir_fd >= 0)
+		close(p->dir_fd);
+	if (p->root_fd >= 0)
+		close(p->root_fd);
+	p->dir_fd = p->root_fd = -1;
+	p->retired = 1;
+	e->c.procs_exited++;
+}
+
 static void poll_processes(struct engine *e)
 {
 	uint64_t now = now_ns();
+	int check = now >= e->next_alive_check_ns;
 
+	if (check)
+		e->next_alive_check_ns = now + ALIVE_CHECK_NS;
 	for (uint32_t i = 0; i < proctab__count(e->procs); i++) {
 		struct proc *p = proctab__at(e->procs, i);
 
-		if (!p || p->gone)
+		if (!p || p->retired)
 			continue;
+		if (p->gone || (check && !proc__alive(p))) {
+			retire(e, p, now);
+			continue;
+		}
 		/* A process seen while starting may load a runtime a moment later. */
 		if (p->sampled && !runtime__has(p, RT_DOTNET) && proc__young(p) &&
 		    now - p->maps_read_ns > YOUNG_MAPS_NS)
@@ -284,9 +316,7 @@ void engine__prune(struct engine *e)
 	for (uint32_t i = 0; i < proctab__count(e->procs); i++) {
 		struct proc *p = proctab__at(e->procs, i);
 
-		if (!p || proc__alive(p))
-			continue;
-		if (p->last_sample_ns >= open_from)
+		if (!p || !p->retired || p->last_sample_ns >= open_from)
 			continue;
 		runtime__detach_all(p);
 		symbolizer__forget(e->sym, p);

@@ -21,6 +21,7 @@ struct engine_opts {
 	int show_tiers;
 	int pyroscope_labels;	/* span_id = the local root span id */
 	int dotnet_only;	/* keep samples of .NET processes only (counted otherwise) */
+	int perfmaps_ours;	/* perf maps were turned on by us (record -- COMMAND): remove them */
 	uint64_t first_window_ns;	/* length of the first window from attach; 0: one window */
 	uint64_t interval_ns;	/* of every later window */
 	int verbose;
@@ -36,7 +37,8 @@ struct engine_counters {
 	uint64_t not_target;	/* samples of processes the front-end does not profile */
 	uint64_t refused;	/* samples a profile refused (a label no writer could encode) */
 	uint64_t windows;	/* windows cut */
-	uint64_t procs_pruned;	/* exited processes whose state was freed */
+	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
+	uint64_t procs_pruned;	/* exited processes whose entry was freed */
 };
 
 struct engine;

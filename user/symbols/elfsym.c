@@ -99,14 +99,6 @@ struct elffile {
 	size_t build_id_len;
 };
 
-/* ---- opening files inside a root ------------------------------------------------------------ */
-
-int elfsym__open_in_root(int root_fd, const char *path, uint64_t max_size, unsigned int flags)
-{
-	return rootfs__open(root_fd, path, O_RDONLY, S_IFREG, max_size,
-			    flags & ELFSYM_OPEN_NO_OPENAT2 ? ROOTFS_WALK : 0);
-}
-
 /* ---- reading one ELF file ------------------------------------------------------------------- */
 
 static void elffile_close(struct elffile *f)
@@ -431,7 +423,7 @@ static int try_debug(struct elfsym *es, const struct elffile *main_f, int root_f
 
 		if (pass == 1 && root_fd == AT_FDCWD)
 			break;
-		fd = elfsym__open_in_root(rfd, path, ELFSYM_MAX_FILE, 0);
+		fd = rootfs__open(rfd, path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 		if (fd < 0)
 			continue;
 		if (elffile_open(dbg, fd, NULL) != 0)
@@ -651,7 +643,7 @@ close_files:
 
 struct elfsym *elfsym__open(int root_fd, const char *path)
 {
-	int fd = elfsym__open_in_root(root_fd, path, ELFSYM_MAX_FILE, 0);
+	int fd = rootfs__open(root_fd, path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 
 	if (fd < 0) {
 		errno = -fd;

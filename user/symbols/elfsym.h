@@ -13,22 +13,11 @@ struct elfsym;
 
 #define ELFSYM_MAX_FILE (2ULL << 30)	/* files larger than this are refused (EFBIG) */
 
-/* elfsym__open_in_root flags. */
-#define ELFSYM_OPEN_NO_OPENAT2 (1u << 0)	/* use the portable walk (what old kernels get) */
-
 /*
- * Open path for reading as seen inside a process's root: root_fd is an O_PATH (or O_DIRECTORY)
- * fd of /proc/<pid>/root, or AT_FDCWD for the host. With a root fd the lookup never leaves it:
- * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) resolves ".." and absolute symlinks against
- * the root; where openat2 is missing (ENOSYS/EPERM from seccomp) a component walk refuses every
- * symlink (ELOOP) and "..". Magic links (/proc/<x>/root, /proc/<x>/fd/N) fail with ELOOP in both
- * cases. Only regular files no larger than max_size open (EINVAL / EFBIG otherwise); nothing else
- * (FIFO, device) is ever opened for reading. Returns an O_RDONLY|O_CLOEXEC fd, or -errno.
- */
-int elfsym__open_in_root(int root_fd, const char *path, uint64_t max_size, unsigned int flags);
-
-/*
- * Load the symbols of path inside root_fd (see elfsym__open_in_root). When the file has no
+ * Load the symbols of path inside root_fd: root_fd is an O_PATH (or O_DIRECTORY) fd of
+ * /proc/<pid>/root, or AT_FDCWD for the host; the file is opened with rootfs__open (lib/rootfs.h:
+ * the lookup never leaves the root, magic links are refused, only a regular file no larger than
+ * ELFSYM_MAX_FILE opens, so a FIFO or device is never read). When the file has no
  * .symtab, look for a debug file that has one: /usr/lib/debug/.build-id/xx/yyyy.debug (its build
  * id must match), then the .gnu_debuglink name in the file's directory, its .debug/ subdirectory
  * and /usr/lib/debug/<dir>/ (its CRC32 must match); each first inside the root, then on the

@@ -374,15 +374,23 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	return fr->name ? 0 : -ENOMEM;
 }
 
+int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
+{
+	struct proc_syms *ps = p->syms;
+
+	for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
+		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
+			return -ENOMEM;
+	return 0;
+}
+
 int symbolizer__finish(struct symbolizer *sym, struct proctab *pt)
 {
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
-		struct proc_syms *ps = p ? p->syms : NULL;
 
-		for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
-			if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
-				return -ENOMEM;
+		if (p && symbolizer__finish_proc(sym, p))
+			return -ENOMEM;
 	}
 	return 0;
 }

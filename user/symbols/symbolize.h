@@ -22,7 +22,7 @@ struct symbolizer_stats {
 	uint64_t jit_unnamed;	/* runtime frames outside every known range */
 	uint64_t native_named;
 	uint64_t native_unnamed;	/* module+offset */
-	uint64_t unknown;	/* no mapping at all */
+	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
@@ -50,6 +50,9 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf);
 /* Name every pending frame of every process in pt. Call after the runtimes' last poll for the
  * window. A frame still unnamed keeps a fallback name and is tried again next time. 0 or -errno. */
 int symbolizer__finish(struct symbolizer *sym, struct proctab *pt);
+
+/* The same for one process (it exited: what its runtimes hold now is all there will be). */
+int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p);
 
 /* The frame as a profile needs it (p: NULL for kernel frames). 0, or -ENOENT. */
 int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32_t id,

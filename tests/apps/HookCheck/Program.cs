@@ -68,6 +68,8 @@ internal static class Program
                 case "twocopies": TwoCopies(scenarios[++i]); break;
                 case "pause": Console.WriteLine($"PAUSE pid={Environment.ProcessId}"); Wait(); break;
                 case "label-noop": LabelNoop(); break;
+                case "keys": Keys(int.Parse(scenarios[++i]), int.Parse(scenarios[++i])); break;
+                case "sleep": Thread.Sleep(int.Parse(scenarios[++i]) * 1000); break;
                 default:
                     Console.WriteLine($"SELF args FAIL unknown scenario {s}");
                     s_failures++;
@@ -76,6 +78,21 @@ internal static class Program
         }
         Console.WriteLine("DONE");
         return s_failures == 0 ? 0 : 1;
+    }
+
+    // keys N MS: N new label keys, one every MS ms (tests/integration/otelctx.sh: each one republishes
+    // the process context's key map while a reader reads it).
+    private static void Keys(int n, int ms)
+    {
+        for (int k = 0; k < n; k++)
+        {
+            using (Label($"key.{k:D3}", "v"))
+            {
+            }
+            if (ms > 0)
+                Thread.Sleep(ms);
+        }
+        Console.WriteLine($"INFO keys added={n}");
     }
 
     // ---- helpers ---------------------------------------------------------------------------

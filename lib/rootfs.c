@@ -1,4 +1,4 @@
-/* rootfs.c: opening files inside a container's root, for perf maps, sockets and ELF files. */
+/* rootfs.c: opening files inside a container's root (openat2 in-root, or a component walk). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

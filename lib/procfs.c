@@ -1,0 +1,268 @@
+/* procfs.c: /proc/<pid> parsers (status, stat, environ) and bounded reads through its fd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procfs.h"
+#include "util.h"
+
+#define ENVIRON_MAX	(4u << 20)	/* the kernel caps argv+envp near this by default */
+#define PROC_SMALL_MAX	8192		/* status and stat are far smaller */
+
+int procfs__open(int pid)
+{
+	char path[64];
+	int fd;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int procfs__open_root(int dir_fd)
+{
+	int fd;
+
+	if (dir_fd < 0)
+		return -EINVAL;
+	fd = openat(dir_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Parse a decimal pid in [1, INT_MAX]; *end is set past the digits. */
+static int parse_pid(const char *p, const char *limit, const char **end, int *out)
+{
+	long long v = 0;
+	const char *s = p;
+
+	while (s < limit && *s >= '0' && *s <= '9') {
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return -EINVAL;
+		s++;
+	}
+	if (s == p || v == 0)
+		return -EINVAL;
+	*end = s;
+	*out = (int)v;
+	return 0;
+}
+
+/* Last number on a "Key:\t1\t2\t3" line (line excludes the key). */
+static int last_number(const char *p, const char *eol, int *out)
+{
+	int found = 0, v;
+
+	while (p < eol) {
+		if (*p == ' ' || *p == '\t') {
+			p++;
+			continue;
+		}
+		if (parse_pid(p, eol, &p, &v))
+			return -EINVAL;
+		*out = v;
+		found = 1;
+	}
+	return found ? 0 : -EINVAL;
+}
+
+int procfs__parse_nspid(const char *status, size_t len, int *nspid)
+{
+	const char *p = status, *end = status + len;
+	const char *tgid = NULL, *tgid_eol = NULL;
+
+	if (!status || !nspid)
+		return -EINVAL;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - p) >= 7 && memcmp(p, "NStgid:", 7) == 0)
+			return last_number(p + 7, eol, nspid);
+		if ((size_t)(eol - p) >= 5 && memcmp(p, "Tgid:", 5) == 0) {
+			tgid = p + 5;
+			tgid_eol = eol;
+		}
+		p = eol + 1;
+	}
+	/* Kernels before 4.1 have no NStgid; they cannot report another namespace's view. */
+	if (tgid)
+		return last_number(tgid, tgid_eol, nspid);
+	return -ENOENT;
+}
+
+int procfs__nspid(int dir_fd, int *nspid)
+{
+	char buf[PROC_SMALL_MAX];
+	long n;
+
+	if (dir_fd < 0 || !nspid)
+		return -EINVAL;
+	n = read_small_file(dir_fd, "status", buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs__parse_nspid(buf, (size_t)n, nspid);
+}
+
+int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
+{
+	const char *p, *end = stat + len;
+	int field = 3;	/* the first field after "pid (comm) " */
+
+	if (!stat || !starttime)
+		return -EINVAL;
+	/* comm may contain spaces and parentheses: the last ')' ends it. */
+	p = memrchr(stat, ')', len);
+	if (!p)
+		return -EINVAL;
+	p++;
+	while (p < end) {
+		const char *tok;
+
+		while (p < end && *p == ' ')
+			p++;
+		tok = p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		if (p == tok)
+			break;
+		if (field == 22) {
+			uint64_t v = 0;
+
+			for (const char *s = tok; s < p; s++) {
+				uint64_t d = (uint64_t)(*s - '0');
+
+				if (*s < '0' || *s > '9' || v > UINT64_MAX / 10 ||
+				    (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+					return -EINVAL;
+				v = v * 10 + d;
+			}
+			*starttime = v;
+			return 0;
+		}
+		field++;
+	}
+	return -EINVAL;
+}
+
+int procfs__starttime(int dir_fd, uint64_t *starttime)
+{
+	char buf[PROC_SMALL_MAX];
+	long n;
+
+	if (dir_fd < 0 || !starttime)
+		return -EINVAL;
+	n = read_small_file(dir_fd, "stat", buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs__parse_starttime(buf, (size_t)n, starttime);
+}
+
+int procfs__parse_environ(const char *env, size_t env_len, const char *name, char *buf, size_t len)
+{
+	const char *p = env, *end = env + env_len;
+	size_t nlen;
+
+	if (!env || !name || !buf || len == 0)
+		return -EINVAL;
+	nlen = strlen(name);
+	if (nlen == 0 || strchr(name, '='))
+		return -EINVAL;
+	while (p < end) {
+		const char *eoe = memchr(p, '\0', (size_t)(end - p));
+		size_t elen;
+
+		if (!eoe)
+			eoe = end;	/* last entry without its NUL */
+		elen = (size_t)(eoe - p);
+		if (elen > nlen && p[nlen] == '=' && memcmp(p, name, nlen) == 0) {
+			size_t vlen = elen - nlen - 1;
+
+			if (vlen >= len)
+				return -ENAMETOOLONG;
+			memcpy(buf, p + nlen + 1, vlen);
+			buf[vlen] = '\0';
+			return 0;
+		}
+		p = eoe + 1;
+	}
+	return -ENOENT;
+}
+
+int procfs__getenv(int dir_fd, const char *name, char *buf, size_t len)
+{
+	char *env;
+	int truncated, err;
+	long n;
+
+	if (dir_fd < 0 || !name || !buf || len == 0)
+		return -EINVAL;
+	n = read_file_alloc(dir_fd, "environ", ENVIRON_MAX, &env, &truncated);
+	if (n < 0)
+		return (int)n;
+	/* empty: a kernel thread, a zombie, or a process that exited since dir_fd was opened */
+	err = n ? procfs__parse_environ(env, (size_t)n, name, buf, len) : -ENOENT;
+	if (err == -ENOENT && truncated)
+		err = -E2BIG;
+	free(env);
+	return err;
+}
+
+int procfs__open_mem(int dir_fd)
+{
+	int fd;
+
+	if (dir_fd < 0)
+		return -EINVAL;
+	fd = openat(dir_fd, "mem", O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int procfs__pread_mem(int mem_fd, uint64_t addr, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (mem_fd < 0 || (!buf && len))
+		return -EINVAL;
+	/* Offsets are signed: an address past INT64_MAX (kernel space) is never the process's. */
+	if (len && (addr > (uint64_t)INT64_MAX || len - 1 > (uint64_t)INT64_MAX - addr))
+		return -EFAULT;
+	while (done < len) {
+		ssize_t n = pread(mem_fd, (char *)buf + done, len - done, (off_t)(addr + done));
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ESRCH;	/* no address space left: the process exited */
+		if (errno == EINTR)
+			continue;
+		/* The kernel says EIO for an unmapped page: the same -EFAULT as process_vm_readv. */
+		return errno == EIO ? -EFAULT : -errno;
+	}
+	return 0;
+}
+
+int procfs__read_mem(int dir_fd, uint64_t addr, void *buf, size_t len)
+{
+	int fd, err;
+
+	if (dir_fd < 0 || (!buf && len))
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	fd = procfs__open_mem(dir_fd);
+	if (fd < 0)
+		return fd;
+	err = procfs__pread_mem(fd, addr, buf, len);
+	close(fd);
+	return err;
+}

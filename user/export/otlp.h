@@ -1,0 +1,110 @@
+/* otlp.h: the OpenTelemetry profiles exporter: a batch as one OTLP ExportProfilesServiceRequest
+ * (opentelemetry-proto v1.10.0, profiles v1development), written to a file or POSTed over
+ * OTLP/HTTP through the shared delivery path. */
+#ifndef SPANPROF_OTLP_H
+#define SPANPROF_OTLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "delivery.h"
+#include "exporter.h"
+
+struct profile;
+
+#define OTLP_PROFILES_PATH	"/v1development/profiles"	/* OTLP/HTTP, profiles signal */
+#define OTLP_DEFAULT_ENDPOINT	"http://localhost:4318"
+#define OTLP_DEFAULT_TIMEOUT_MS	10000u
+#define OTLP_MAX_HEADERS	32
+
+/* What one encode did, for tests, the file writer and the exporter's counters. */
+struct otlp_encode_info {
+	size_t resources;	/* ResourceProfiles written: one per series with samples */
+	size_t series_empty;	/* series without samples: left out */
+	size_t samples;		/* Sample messages, over every profile */
+	uint64_t total;		/* sum of their values */
+	size_t linked;		/* samples with a Link */
+	size_t strings, mappings, locations, functions, stacks, links, attributes;
+				/* dictionary entries, each table's zero entry included */
+	size_t raw_bytes;	/* the serialized request, before any compression */
+};
+
+/*
+ * The whole batch as one serialized ExportProfilesServiceRequest in a malloc'd *out (gzip when
+ * gzip is set): one dictionary for the request, one ResourceProfiles per series with samples
+ * (resource attributes from the series labels: service_name -> service.name, namespace, pod,
+ * container, node -> k8s.*.name; __name__ left out; others kept by name; service.name always
+ * set), scope "spanprof", one Profile of sample type samples/count, period type
+ * cpu/nanoseconds. One OTLP sample per profile sample, values = [count], no timestamps (the
+ * engine aggregates). Sample labels: trace_id + span_id -> a Link (span_id alone, Pyroscope's
+ * convention, -> a Link without a trace id); pid, tid, thread_name, process_name,
+ * container_id -> process.pid, thread.id (integers), thread.name, process.executable.name,
+ * container.id; the rest kept by name. Each location carries profile.frame.type (kernel, dotnet
+ * or native). info may be NULL. 0, -EINVAL or -ENOMEM.
+ */
+int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *len,
+		 struct otlp_encode_info *info);
+
+/* One profile (no series labels) as the request above, into f, gzip when gzip is set. For
+ * `record -o FILE.otlp.pb`. 0 or -errno. */
+int otlp__write(const struct profile *p, FILE *f, int gzip);
+
+enum otlp_compression {
+	OTLP_COMPRESSION_UNSET = 0,	/* the environment's, else gzip */
+	OTLP_COMPRESSION_NONE,
+	OTLP_COMPRESSION_GZIP,
+};
+
+/*
+ * The exporter's settings. Flags win over the environment; what a flag leaves unset (NULL, 0)
+ * comes from OTEL_EXPORTER_OTLP_PROFILES_<X>, else OTEL_EXPORTER_OTLP_<X>, else the default.
+ */
+struct otlp_opts {
+	/* --otlp-url: a base URL gets /v1development/profiles appended; a URL with a path is used
+	 * as given. NULL: $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT as given, else
+	 * $OTEL_EXPORTER_OTLP_ENDPOINT + /v1development/profiles, else http://localhost:4318/... */
+	const char *url;
+	const char *const *headers;	/* "Name: value"; over the environment's of the same name */
+	size_t n_headers;
+	uint32_t timeout_ms;		/* 0: _TIMEOUT (ms), else 10 s */
+	enum otlp_compression compression;	/* UNSET: _COMPRESSION (gzip|none), else gzip */
+	const char *ca_file;		/* NULL: _CERTIFICATE, else the system's trust store */
+	int no_env;			/* ignore the environment (tests) */
+	struct delivery_opts delivery;	/* queue and retries; url, content type, encoding, headers,
+					 * timeout and CA are set from the above */
+};
+
+/* The settings resolved, for the exporter, the agent's start line and tests. */
+struct otlp_config {
+	char url[2048];
+	char *headers[OTLP_MAX_HEADERS];	/* "Name: value", malloc'd */
+	size_t n_headers;
+	uint32_t timeout_ms;
+	int gzip;
+	char ca_file[1024];			/* "" for none */
+};
+
+/*
+ * Resolve o against getenv_fn (getenv when NULL; not consulted with no_env). 0, or -EINVAL with
+ * a one-line reason in err (a bad URL scheme, a malformed OTEL_EXPORTER_OTLP_*_HEADERS entry, an
+ * unknown compression, a timeout that is not a number, too many headers), -ENOMEM.
+ * otlp_config__clear frees what it holds (NULL-safe, repeatable).
+ */
+int otlp__config(const struct otlp_opts *o, const char *(*getenv_fn)(const char *),
+		 struct otlp_config *out, char *err, size_t errlen);
+void otlp_config__clear(struct otlp_config *c);
+
+/*
+ * The exporter: export() encodes and queues one request per batch with samples for
+ * POST {url} (Content-Type: application/x-protobuf, Content-Encoding: gzip unless turned off).
+ * NULL with errno and a one-line reason in err on a bad setting. cfg_out, when not NULL,
+ * receives the resolved settings (the caller clears it). Free with e->ops->free(e->self).
+ */
+struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_out, char *err,
+			   size_t errlen);
+
+/* Encode counts summed over every export so far. 0 or -EINVAL (not an OTLP exporter). */
+int otlp__encode_totals(const struct exporter *e, struct otlp_encode_info *out);
+
+#endif /* SPANPROF_OTLP_H */
