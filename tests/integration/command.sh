@@ -36,6 +36,9 @@ grep -q '^/opt/other/Other.dll:.*SpanProf.Hook.dll$' "$TMP/hooks2" || fail "DOTN
 pass "an existing DOTNET_STARTUP_HOOKS is kept"
 
 # --user: the command runs as that user, spanprof stays root.
+chmod o+x "$TMP"
+: > "$TMP/uid"
+chmod 666 "$TMP/uid"
 "$SPANPROF" record -d 10 -o "$TMP/u.pb.gz" --user nobody -- sh -c "id -u > '$TMP/uid'" > /dev/null 2>&1 ||
 	fail "--user nobody failed"
 [ "$(cat "$TMP/uid")" = "$(id -u nobody)" ] || fail "--user: the command ran as uid $(cat "$TMP/uid")"

@@ -256,6 +256,9 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	    (diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
 		remove_files(p, d);
+	/* record -- COMMAND turned them on through the environment: gone with the process. */
+	else if (o && o->perfmaps_ours && p->root_fd >= 0 && !proc__alive(p))
+		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
 	free(d);
