@@ -1,5 +1,7 @@
 /* util.c: clock and bounded file-read helpers. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
@@ -118,4 +120,16 @@ err_close:
 err_free:
 	free(buf);
 	return err;
+}
+
+int setup_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spanprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
 }

@@ -19,4 +19,7 @@ long read_small_file(int dirfd, const char *name, char *buf, size_t cap);
  * FIFO. */
 long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated);
 
+/* A setup error: "spanprof: <message>" on one line of stderr; returns the exit code, 2. */
+int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif /* SPANPROF_UTIL_H */

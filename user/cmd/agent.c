@@ -64,20 +64,6 @@ struct agent {
 	uint64_t wall_minus_mono;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 };
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("spanprof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
-
 /* A secret from a file (first line) or, when file is NULL, an environment variable. */
 static int read_secret(const char *file, const char *env, char *buf, size_t len)
 {
@@ -87,7 +73,7 @@ static int read_secret(const char *file, const char *env, char *buf, size_t len)
 	if (file) {
 		n = read_small_file(AT_FDCWD, file, buf, len);
 		if (n < 0)
-			return fail("cannot read %s: %s", file, strerror(-n));
+			return setup_error("cannot read %s: %s", file, strerror(-n));
 		buf[strcspn(buf, "\r\n")] = 0;
 		return 0;
 	}
@@ -102,7 +88,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 	char err[512];
 
 	if (!o->pyroscope_url && !o->otlp && !o->output_dir)
-		return fail("nowhere to send profiles: give --pyroscope-url URL, --otlp-url URL and/or "
+		return setup_error("nowhere to send profiles: give --pyroscope-url URL, --otlp-url URL and/or "
 			    "--output-dir DIR");
 	if (o->pyroscope_url) {
 		struct pyroscope_opts po = { .url = o->pyroscope_url };
@@ -113,7 +99,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 		    (rc = read_secret(o->pyroscope_token_file, "SPANPROF_PYROSCOPE_TOKEN", token, len)))
 			return rc;
 		if (pw[0] && !o->pyroscope_user)
-			return fail("a Pyroscope password needs --pyroscope-user");
+			return setup_error("a Pyroscope password needs --pyroscope-user");
 		po.delivery.basic_user = o->pyroscope_user;
 		po.delivery.basic_password = o->pyroscope_user ? pw : NULL;
 		po.delivery.bearer_token = token[0] ? token : NULL;
@@ -124,7 +110,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 		po.delivery.queue_max_bytes = o->queue_bytes;
 		a->ex[a->nex] = pyroscope__new(&po, err, sizeof(err));
 		if (!a->ex[a->nex])
-			return fail("%s", err);
+			return setup_error("%s", err);
 		a->nex++;
 	}
 	if (o->otlp) {
@@ -143,7 +129,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 
 		a->ex[a->nex] = otlp__new(&oo, &cfg, err, sizeof(err));
 		if (!a->ex[a->nex])
-			return fail("%s", err);
+			return setup_error("%s", err);
 		a->nex++;
 		/* where it goes, after the environment had its say */
 		fprintf(stderr, "spanprof: otlp: POST %s (%s, %zu extra headers)\n", cfg.url,
@@ -154,7 +140,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 		a->ex[a->nex] = dirout__new(o->output_dir, "service_name", o->output_max_bytes, err,
 					    sizeof(err));
 		if (!a->ex[a->nex])
-			return fail("%s", err);
+			return setup_error("%s", err);
 		a->nex++;
 	}
 	return 0;
@@ -429,14 +415,14 @@ int agent__run(const struct agent_opts *o)
 		goto out;
 	a.ids = identity__new(o->pods_dir, o->containers_dir, o->node);
 	if (!a.ids) {
-		rc = fail("out of memory");
+		rc = setup_error("out of memory");
 		goto out;
 	}
 	if (o->metrics_addr) {
 		a.metrics = metrics__start(o->metrics_addr, err, sizeof(err));
 		a.mb = metrics_buf__new();
 		if (!a.metrics || !a.mb) {
-			rc = fail("%s", a.metrics ? "out of memory" : err);
+			rc = setup_error("%s", a.metrics ? "out of memory" : err);
 			goto out;
 		}
 	}

@@ -20,6 +20,7 @@
 
 #include "metrics.h"
 #include "util.h"
+#include "vec.h"
 
 #define METRICS_MAX_CONNS_DEFAULT	32
 #define METRICS_PER_IP_CONNS		8	/* one client cannot take every slot */
@@ -595,15 +596,8 @@ static struct family *family_get(struct metrics_buf *b, const char *name, enum m
 		}
 		return f;
 	}
-	if (b->nfam == b->capfam) {
-		size_t cap = b->capfam ? b->capfam * 2 : 16;
-		struct family *nf = realloc(b->fam, cap * sizeof(*nf));
-
-		if (!nf)
-			goto err_oom;
-		b->fam = nf;
-		b->capfam = cap;
-	}
+	if (VEC_RESERVE(b->fam, b->capfam, b->nfam + 1))
+		goto err_oom;
 	f = &b->fam[b->nfam];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);

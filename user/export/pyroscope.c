@@ -13,6 +13,7 @@
 #include "push/v1/push.pb-c.h"
 #include "utf8.h"
 #include "util.h"
+#include "vec.h"
 
 #define PUSH_PATH	"/push.v1.PusherService/Push"
 #define DEFAULT_NAME	"process_cpu"	/* what Alloy's eBPF profiler sends */
@@ -213,15 +214,8 @@ static size_t gzip_isize(const uint8_t *gz, size_t len)
 
 static int parts_push(struct parts *ps, uint8_t *gz, size_t len)
 {
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 4;
-		struct part *v = realloc(ps->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		ps->v = v;
-		ps->cap = cap;
-	}
+	if (VEC_RESERVE(ps->v, ps->cap, ps->n + 1))
+		return -ENOMEM;
 	ps->v[ps->n].gz = gz;
 	ps->v[ps->n].len = len;
 	new_id(ps->v[ps->n].id);

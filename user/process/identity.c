@@ -10,6 +10,7 @@
 
 #include "identity.h"
 #include "util.h"
+#include "vec.h"
 
 #define POD_DIRNAME_LEN	(IDENTITY_LABEL_LEN + IDENTITY_NAME_LEN + IDENTITY_UID_LEN + 4)
 #define POD_CONTAINERS_MAX	64	/* containers (init, sidecars, ephemeral) listed per pod */
@@ -601,15 +602,8 @@ static int cache_add(struct identity_ctx *ctx, const struct pod_entry *e, struct
 
 	if (ctx->npods == CACHE_PODS_MAX)
 		cache_drop_at(ctx, 0);	/* the oldest: likely a pod long gone */
-	if (ctx->npods == ctx->cappods) {
-		size_t cap = ctx->cappods ? ctx->cappods * 2 : 32;
-		struct pod_entry **np = realloc(ctx->pods, cap * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		ctx->pods = np;
-		ctx->cappods = cap;
-	}
+	if (VEC_RESERVE(ctx->pods, ctx->cappods, ctx->npods + 1))
+		return -ENOMEM;
 	n = malloc(sizeof(*n));
 	if (!n)
 		return -ENOMEM;

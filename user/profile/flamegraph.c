@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "vec.h"
 
 #define FG_WIDTH	1200.0
 #define FG_PAD		10.0
@@ -219,15 +220,8 @@ static int graph_sweep(struct graph *g, emit_fn emit, void *arg)
 		const struct rec *rec = &g->recs[r];
 
 		len = rec->n_locs + (rec->root ? 1 : 0);
-		if (len > g->cap_open) {
-			size_t cap = len * 2;
-			struct frame *no = realloc(g->open, cap * sizeof(*no));
-
-			if (!no)
-				return -ENOMEM;
-			g->open = no;
-			g->cap_open = cap;
-		}
+		if (VEC_RESERVE(g->open, g->cap_open, len))
+			return -ENOMEM;
 		for (k = 0; k < depth && k < len; k++) {	/* the prefix shared with the open frames */
 			rec_frame(g, rec, k, &fr);
 			if (fr.rank != g->open[k].rank)

@@ -8,34 +8,10 @@
 
 #include "intern.h"
 #include "profile.h"
+#include "vec.h"
 
 #define MAX_STRING_LEN	(1u << 24)	/* longer strings are refused: no symbol is that long */
 #define MAX_ID		(UINT32_MAX - 1)
-
-/* ---- growable arrays ----------------------------------------------------------------------- */
-
-static int vec_reserve(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *na;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	na = realloc(*arr, ncap * elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
-
-#define VEC_RESERVE(v, capv, need) vec_reserve((void **)&(v), &(capv), (need), sizeof(*(v)))
 
 /* ---- the model ----------------------------------------------------------------------------- */
 

@@ -45,21 +45,6 @@ struct bpfsession {
 	uint32_t ctx_procs_max;
 };
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Setup errors: one line naming the cause and the fix, exit code 2. */
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("spanprof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
-
 /* ---- preflight ------------------------------------------------------------------------------ */
 
 static int has_cap(int cap)
@@ -78,7 +63,7 @@ static int check_privileges(const char *cmd)
 	int perfmon = has_cap(CAP_PERFMON) || has_cap(CAP_SYS_ADMIN);
 
 	if (!bpf || !perfmon)
-		return fail("missing %s%s%s: run as root (sudo spanprof %s ...) or grant "
+		return setup_error("missing %s%s%s: run as root (sudo spanprof %s ...) or grant "
 			    "CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE",
 			    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "",
 			    perfmon ? "" : "CAP_PERFMON", cmd);
@@ -88,7 +73,7 @@ static int check_privileges(const char *cmd)
 static int check_btf(void)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
-		return fail("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): use a kernel built "
+		return setup_error("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): use a kernel built "
 			    "with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
 	return 0;
 }
@@ -100,7 +85,7 @@ static int check_pids(const struct bpfsession_opts *o)
 	for (int i = 0; i < o->npids; i++) {
 		snprintf(path, sizeof(path), "/proc/%u", o->pids[i]);
 		if (access(path, F_OK))
-			return fail("no process with pid %u: check the pid (ps -p %u)", o->pids[i],
+			return setup_error("no process with pid %u: check the pid (ps -p %u)", o->pids[i],
 				    o->pids[i]);
 	}
 	return 0;
@@ -114,7 +99,7 @@ static int check_freq(uint32_t freq)
 	int max = n > 0 ? atoi(buf) : 100000;
 
 	if (freq > (uint32_t)max)
-		return fail("frequency %u Hz is above kernel.perf_event_max_sample_rate (%d): use a "
+		return setup_error("frequency %u Hz is above kernel.perf_event_max_sample_rate (%d): use a "
 			    "lower -F", freq, max);
 	return 0;
 }
@@ -179,7 +164,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		*rc = fail("out of memory");
+		*rc = setup_error("out of memory");
 		return NULL;
 	}
 	s->o = *o;
@@ -190,7 +175,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	libbpf_set_print(libbpf_log);
 	s->skel = profiler_bpf__open();
 	if (!s->skel) {
-		*rc = fail("cannot open the BPF object: %s", strerror(errno));
+		*rc = setup_error("cannot open the BPF object: %s", strerror(errno));
 		goto err_free;
 	}
 	s->skel->rodata->filter_pids = o->npids > 0;
@@ -203,20 +188,20 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	err = profiler_bpf__load(s->skel);
 	if (err) {
-		*rc = fail("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "
+		*rc = setup_error("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "
 			   ">= 5.8 with BTF; run with -v for the verifier log", strerror(-err));
 		goto err_free;
 	}
 	for (int i = 0; i < o->npids; i++)
 		if (bpf_map__update_elem(s->skel->maps.pid_filter, &o->pids[i], sizeof(o->pids[i]),
 					 &one, sizeof(one), BPF_ANY)) {
-			*rc = fail("cannot add pid %u to the filter: %s", o->pids[i],
+			*rc = setup_error("cannot add pid %u to the filter: %s", o->pids[i],
 				   strerror(errno));
 			goto err_free;
 		}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
-		*rc = fail("cannot open the ring buffer: %s", strerror(errno));
+		*rc = setup_error("cannot open the ring buffer: %s", strerror(errno));
 		goto err_free;
 	}
 	return s;
@@ -239,17 +224,17 @@ int bpfsession__attach(struct bpfsession *s)
 
 	ncpu = online_cpus(cpus, 4096);
 	if (ncpu <= 0)
-		return fail("cannot read the online CPUs from /sys/devices/system/cpu/online");
+		return setup_error("cannot read the online CPUs from /sys/devices/system/cpu/online");
 	s->links = calloc(ncpu, sizeof(*s->links));
 	if (!s->links)
-		return fail("out of memory");
+		return setup_error("out of memory");
 	for (int i = 0; i < ncpu; i++) {
 		int fd = syscall(SYS_perf_event_open, &attr, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == ENODEV)	/* CPU went offline meanwhile */
 				continue;
-			return fail("perf_event_open on CPU %d failed: %s; needs CAP_PERFMON (root) "
+			return setup_error("perf_event_open on CPU %d failed: %s; needs CAP_PERFMON (root) "
 				    "and kernel.perf_event_paranoid allowing CPU-wide events",
 				    cpus[i], strerror(errno));
 		}
@@ -257,14 +242,14 @@ int bpfsession__attach(struct bpfsession *s)
 		if (!s->links[s->nlinks]) {
 			err = errno;
 			close(fd);
-			return fail("cannot attach the sampler to CPU %d: %s", cpus[i], strerror(err));
+			return setup_error("cannot attach the sampler to CPU %d: %s", cpus[i], strerror(err));
 		}
 		s->nlinks++;
 	}
 	if (s->o.follow_forks && s->o.npids > 0) {
 		s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
 		if (!s->fork_link)
-			return fail("cannot follow the command's children (sched_process_fork): %s",
+			return setup_error("cannot follow the command's children (sched_process_fork): %s",
 				    strerror(errno));
 	}
 	if (s->o.bpf_stats) {

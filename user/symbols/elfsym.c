@@ -1,6 +1,7 @@
 /* elfsym.c: function symbols of one ELF file through libelf, with build id, debug files and safe opens. */
 #include "elfsym.h"
 #include "rootfs.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -245,17 +246,8 @@ static int elffile_open(struct elffile *f, int fd, struct elfsym *es)
 
 static int rawvec_push(struct rawvec *rv, const struct rawsym *s)
 {
-	struct rawsym *nv;
-	size_t cap;
-
-	if (rv->n == rv->cap) {
-		cap = rv->cap ? rv->cap * 2 : 1024;
-		nv = realloc(rv->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		rv->v = nv;
-		rv->cap = cap;
-	}
+	if (VEC_RESERVE(rv->v, rv->cap, rv->n + 1))
+		return -ENOMEM;
 	rv->v[rv->n++] = *s;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* kallsyms.c: parse /proc/kallsyms into a sorted table of kernel text symbols. */
 #include "kallsyms.h"
 #include "util.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +98,8 @@ static int module_index(struct builder *b, const char *name, size_t len, uint32_
 	}
 	if (ks->n_modules >= MAX_MODULES)
 		return -E2BIG;
-	if (ks->n_modules == b->modules_cap) {
-		size_t cap = b->modules_cap ? b->modules_cap * 2 : 16;
-		char **nm = realloc(ks->modules, cap * sizeof(*nm));
-
-		if (!nm)
-			return -ENOMEM;
-		ks->modules = nm;
-		b->modules_cap = cap;
-	}
+	if (VEC_RESERVE(ks->modules, b->modules_cap, ks->n_modules + 1))
+		return -ENOMEM;
 	copy = strndup(name, len);
 	if (!copy)
 		return -ENOMEM;
@@ -117,15 +111,8 @@ static int module_index(struct builder *b, const char *name, size_t len, uint32_
 
 static int push_ent(struct builder *b, const struct ent *e, const char *name)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		struct ent *ne = realloc(b->ents, cap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		b->ents = ne;
-		b->cap = cap;
-	}
+	if (VEC_RESERVE(b->ents, b->cap, b->n + 1))
+		return -ENOMEM;
 	b->ents[b->n] = *e;
 	if (e->is_text) {
 		if (b->pool_len + e->name_len + 1 > b->pool_cap) {
