@@ -50,3 +50,28 @@ note "$n short-lived processes: spanprof had $fds_before fds before, $fds_after 
 decode "$TMP/churn.pb.gz"
 [ "$(field "$(query leaf "$TMP/churn.json" --leaf inner_hot)" hit)" -ge 100 ] || fail "the short-lived processes' frames were not named"
 pass "churn: $n exited processes cost no fds ($fds_before -> $fds_after), their frames still named"
+
+# Outputs: a full disk on one of three outputs does not stop the other two nor the report, and the
+# old file there is kept whole; a symlink planted at an output path is not followed.
+mkdir -p "$TMP/full"
+mount -t tmpfs -o size=4k tmpfs "$TMP/full"
+unmount_full() { umount "$TMP/full" 2> /dev/null || true; }
+at_exit unmount_full
+echo OLD > "$TMP/full/big.svg"
+echo DECOY > "$TMP/decoy"
+ln -s "$TMP/decoy" "$TMP/planted.pb.gz"
+start_app --pid-line --timeout 30 "$TMP/o.out" "$HOTCHAIN" 20
+rc=0
+"$SPANPROF" record -p "$APP_PID" -d 2 -o "$TMP/full/big.svg" -o "$TMP/ok.pb.gz" -o "$TMP/ok.folded" \
+	-o "$TMP/planted.pb.gz" > "$TMP/o.txt" 2> "$TMP/o.err" || rc=$?
+cat "$TMP/o.err"
+[ "$rc" != 0 ] || fail "a failed output went unreported (exit 0)"
+grep -q "cannot write $TMP/full/big.svg" "$TMP/o.err" || fail "the full disk was not reported"
+grep -q "samples taken" "$TMP/o.txt" || fail "no report after one output failed"
+check_pprof "$TMP/ok.pb.gz" "the other pprof output was not written"
+grep -q inner_hot "$TMP/ok.folded" || fail "the folded output was not written"
+[ "$(cat "$TMP/full/big.svg")" = OLD ] || fail "the old file on the full disk was destroyed"
+[ "$(cat "$TMP/decoy")" = DECOY ] || fail "the output followed a planted symlink"
+[ ! -L "$TMP/planted.pb.gz" ] && check_pprof "$TMP/planted.pb.gz" "planted path: no profile"
+[ -z "$(ls -A "$TMP/full" | grep -v '^big.svg$')" ] || fail "temporary files left on the full disk: $(ls -A "$TMP/full")"
+pass "outputs: full disk reported, old file kept, others and the report written, planted symlink not followed"

@@ -163,8 +163,16 @@ buildah from --name "$CTR" --security-opt seccomp=unconfined --pull=never "$IMAG
 # lib.sh's cleanup is the EXIT trap: remove the working container first, keeping the exit status.
 # An agent still running in the image (a check failed while it ran) ends first: its timeout stops
 # it, and cleanup must not remove $TMP while it writes there.
-trap '_rc=$?; [ -z "${AGENT_PID:-}" ] || wait "$AGENT_PID" 2> /dev/null
-	buildah rm "$CTR" > /dev/null 2>&1; (exit $_rc); cleanup' EXIT
+image_cleanup() {
+	local rc=$?
+	trap - ERR
+	set +e
+	[ -z "$AGENT_PID" ] || wait "$AGENT_PID" 2> /dev/null
+	buildah rm "$CTR" > /dev/null 2>&1
+	(exit "$rc")	# lib.sh's cleanup takes the exit status from $?
+	cleanup
+}
+trap image_cleanup EXIT
 in_image() { buildah run --isolation=chroot "${CAPS[@]}" -v "$OUT:/out" "$CTR" -- "$@"; }
 
 v=$(in_image spanprof --version)

@@ -272,15 +272,15 @@ int record__run(const struct record_opts *o)
 		struct export_series s = { .prof = prof };
 		struct export_batch b = { wall_start, realtime_ns(), &s, 1 };
 
-		if (files->ops->export(files->self, &b)) {
-			rc = 2;
-			goto out;
-		}
+		/* Each output is written or not on its own; the report comes either way. */
+		if (files->ops->export(files->self, &b))
+			rc = 1;
 	}
 	report__print(stdout, e, prof, &ri);
 	for (int i = 0; i < nouts; i++)
-		printf("wrote %s (%s)\n", outs[i].path, output__format_name(outs[i].format));
-	if (o->command && !rc) {
+		if (output__written(&outs[i]))
+			printf("wrote %s (%s)\n", outs[i].path, output__format_name(outs[i].format));
+	if (o->command && rc != 2) {
 		/* -d ended first: the command runs on, unprofiled; its exit code is still ours. */
 		if (child > 0) {
 			fprintf(stderr, "spanprof: recording ended; waiting for %s (pid %d) to exit\n",

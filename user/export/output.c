@@ -49,24 +49,47 @@ const char *output__format_name(enum out_format f)
 	}
 }
 
+/*
+ * A regular file (or a name not yet taken) is written to a temporary file in the same directory,
+ * then fsync'd and renamed over the path: a reader, or a run killed midway, never sees half a
+ * profile, the old file stays whole until the new one is complete, and a symlink planted at the
+ * path is replaced, never followed. A device or a pipe (/dev/stdout) is written in place.
+ */
 int output__open(struct output *out, const char *path, enum out_format forced, char *err,
 		 size_t err_len)
 {
+	const char *slash = strrchr(path, '/');
 	struct stat st;
-	int e;
+	int e, exists;
 
 	out->path = path;
 	out->format = output__format(path, forced);
-	out->created = stat(path, &st) != 0;
-	if (!out->created && S_ISDIR(st.st_mode)) {
+	out->tmp[0] = 0;
+	out->fd = -1;
+	out->written = 0;
+	exists = !lstat(path, &st);
+	out->created = !exists;
+	if (exists && S_ISLNK(st.st_mode) && !stat(path, &st) && S_ISDIR(st.st_mode))
+		exists = 1;	/* a link to a directory: refused like one */
+	if (exists && S_ISDIR(st.st_mode)) {
 		snprintf(err, err_len, "cannot write %s: it is a directory; give a file name with -o",
 			 path);
-		out->fd = -1;
 		return -EISDIR;
 	}
-	out->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		out->fd = open(path, O_WRONLY | O_CLOEXEC);
+	} else if (snprintf(out->tmp, sizeof(out->tmp), "%.*s.%s.spanprof-XXXXXX",
+			    slash ? (int)(slash - path + 1) : 0, path, slash ? slash + 1 : path) >=
+		   (int)sizeof(out->tmp)) {
+		errno = ENAMETOOLONG;
+	} else {
+		out->fd = mkostemp(out->tmp, O_CLOEXEC);
+		if (out->fd >= 0)
+			fchmod(out->fd, 0644);
+	}
 	if (out->fd < 0) {
 		e = errno;
+		out->tmp[0] = 0;
 		snprintf(err, err_len, "cannot write %s: %s; choose a writable path with -o", path,
 			 strerror(e));
 		return -e;
@@ -79,13 +102,8 @@ int output__write(struct output *out, const struct profile *prof)
 	FILE *f;
 	int err;
 
-	struct stat st;
-
 	if (out->fd < 0)
 		return -EBADF;
-	/* Only a regular file has old content to drop; a pipe, a terminal or /dev/null has none. */
-	if (!fstat(out->fd, &st) && S_ISREG(st.st_mode) && ftruncate(out->fd, 0))
-		return -errno;
 	f = fdopen(out->fd, "w");
 	if (!f)
 		return -errno;
@@ -104,13 +122,26 @@ int output__write(struct output *out, const struct profile *prof)
 		err = folded__write(prof, f, "process_name");
 		break;
 	}
+	if (!err && out->tmp[0] && (fflush(f) || fsync(fileno(f))))
+		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;
-	/* A file this run created and could not complete is not left behind half written. */
-	if (err && out->created)
-		unlink(out->path);
+	if (out->tmp[0]) {
+		/* Complete or not at all: the old file (if any) stays until the rename. */
+		if (!err && rename(out->tmp, out->path))
+			err = -errno;
+		if (err)
+			unlink(out->tmp);
+		out->tmp[0] = 0;
+	}
 	out->created = 0;
+	out->written = !err;
 	return err;
+}
+
+int output__written(const struct output *out)
+{
+	return out->written;
 }
 
 void output__abort(struct output *out)
@@ -118,8 +149,10 @@ void output__abort(struct output *out)
 	if (out->fd >= 0) {
 		close(out->fd);
 		out->fd = -1;
-		if (out->created)
-			unlink(out->path);
+	}
+	if (out->tmp[0]) {
+		unlink(out->tmp);
+		out->tmp[0] = 0;
 	}
 }
 

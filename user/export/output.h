@@ -18,8 +18,10 @@ enum out_format {
 struct output {
 	const char *path;
 	enum out_format format;	/* resolved: never FMT_AUTO after output__open */
-	int fd;
-	int created;		/* did not exist before: removed again if the run fails */
+	int fd;			/* the temporary file, or a device or pipe written in place */
+	int created;		/* did not exist before */
+	char tmp[4096];		/* the temporary file, renamed over path once written; "" in place */
+	int written;		/* output__write completed */
 };
 
 /* The format for path: forced (not FMT_AUTO), else .otlp.pb or .otlp.pb.gz -> otlp, .pb.gz ->
@@ -27,12 +29,15 @@ struct output {
 enum out_format output__format(const char *path, enum out_format forced);
 const char *output__format_name(enum out_format f);
 
-/* Open (create) path for writing now. 0, or -errno with a one-line reason in err. */
+/* Get ready to write path: a temporary file beside it now (so a bad path fails early), renamed
+ * over it by output__write. 0, or -errno with a one-line reason in err. */
 int output__open(struct output *out, const char *path, enum out_format forced, char *err,
 		 size_t err_len);
 /* Write the profile, replacing the file's content, and close it. 0 or -errno. */
 int output__write(struct output *out, const struct profile *prof);
-/* Close without writing; remove the file if this run created it. */
+/* Whether output__write completed. */
+int output__written(const struct output *out);
+/* Close without writing: the path is left as it was. */
 void output__abort(struct output *out);
 
 struct exporter;
