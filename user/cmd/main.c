@@ -58,7 +58,8 @@ static const char usage_agent[] =
 	"  -F, --freq HZ              samples per second per CPU (default 19)\n"
 	"      --interval SECS        window length (default 15)\n"
 	"      --all-processes        native processes too (default: .NET processes only)\n"
-	"      --pyroscope-url URL    push to Grafana Pyroscope (URL/push.v1.PusherService/Push)\n"
+	"      --pyroscope-url URL    push to Grafana Pyroscope (URL/push.v1.PusherService/Push);\n"
+	"                             also $SPANPROF_PYROSCOPE_URL, _USER, _TENANT, _PASSWORD, _TOKEN\n"
 	"      --pyroscope-user USER  basic auth user; the password from --pyroscope-password-file\n"
 	"                             or $SPANPROF_PYROSCOPE_PASSWORD\n"
 	"      --pyroscope-password-file FILE\n"
@@ -293,6 +294,16 @@ static int cmd_agent(int argc, char **argv)
 	int c;
 
 	cmd_name = "agent";
+	/* Settings from the environment (a ConfigMap, a Secret); flags win. */
+	o.pyroscope_url = getenv("SPANPROF_PYROSCOPE_URL");
+	o.pyroscope_user = getenv("SPANPROF_PYROSCOPE_USER");
+	o.pyroscope_tenant = getenv("SPANPROF_PYROSCOPE_TENANT");
+	if (o.pyroscope_url && !o.pyroscope_url[0])
+		o.pyroscope_url = NULL;
+	if (o.pyroscope_user && !o.pyroscope_user[0])
+		o.pyroscope_user = NULL;
+	if (o.pyroscope_tenant && !o.pyroscope_tenant[0])
+		o.pyroscope_tenant = NULL;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
@@ -428,6 +439,10 @@ static int cmd_agent(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument", argv[optind]);
+	if (o.pyroscope_url && strncmp(o.pyroscope_url, "http://", 7) &&
+	    strncmp(o.pyroscope_url, "https://", 8))
+		return bad_usage("bad Pyroscope URL (want http://HOST:PORT or https://...)",
+				 o.pyroscope_url);
 	return agent__run(&o);
 }
 
