@@ -43,3 +43,22 @@ expect_error "unknown command" 'unknown command' "$SPANPROF" frobnicate
 "$SPANPROF" record --help | grep -q -- '--format' || fail "record --help"
 "$SPANPROF" --version | grep -Eq '^spanprof ' || fail "--version"
 pass "--help, record --help, --version"
+
+# The agent: bad configuration is one line naming the fix and exit code 2, before anything runs.
+expect_error "agent: nowhere to send" 'nowhere to send profiles' "$SPANPROF" agent
+expect_error "agent: bad Pyroscope URL" 'bad Pyroscope URL' "$SPANPROF" agent --pyroscope-url ftp://x
+expect_error "agent: bad URL from the environment" 'bad Pyroscope URL' \
+	env SPANPROF_PYROSCOPE_URL=pyroscope:4040 "$SPANPROF" agent
+expect_error "agent: unreadable password file" 'cannot read /nonexistent-secret' \
+	"$SPANPROF" agent --pyroscope-url http://127.0.0.1:1 --pyroscope-user u --pyroscope-password-file /nonexistent-secret
+expect_error "agent: password without user" 'needs --pyroscope-user' \
+	env SPANPROF_PYROSCOPE_PASSWORD=x "$SPANPROF" agent --pyroscope-url http://127.0.0.1:1
+expect_error "agent: bad header" 'bad header' "$SPANPROF" agent --pyroscope-header nocolon
+expect_error "agent: bad metrics address" 'metrics|address' \
+	"$SPANPROF" agent --output-dir "$TMP/ad" --metrics-addr not-an-address
+expect_error "agent: unwritable output dir" 'output-dir' "$SPANPROF" agent --output-dir /proc/x
+expect_error "agent: bad interval" 'bad interval' "$SPANPROF" agent --interval 0
+expect_error "agent: not root" 'CAP_BPF.*root' \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SPANPROF" agent --output-dir "$TMP/ad"
+"$SPANPROF" agent --help | grep -q -- '--pyroscope-url' || fail "agent --help"
+pass "agent: bad configuration, one line and exit code 2 each"
