@@ -209,10 +209,12 @@ TEST_OBJS_test_proctab += $(OTELCTX_PROTO_OBJS)
 TEST_OBJS_test_otelctx = $(OBJ)/user/process/otelctx.o $(OBJ)/user/process/spanctx.o $(OTELCTX_PROTO_OBJS) \
                           $(TEST_OBJS_test_runtime)
 
-$(BUILD)/tests/%: tests/unit/%.c $$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
+# Every test links tests/unit/testutil.c, the shared setup helpers (libc, zlib and cmocka only).
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h \
+		$$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $(filter-out %.h,$^) $(LDLIBS) -lcmocka -o $@
 
 # Test drivers the integration tests run against live processes.
 TOOLS := $(BUILD)/tools/ctxdump $(BUILD)/tools/diagipc-enable $(BUILD)/tools/pyroscope-push

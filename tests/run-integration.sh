@@ -19,5 +19,6 @@ for t in $list; do
 	*) failed+=("$t") ;;
 	esac
 done
-echo "integration: passed ${#passed[@]} (${passed[*]:-}), skipped ${#skipped[@]} (${skipped[*]:-}), failed ${#failed[@]} (${failed[*]:-})"
+echo "integration tests: passed (${passed[*]:-}), skipped (${skipped[*]:-}), failed (${failed[*]:-})"
+echo "integration: ${#passed[@]} passed, ${#failed[@]} failed, ${#skipped[@]} skipped"
 [ ${#failed[@]} -eq 0 ]

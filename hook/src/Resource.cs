@@ -116,8 +116,9 @@ namespace SpanProfHook
     /// is the Target of one of them (or of a closure that holds it); its resource then comes from the
     /// SDK's public OpenTelemetry.ProviderExtensions.GetResource(BaseProvider). Checked against
     /// OpenTelemetry 1.20.1 on .NET 10.0.12 (ActivitySource.s_allListeners: a SynchronizedList with a
-    /// copy-on-write _volatileArray; .NET 8's keeps a List in _list). Anything unexpected: no SDK
-    /// resource, the environment's stands.
+    /// copy-on-write _volatileArray, in DiagnosticSource 10.0 also for net8.0; DiagnosticSource 8.0 keeps
+    /// a List in _list, locked by its writers). Anything unexpected: no SDK resource, the environment's
+    /// stands.
     /// </summary>
     internal sealed class SdkResourceWatch
     {

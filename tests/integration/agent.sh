@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # agent.sh: `spanprof agent` end to end on the real kernel with real .NET services, pushing to a
 # local Pyroscope receiver that decodes every request from the published .proto files:
-#   1. two SpanService instances (OTEL_SERVICE_NAME svc-before, started before the agent, and
+#   1. two SpanService instances (named svc-before, started before the agent, and
 #      svc-after, started after it in its own pid+mount namespace, in a cgroup of the kubepods
 #      form with a matching pods tree): one series each with the right labels; span labels right;
 #      every window arrives; samples add up to what the sampler sent less the counted losses; a
@@ -69,7 +69,10 @@ metric() {	# metric NAME_REGEX: the value of the first matching sample on /metri
 # start_service NAME SERVICE [ns]: SpanService with the hook; sets SVC_PID (host pid), SVC_PORT.
 start_service() {
 	local name=$1 service=$2 ns=${3:-}
-	local env=(OTEL_SERVICE_NAME="$service" SPANSERVICE_SPANS="$TMP/$name.spans.jsonl"
+	# The app names itself in code (the SDK's resource, published in its OTEL_CTX); the
+	# environment says otherwise: the agent must take the process context's name.
+	local env=(SPANSERVICE_SERVICE_NAME="$service" OTEL_SERVICE_NAME="env-$service"
+		SPANSERVICE_SPANS="$TMP/$name.spans.jsonl"
 		SPANSERVICE_READY="$TMP/$name.ready" DOTNET_STARTUP_HOOKS="$HOOK")
 	if [ -n "$ns" ]; then
 		env "${env[@]}" NSRUN_SETUP="echo \$\$ > $CGROUP/cgroup.procs" \
@@ -206,7 +209,8 @@ summary() { node -pe "const r=JSON.parse(require('fs').readFileSync('$TMP/main.s
 	fail "svc-after series labels: $(summary 'JSON.stringify(r.series["svc-after"])')"
 [ "$(summary 'Object.keys(r.series).filter(k=>/hotchain/.test(k)).length')" = 0 ] || fail "the native process has a series without --all-processes"
 [ "$(summary 'Object.values(r.series).filter(s=>s.labels.pid||s.labels.tid).length')" = 0 ] || fail "pid or tid as a series label"
-pass "one series per service with its labels; the native process left out"
+[ "$(summary 'Object.keys(r.series).filter(k=>/^env-/.test(k)).length')" = 0 ] || fail "a series named from OTEL_SERVICE_NAME although the process context names the service"
+pass "one series per service with its labels (service.name from the OTEL_CTX process context over the environment); the native process left out"
 
 # Span labels: each service's window profiles (the same profiles were pushed and written to
 # --output-dir; their totals must agree with what the receiver decoded), merged over windows,

@@ -10,6 +10,7 @@
 #   3. Key churn: 150 keys added while the reader reads in a loop: no torn read, the key map only
 #      grows, the final one equals the span table's.
 #   4. No context: hook disabled, SPANPROF_PROCESS_CONTEXT=0, memfd refused (the table works on).
+#   5. A hostile context (a payload nested 10000 deep): spanprof refuses it and lives.
 . "$(dirname "$0")/lib.sh"
 need_root "spanprof record; reading other processes' memory"
 need_cmd dotnet node curl
@@ -162,3 +163,38 @@ else
 fi
 check "... the span table is there all the same" grep -q '/memfd:spanprof-ctx' "/proc/$NM/maps"
 stop "$NM"
+
+# ---- 5. a hostile context ----------------------------------------------------------------------
+
+# A process (not .NET: no report line) whose OTEL_CTX payload nests AnyValue arrays 10000 deep, which
+# protobuf-c would follow to a stack overflow: spanprof must refuse it and carry on.
+if command -v python3 > /dev/null; then
+	start_app --pid-line "$TMP/hostile.out" python3 -c '
+import ctypes, mmap, os, struct, time
+def msg(field, body):
+    n, v = len(body), b""
+    while True:
+        b = n & 0x7f; n >>= 7
+        v += bytes([b | (0x80 if n else 0)])
+        if not n: break
+    return bytes([field << 3 | 2]) + v + body
+any_ = msg(1, b"x")
+for _ in range(10000):
+    any_ = msg(5, msg(1, any_))
+payload = msg(2, msg(1, b"deep") + msg(2, any_))
+size = 1 << 20
+fd = os.memfd_create("OTEL_CTX", os.MFD_CLOEXEC)
+os.ftruncate(fd, size)
+m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+addr = ctypes.addressof((ctypes.c_char * size).from_buffer(m))
+m[4096:4096 + len(payload)] = payload
+m[8:32] = struct.pack("<IIQQ", 2, len(payload), 1, addr + 4096)
+m[0:8] = b"OTEL_CTX"
+print(os.getpid(), flush=True)
+time.sleep(60)
+'
+	grep -q '/memfd:OTEL_CTX' "/proc/$APP_PID/maps" || fail "the hostile process has no OTEL_CTX mapping"
+	record hostile.pb.gz -p "$APP_PID" -d 1
+	pass "spanprof survives an OTEL_CTX payload nested 10000 deep (refused before protobuf-c)"
+	stop "$APP_PID"
+fi

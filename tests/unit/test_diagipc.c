@@ -23,6 +23,7 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "procfs.h"
+#include "testutil.h"
 
 /* Replies captured from .NET 10.0.12 (EnablePerfMap type 3, and type 7 -> E_INVALIDARG). */
 static const uint8_t REPLY_OK[24] = {
@@ -186,7 +187,7 @@ struct fixture {
 
 static void path_in(const struct fixture *fx, const char *rel, char *out, size_t len)
 {
-	snprintf(out, len, "%s/%s", fx->root, rel);
+	testutil__path(out, len, fx->root, rel);
 }
 
 /* Bind a listening unix socket at <root>/<rel>; returns its fd. */
@@ -213,13 +214,10 @@ static void set_mtime(const char *path, time_t sec)
 static int setup_root(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	char path[PATH_MAX + 64];
 
 	assert_non_null(fx);
-	strcpy(fx->root, "/tmp/spanprof-test-diagipc-XXXXXX");
-	assert_non_null(mkdtemp(fx->root));
-	path_in(fx, "tmp", path, sizeof(path));
-	assert_int_equal(mkdir(path, 0755), 0);
+	assert_non_null(testutil__mkdtemp(fx->root, sizeof(fx->root)));
+	testutil__mkdirs(fx->root, "tmp");
 	fx->root_fd = open(fx->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fx->root_fd >= 0);
 	fx->t.root_fd = fx->root_fd;
@@ -242,15 +240,13 @@ static void server_stop(struct server *srv)
 static int teardown_root(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[PATH_MAX + 16];
 
 	if (fx->have_server)
 		server_stop(&fx->srv);
 	close(fx->root_fd);
 	if (fx->extra[0])
 		unlink(fx->extra);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(testutil__rm_rf(fx->root), 0);
 	free(fx);
 	return 0;
 }
@@ -458,25 +454,17 @@ static void test_diagipc_command_oversized_reply(void **state)
 	assert_int_equal(enable3(fx, &hr), -EPROTO);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void test_diagipc_command_timeout(void **state)
 {
 	struct fixture *fx = *state;
 	uint32_t hr = 0;
-	int64_t t0, dt;
+	double t0, dt;
 
 	start_in_root(fx, NULL, 0, 1500);	/* reads the request, never answers */
 	fx->t.timeout_ms = 200;
-	t0 = mono_ms();
+	t0 = testutil__now_ms();
 	assert_int_equal(enable3(fx, &hr), -ETIMEDOUT);
-	dt = mono_ms() - t0;
+	dt = testutil__now_ms() - t0;
 	assert_true(dt >= 150);
 	assert_true(dt < 1000);
 }
@@ -539,7 +527,7 @@ static void test_diagipc_target_init(void **state)
 {
 	struct diagipc_target t;
 	char name[256];
-	int dir_fd, root_fd, pid, status;
+	int dir_fd, root_fd, pid;
 
 	(void)state;
 	dir_fd = procfs__open(getpid());
@@ -568,18 +556,12 @@ static void test_diagipc_target_init(void **state)
 	close(dir_fd);
 
 	/* A process that exited: its environment is not read through the fd that outlived it. */
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
+	pid = testutil__fork_paused();
 	dir_fd = procfs__open(pid);
 	assert_true(dir_fd >= 0);
 	root_fd = procfs__open_root(dir_fd);
 	assert_true(root_fd >= 0);
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(testutil__reap(pid), pid);
 	assert_true(diagipc__target_init(&t, dir_fd, root_fd, pid, pid) < 0);
 	assert_true(diagipc__enable_perfmap(dir_fd, root_fd, pid, pid, 1, NULL) < 0);
 	close(root_fd);

@@ -19,6 +19,7 @@
 #include "dirout.h"
 #include "exporter.h"
 #include "profile.h"
+#include "testutil.h"
 
 #define NS 1000000000ll
 
@@ -42,23 +43,6 @@ static struct profile *make_profile(const char *leaf, uint64_t count)
 	return p;
 }
 
-static void *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf;
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		return NULL;
-	assert_int_equal(fstat(fileno(f), &st), 0);
-	buf = malloc(st.st_size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, st.st_size, f), (size_t)st.st_size);
-	fclose(f);
-	*len = st.st_size;
-	return buf;
-}
-
 static void *pprof_of(const struct profile *p, size_t *len)
 {
 	char *buf = NULL;
@@ -68,18 +52,6 @@ static void *pprof_of(const struct profile *p, size_t *len)
 	assert_int_equal(pprof__write(p, f), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
-}
-
-static int exists(const char *fmt, ...)
-{
-	char path[512];
-	struct stat st;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	return lstat(path, &st) == 0;
 }
 
 /* Entries of a directory, sorted, "" separated by ' '; hidden ones included. */
@@ -147,8 +119,7 @@ static int group_setup(void **state)
 	struct tm tm = { .tm_year = 126, .tm_mon = 11, .tm_mday = 1, .tm_hour = 10, .tm_min = 15 };
 
 	t0 = (int64_t)timegm(&tm) * NS;
-	snprintf(tmp, sizeof(tmp), "/tmp/test_dirout.XXXXXX");
-	if (!mkdtemp(tmp))
+	if (!testutil__mkdtemp(tmp, sizeof(tmp)))
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/out", tmp);
 	prof = make_profile("work", 3);
@@ -159,13 +130,10 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	char cmd[128];
-
 	profile__free(prof);
 	profile__free(prof2);
 	profile__free(empty);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	return system(cmd);
+	return testutil__rm_rf(tmp);
 }
 
 static int teardown(void **state)
@@ -177,10 +145,7 @@ static int teardown(void **state)
 
 static int setup(void **state)
 {
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/*", tmp);
-	return system(cmd);
+	return testutil__empty_dir(tmp);
 }
 
 /* ---- tests ------------------------------------------------------------------------------------ */
@@ -197,13 +162,13 @@ static void test_dirout_file_per_series(void **state)
 	size_t glen, wlen;
 
 	assert_string_equal(x->ops->name, "dir");
-	assert_true(exists("%s", dir));	/* created */
+	assert_true(testutil__exists("%s", dir));	/* created */
 	assert_int_equal(export(x, t0, services, profs, 2), 0);
 	assert_int_equal(x->ops->flush(x->self, 10), 0);
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s/20261201T101500Z-20261201T101515Z.pb.gz", dir,
 			 services[i]);
-		got = slurp(path, &glen);
+		got = testutil__slurp(path, &glen);
 		assert_non_null(got);
 		want = pprof_of(profs[i], &wlen);
 		assert_int_equal(glen, wlen);
@@ -236,9 +201,9 @@ static void test_dirout_service_names_sanitised(void **state)
 	assert_string_equal(names, ".._x a_b_c ok-1.2_3 unknown");
 	list_dir(tmp, names, sizeof(names));
 	assert_string_equal(names, "out");	/* nothing written beside DIR ("..") */
-	assert_false(exists("%s/../x", dir));
-	assert_true(exists("%s/.._x/20261201T101500Z-20261201T101515Z.pb.gz", dir));
-	assert_true(exists("%s/unknown/20261201T101500Z-20261201T101515Z.pb.gz", dir));
+	assert_false(testutil__exists("%s/../x", dir));
+	assert_true(testutil__exists("%s/.._x/20261201T101500Z-20261201T101515Z.pb.gz", dir));
+	assert_true(testutil__exists("%s/unknown/20261201T101500Z-20261201T101515Z.pb.gz", dir));
 	close_dir();
 }
 
@@ -357,7 +322,7 @@ static void test_dirout_trim_oldest_first(void **state)
 	assert_string_equal(names, ".tmp.pb.gz f0.pb.gz f1.pb.gz notes.txt");
 	assert_int_equal(dirout__trim(fd, 2500), 0);
 	assert_int_equal(dirout__trim(fd, 0), 2);
-	assert_true(exists("%s/old.pb.gz", outside));
+	assert_true(testutil__exists("%s/old.pb.gz", outside));
 	close(fd);
 }
 
@@ -377,7 +342,7 @@ static void test_dirout_symlinked_service_dir_not_followed(void **state)
 	assert_true(export(x, t0, services, profs, 2) < 0);
 	list_dir(outside, names, sizeof(names));
 	assert_string_equal(names, "");
-	assert_true(exists("%s/good/20261201T101500Z-20261201T101515Z.pb.gz", dir));
+	assert_true(testutil__exists("%s/good/20261201T101500Z-20261201T101515Z.pb.gz", dir));
 	x->ops->stats(x->self, &st);
 	assert_int_equal(st.failed, 1);
 	assert_int_equal(st.sent_ok, 1);

@@ -24,6 +24,7 @@
 
 #include "elfsym.h"
 #include "rootfs.h"
+#include "testutil.h"
 
 #define LIBC_PATH	"/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define CORECLR_PATH	"/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.12/libcoreclr.so"
@@ -34,109 +35,55 @@ static char fxdir[PATH_MAX];
 
 static void path_in(char *out, size_t size, const char *name)
 {
-	snprintf(out, size, "%s/%s", tmpdir, name);
+	testutil__path(out, size, tmpdir, name);
 }
 
-static int run(const char *fmt, ...)
+/* Builds the fixture source src into the fixture binary out, with the group's flags and these. */
+static int build(const char *flags, const char *out, const char *src)
 {
-	char cmd[8192];
-	va_list ap;
-	int rc;
+	char all[256], o[PATH_MAX], s[PATH_MAX];
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
-/* tests/fixtures/elf relative to this source file, or to the binary in build/tests/. */
-static int find_fixture_dir(void)
-{
-	char exe[PATH_MAX - 64], *slash;
-	const char *env = getenv("SPANPROF_SRCDIR");
-	struct stat st;
-	ssize_t n;
-
-	if (env) {
-		snprintf(fxdir, sizeof(fxdir), "%s/tests/fixtures/elf", env);
-		if (stat(fxdir, &st) == 0)
-			return 0;
-	}
-	snprintf(fxdir, sizeof(fxdir), "%s", __FILE__);
-	slash = strrchr(fxdir, '/');
-	if (slash) {
-		strcpy(slash, "/../fixtures/elf");
-		if (stat(fxdir, &st) == 0)
-			return 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');	/* build/tests/test_elfsym */
-		if (slash) {
-			*slash = '\0';
-			snprintf(fxdir, sizeof(fxdir), "%s/../../tests/fixtures/elf", exe);
-			if (stat(fxdir, &st) == 0)
-				return 0;
-		}
-	}
-	fprintf(stderr, "cannot find tests/fixtures/elf (set SPANPROF_SRCDIR)\n");
-	return -1;
+	snprintf(all, sizeof(all), "-O1 -g -fno-inline -fno-omit-frame-pointer %s", flags);
+	return testutil__cc(all, testutil__path(o, sizeof(o), tmpdir, out),
+			    testutil__path(s, sizeof(s), fxdir, src));
 }
 
 static int group_setup(void **state)
 {
-	const char *cflags = "-O1 -g -fno-inline -fno-omit-frame-pointer";
 	const char *t = tmpdir;
 
-	if (find_fixture_dir() != 0)
+	if (testutil__src_path(fxdir, sizeof(fxdir), "tests/fixtures/elf"))
 		return -1;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_elfsym.XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (!testutil__mkdtemp(tmpdir, sizeof(tmpdir)))
 		return -1;
-	if (run("cc %s -fPIE -pie -o %s/fx_pie %s/fx_main.c", cflags, t, fxdir) ||
-	    run("cc %s -fno-pie -no-pie -o %s/fx_nopie %s/fx_main.c", cflags, t, fxdir) ||
-	    run("cc %s -fPIC -shared -o %s/fx_lib.so %s/fx_lib.c", cflags, t, fxdir) ||
+	if (build("-fPIE -pie", "fx_pie", "fx_main.c") ||
+	    build("-fno-pie -no-pie", "fx_nopie", "fx_main.c") ||
+	    build("-fPIC -shared", "fx_lib.so", "fx_lib.c") ||
 	    /* Preferred load address 0x7000000: p_vaddr != p_offset, as after prelink. */
-	    run("cc %s -fPIC -shared -Wl,-Ttext-segment=0x7000000 -o %s/fx_prelink.so %s/fx_lib.c",
-		cflags, t, fxdir) ||
-	    run("strip --strip-all -o %s/fx_stripped.so %s/fx_lib.so", t, t) ||
+	    build("-fPIC -shared -Wl,-Ttext-segment=0x7000000", "fx_prelink.so", "fx_lib.c") ||
+	    testutil__run("strip --strip-all -o %s/fx_stripped.so %s/fx_lib.so", t, t) ||
 	    /* debuglink: no build id, so only the link can find the debug file. */
-	    run("cc %s -fPIC -shared -Wl,--build-id=none -o %s/fx_dl_full.so %s/fx_lib.c", cflags, t,
-		fxdir) ||
-	    run("cd %s && objcopy --only-keep-debug fx_dl_full.so fx_dl.so.debug && "
-		"strip --strip-all -o fx_dl.so fx_dl_full.so && "
-		"objcopy --add-gnu-debuglink=fx_dl.so.debug fx_dl.so", t) ||
+	    build("-fPIC -shared -Wl,--build-id=none", "fx_dl_full.so", "fx_lib.c") ||
+	    testutil__run("cd %s && objcopy --only-keep-debug fx_dl_full.so fx_dl.so.debug && "
+			  "strip --strip-all -o fx_dl.so fx_dl_full.so && "
+			  "objcopy --add-gnu-debuglink=fx_dl.so.debug fx_dl.so", t) ||
 	    /* build id: debug file for a fake /usr/lib/debug/.build-id tree. */
-	    run("cc %s -fPIC -shared -Wl,--build-id=sha1 -o %s/fx_bid_full.so %s/fx_lib.c", cflags, t,
-		fxdir) ||
-	    run("cd %s && objcopy --only-keep-debug fx_bid_full.so fx_bid.debug && "
-		"strip --strip-all -o fx_bid.so fx_bid_full.so", t) ||
+	    build("-fPIC -shared -Wl,--build-id=sha1", "fx_bid_full.so", "fx_lib.c") ||
+	    testutil__run("cd %s && objcopy --only-keep-debug fx_bid_full.so fx_bid.debug && "
+			  "strip --strip-all -o fx_bid.so fx_bid_full.so", t) ||
 	    /* Same code, other build id: its debug file must be refused at fx_bid's path. */
-	    run("cc %s -fPIC -shared -Wl,--build-id=md5 -o %s/fx_other_full.so %s/fx_lib.c", cflags, t,
-		fxdir) ||
-	    run("cd %s && objcopy --only-keep-debug fx_other_full.so fx_other.debug", t))
+	    build("-fPIC -shared -Wl,--build-id=md5", "fx_other_full.so", "fx_lib.c") ||
+	    testutil__run("cd %s && objcopy --only-keep-debug fx_other_full.so fx_other.debug", t))
 		return -1;
 	(void)state;
 	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
 	if (tmpdir[0])
-		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		testutil__rm_rf(tmpdir);
 	return 0;
 }
 
@@ -312,26 +259,6 @@ static void assert_agrees_with_nm(struct elfsym *es, const char *path, int dynam
 	assert_agrees_with_nm_n(es, &path, &dynamic, 1);
 }
 
-/* Build id as readelf prints it ("" when none). */
-static void readelf_build_id(const char *path, char *out, size_t size)
-{
-	char cmd[PATH_MAX + 64], line[512], *p;
-	FILE *f;
-
-	out[0] = '\0';
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		p = strstr(line, "Build ID: ");
-		if (p) {
-			snprintf(out, size, "%s", p + 10);
-			out[strcspn(out, "\n")] = '\0';
-		}
-	}
-	pclose(f);
-}
-
 static struct elfsym *open_fx(const char *name)
 {
 	char path[PATH_MAX];
@@ -416,7 +343,7 @@ static void test_elfsym_libc_agrees_with_nm(void **state)
 	void *h, *fn;
 
 	(void)state;
-	readelf_build_id(LIBC_PATH, bid, sizeof(bid));
+	testutil__build_id(LIBC_PATH, bid, sizeof(bid));
 	snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
 	if (!bid[0] || access(dbg, R_OK) != 0) {
 		print_message("skipped: no debug file for libc (%s)\n", dbg);
@@ -462,7 +389,7 @@ static void test_elfsym_build_id(void **state)
 		struct elfsym *es = open_fx(names[i]);
 
 		path_in(path, sizeof(path), names[i]);
-		readelf_build_id(path, want, sizeof(want));
+		testutil__build_id(path, want, sizeof(want));
 		assert_true(want[0] != '\0');
 		assert_non_null(elfsym__build_id(es));
 		assert_string_equal(elfsym__build_id(es), want);
@@ -698,7 +625,7 @@ static void check_debuglink_in(const char *subdir, const char *debug_src, int ex
 	uint64_t vaddr_hidden;
 
 	snprintf(dir, sizeof(dir), "%s/dl_%s", tmpdir, subdir[0] ? subdir + 1 : "same");
-	assert_int_equal(run("rm -rf %s && mkdir -p %s%s && cp %s/fx_dl.so %s/ && cp %s/%s %s%s/fx_dl.so.debug",
+	assert_int_equal(testutil__run("rm -rf %s && mkdir -p %s%s && cp %s/fx_dl.so %s/ && cp %s/%s %s%s/fx_dl.so.debug",
 			     dir, dir, subdir, tmpdir, dir, tmpdir, debug_src, dir, subdir), 0);
 	snprintf(so, sizeof(so), "%s/fx_dl.so", dir);
 
@@ -758,7 +685,7 @@ static void test_elfsym_debuglink_crc_mismatch(void **state)
 	(void)state;
 	/* Same name, one byte appended: the CRC no longer matches the link. */
 	path_in(bad, sizeof(bad), "fx_dl_bad.debug");
-	assert_int_equal(run("cp %s/fx_dl.so.debug %s && printf x >> %s", tmpdir, bad, bad), 0);
+	assert_int_equal(testutil__run("cp %s/fx_dl.so.debug %s && printf x >> %s", tmpdir, bad, bad), 0);
 	check_debuglink_in("", "fx_dl_bad.debug", 0);
 }
 
@@ -774,7 +701,7 @@ static int make_bid_root(char *root, size_t size, const char *debug_src)
 	snprintf(bid, sizeof(bid), "%s", elfsym__build_id(es));
 	elfsym__free(es);
 	snprintf(root, size, "%s/root_%s", tmpdir, debug_src);
-	return run("rm -rf %s && mkdir -p %s/usr/lib %s/usr/lib/debug/.build-id/%.2s && "
+	return testutil__run("rm -rf %s && mkdir -p %s/usr/lib %s/usr/lib/debug/.build-id/%.2s && "
 		   "cp %s/fx_bid.so %s/usr/lib/ && cp %s/%s %s/usr/lib/debug/.build-id/%.2s/%s.debug",
 		   root, root, root, bid, tmpdir, root, tmpdir, debug_src, root, bid, bid + 2);
 }
@@ -848,14 +775,14 @@ static void test_elfsym_debug_host_fallback(void **state)
 	int rfd;
 
 	(void)state;
-	readelf_build_id(LIBC_PATH, bid, sizeof(bid));
+	testutil__build_id(LIBC_PATH, bid, sizeof(bid));
 	snprintf(host_dbg, sizeof(host_dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
 	if (!bid[0] || access(host_dbg, R_OK) != 0) {
 		print_message("skipped: no host debug file for libc (%s)\n", host_dbg);
 		skip();
 	}
 	snprintf(root, sizeof(root), "%s/root_libc", tmpdir);
-	assert_int_equal(run("mkdir -p %s/lib && cp %s %s/lib/libc.so.6", root, LIBC_PATH, root), 0);
+	assert_int_equal(testutil__run("mkdir -p %s/lib && cp %s %s/lib/libc.so.6", root, LIBC_PATH, root), 0);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(rfd >= 0);
 	es = elfsym__open(rfd, "/lib/libc.so.6");
@@ -932,14 +859,6 @@ static void test_elfsym_coreclr_layout(void **state)
 	elfsym__free(es);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Load and lookup cost on real libraries; prints the numbers, fails only when absurd. */
 static void test_elfsym_timing(void **state)
 {
@@ -957,23 +876,23 @@ static void test_elfsym_timing(void **state)
 		if (access(paths[i], R_OK) != 0)
 			continue;
 		for (r = 0; r < 10; r++) {
-			t0 = now_ms();
+			t0 = testutil__now_ms();
 			es = elfsym__open(AT_FDCWD, paths[i]);
 			assert_non_null(es);
-			if (now_ms() - t0 < best)
-				best = now_ms() - t0;
+			if (testutil__now_ms() - t0 < best)
+				best = testutil__now_ms() - t0;
 			if (r < 9)
 				elfsym__free(es);
 		}
 		/* Lookups spread over the executable segment. */
 		assert_int_equal(exec_segment(paths[i], &x_off, &lo, &x_filesz), 0);
 		hi = lo + x_filesz;
-		t0 = now_ms();
+		t0 = testutil__now_ms();
 		for (r = 0; r < 1000000; r++) {
 			vaddr = lo + ((uint64_t)r * 2654435761u) % (hi - lo);
 			hits += elfsym__lookup_vaddr(es, vaddr, NULL) != NULL;
 		}
-		look_ns = (now_ms() - t0) * 1e6 / 1000000;
+		look_ns = (testutil__now_ms() - t0) * 1e6 / 1000000;
 		print_message("%s: load %.3f ms (best of 10), %" PRIu64 " symbols, debug %s, "
 			      "lookup %.1f ns, %" PRIu64 "/1000000 hit\n",
 			      paths[i], best, elfsym__count(es),
@@ -995,7 +914,7 @@ static void test_elfsym_symlink_refused(void **state)
 	(void)state;
 	snprintf(root, sizeof(root), "%s/root_links", tmpdir);
 	snprintf(real_target, sizeof(real_target), "%s/fx_lib.so", tmpdir);
-	assert_int_equal(run("rm -rf %s && mkdir -p %s/lib %s/inside && cp %s %s/inside/ok.so && "
+	assert_int_equal(testutil__run("rm -rf %s && mkdir -p %s/lib %s/inside && cp %s %s/inside/ok.so && "
 			     "ln -s %s %s/lib/abs.so && ln -s ../../../../../../../..%s %s/lib/rel.so && "
 			     "ln -s /inside/ok.so %s/lib/in_root.so && ln -s /proc/self/root%s %s/lib/magic.so",
 			     root, root, root, real_target, root, real_target, root, real_target, root,
@@ -1063,7 +982,7 @@ static void test_elfsym_non_regular_refused(void **state)
 	snprintf(root, sizeof(root), "%s/root_special", tmpdir);
 	snprintf(fifo, sizeof(fifo), "%s/fifo", root);
 	snprintf(big, sizeof(big), "%s/big.so", root);
-	assert_int_equal(run("rm -rf %s && mkdir -p %s/dir", root, root), 0);
+	assert_int_equal(testutil__run("rm -rf %s && mkdir -p %s/dir", root, root), 0);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(rfd >= 0);
@@ -1105,17 +1024,9 @@ static int memfd_with(const void *buf, size_t len)
 
 static unsigned char *read_all(const char *path, size_t *len)
 {
-	unsigned char *buf;
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char *buf = (unsigned char *)testutil__slurp(path, len);
 
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	buf = malloc(st.st_size);
 	assert_non_null(buf);
-	assert_int_equal(read(fd, buf, st.st_size), st.st_size);
-	close(fd);
-	*len = st.st_size;
 	return buf;
 }
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "testutil.h"
 
 struct fixture {
 	struct profile *p;
@@ -29,8 +30,7 @@ static int setup(void **state)
 	if (!fx)
 		return -1;
 	fx->p = profile__new(&o);
-	strcpy(fx->dir, "/tmp/test_flamegraph.XXXXXX");
-	if (!fx->p || !mkdtemp(fx->dir))
+	if (!fx->p || !testutil__mkdtemp(fx->dir, sizeof(fx->dir)))
 		return -1;
 	snprintf(fx->path, sizeof(fx->path), "%s/flame.svg", fx->dir);
 	*state = fx;
@@ -42,8 +42,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	profile__free(fx->p);
-	unlink(fx->path);
-	rmdir(fx->dir);
+	testutil__rm_rf(fx->dir);
 	free(fx);
 	return 0;
 }
@@ -294,8 +293,7 @@ static const struct frame *find(const struct frame *fr, size_t n, const char *na
 static void test_flamegraph_well_formed(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[512], *doc;
-	FILE *f;
+	char *doc;
 	int rc;
 
 	add(fx->p, "main;a;b", 3, NULL, 0);
@@ -317,13 +315,9 @@ static void test_flamegraph_well_formed(void **state)
 
 	/* a real parser, when there is one */
 	if (access("/usr/bin/python3", X_OK) == 0) {
-		f = fopen(fx->path, "w");
-		assert_non_null(f);
-		fputs(doc, f);
-		fclose(f);
-		snprintf(cmd, sizeof(cmd),
-			 "python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' '%s'", fx->path);
-		rc = system(cmd);
+		testutil__write_file(NULL, fx->path, doc);
+		rc = testutil__run("python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' '%s'",
+				   fx->path);
 		assert_int_equal(rc, 0);
 	} else {
 		printf("python3 missing: only the built-in XML check ran\n");
@@ -527,8 +521,7 @@ static void test_flamegraph_many_samples(void **state)
 static void test_flamegraph_interactive_script(void **state)
 {
 	struct fixture *fx = *state;
-	const char *src = getenv("SPANPROF_SRC");
-	char cmd[PATH_MAX + 256];
+	char tool[PATH_MAX];
 	FILE *f;
 	int rc;
 
@@ -541,12 +534,10 @@ static void test_flamegraph_interactive_script(void **state)
 	assert_non_null(f);
 	assert_int_equal(flamegraph__write(fx->p, f, "interactive", NULL), 0);
 	assert_int_equal(fclose(f), 0);
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/flamegraph-check.js", src ? src : ".");
-	if (access(cmd, R_OK) != 0)
-		fail_msg("%s not found: run from the repository root or set SPANPROF_SRC", cmd);
-	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/flamegraph-check.js '%s' Run", src ? src : ".",
-		 fx->path);
-	rc = system(cmd);
+	if (testutil__src_path(tool, sizeof(tool), "tests/tools/flamegraph-check.js") ||
+	    access(tool, R_OK) != 0)
+		fail_msg("tests/tools/flamegraph-check.js not found (set SPANPROF_SRCDIR)");
+	rc = testutil__run("node '%s' '%s' Run", tool, fx->path);
 	assert_true(WIFEXITED(rc));
 	assert_int_equal(WEXITSTATUS(rc), 0);
 }

@@ -20,6 +20,7 @@
 #include "profiler.h"
 #include "proctab.h"
 #include "runtime.h"
+#include "testutil.h"
 #include "util.h"
 
 #define MAP_LEN     16384u
@@ -68,15 +69,8 @@ static struct sp_ctx_header *hdr(void)
 /* Key table entries 0..count-1 written at KEYS_OFF; header keys_count set. */
 static void publish_keys(uint32_t count)
 {
-	size_t pos = KEYS_OFF;
+	size_t pos = KEYS_OFF + testutil__key_table(table + KEYS_OFF, KEY_NAMES, count);
 
-	for (uint32_t i = 0; i < count; i++) {
-		size_t l = strlen(KEY_NAMES[i]);
-
-		table[pos++] = (uint8_t)l;
-		memcpy(table + pos, KEY_NAMES[i], l);
-		pos += l;
-	}
 	assert_true(pos <= KEYS_OFF + KEYS_SIZE);
 	hdr()->keys_count = count;
 }
@@ -123,12 +117,7 @@ static int group_teardown(void **state)
 /* The table mapped, header written (or not, for the test to forge). */
 static int setup(void **state)
 {
-	memfd = memfd_create(SP_CTX_MEMFD_NAME, MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, MAP_LEN))
-		return -1;
-	table = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (table == MAP_FAILED)
-		return -1;
+	table = testutil__memfd_map(SP_CTX_MEMFD_NAME, MAP_LEN, &memfd);
 	good_header();
 	pt = proctab__new("/proc", &env);
 	return pt ? 0 : -1;
@@ -182,36 +171,7 @@ static int map_has(uint32_t pid, struct sp_ctx_proc *out)
 	return bpf_map_lookup_elem(map_fd, &pid, out ? out : &v) == 0;
 }
 
-/* ---- records -------------------------------------------------------------------------------- */
-
-struct rec {
-	uint8_t b[SP_CTX_MAX];
-	size_t len;
-};
-
-static void rec_start(struct rec *r, const uint8_t *trace, const uint8_t *span, uint8_t valid)
-{
-	memset(r, 0, sizeof(*r));
-	if (trace)
-		memcpy(r->b, trace, 16);
-	if (span)
-		memcpy(r->b + 16, span, 8);
-	r->b[SP_CTX_OFF_VALID] = valid;
-	r->b[SP_CTX_OFF_FLAGS] = 1;
-	r->len = SP_CTX_HEAD;
-}
-
-static void rec_attr(struct rec *r, uint8_t key, const char *val)
-{
-	size_t n = strlen(val);
-
-	r->b[r->len++] = key;
-	r->b[r->len++] = (uint8_t)n;
-	memcpy(r->b + r->len, val, n);
-	r->len += n;
-	r->b[SP_CTX_OFF_ATTRS_LEN] = (uint8_t)(r->len - SP_CTX_HEAD);
-	r->b[SP_CTX_OFF_ATTRS_LEN + 1] = (uint8_t)((r->len - SP_CTX_HEAD) >> 8);
-}
+/* ---- records (built with testutil__rec_*): their labels ------------------------------------- */
 
 static const char *label(const struct pf_label *l, int n, const char *key)
 {
@@ -318,7 +278,7 @@ static void test_hookproc_no_table(void **state)
 {
 	struct pf_label out[4];
 	struct proc *p;
-	struct rec r;
+	struct testutil_rec r;
 
 	munmap(table, MAP_LEN);
 	table = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -326,7 +286,7 @@ static void test_hookproc_no_table(void **state)
 	p = this_proc();
 	assert_false(runtime__has(p, RT_SPANCTX));
 	assert_false(hookproc__registered(p));
-	rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	assert_int_equal(hookproc__labels(p, r.b, r.len, 0, out, 4), -ENOENT);
 }
 
@@ -354,13 +314,13 @@ static void test_hookproc_labels_otel_convention(void **state)
 {
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
-	struct rec r;
+	struct testutil_rec r;
 	int n;
 
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
-	rec_attr(&r, SP_KEY_SPAN_NAME, "GET /work/a");
-	rec_attr(&r, K_TENANT, "acme");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "GET /work/a");
+	testutil__rec_str(&r, K_TENANT, "acme");
 	n = hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 5);
 	assert_string_equal(label(out, n, "trace_id"), TRACE_HEX);
@@ -370,16 +330,16 @@ static void test_hookproc_labels_otel_convention(void **state)
 	assert_string_equal(label(out, n, "tenant"), "acme");
 
 	/* Without a local root: no local_root_span_id label. */
-	rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	n = hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 2);
 	assert_null(label(out, n, "local_root_span_id"));
 	assert_null(label(out, n, "span_name"));
 
 	/* max is respected. */
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
-	rec_attr(&r, K_TENANT, "acme");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
+	testutil__rec_str(&r, K_TENANT, "acme");
 	assert_int_equal(hookproc__labels(p, r.b, r.len, 0, out, 2), 2);
 	assert_string_equal(out[0].key, "trace_id");
 }
@@ -389,13 +349,13 @@ static void test_hookproc_labels_pyroscope_convention(void **state)
 {
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
-	struct rec r;
+	struct testutil_rec r;
 	int n;
 
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
-	rec_attr(&r, SP_KEY_SPAN_NAME, "GET /work/a");
-	rec_attr(&r, K_TENANT, "acme");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, ROOT_HEX);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "GET /work/a");
+	testutil__rec_str(&r, K_TENANT, "acme");
 	n = hookproc__labels(p, r.b, r.len, 1, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 3);
 	assert_string_equal(label(out, n, "span_id"), ROOT_HEX);
@@ -404,7 +364,7 @@ static void test_hookproc_labels_pyroscope_convention(void **state)
 	assert_string_equal(label(out, n, "span_name"), "GET /work/a");
 	assert_string_equal(label(out, n, "tenant"), "acme");
 
-	rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	n = hookproc__labels(p, r.b, r.len, 1, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 1);
 	assert_string_equal(label(out, n, "span_id"), SPAN_HEX);
@@ -415,12 +375,12 @@ static void test_hookproc_labels_outside_span(void **state)
 {
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
-	struct rec r;
+	struct testutil_rec r;
 	int n;
 
-	rec_start(&r, NULL, NULL, 1);
-	rec_attr(&r, SP_KEY_SPAN_NAME, "ignored without a span");
-	rec_attr(&r, K_TENANT, "acme");
+	testutil__rec_start(&r, NULL, NULL, 1);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "ignored without a span");
+	testutil__rec_str(&r, K_TENANT, "acme");
 	for (int pyro = 0; pyro < 2; pyro++) {
 		n = hookproc__labels(p, r.b, r.len, pyro, out, HOOKPROC_MAX_LABELS);
 		assert_int_equal(n, 1);
@@ -435,16 +395,16 @@ static void test_hookproc_bad_user_labels_dropped_and_counted(void **state)
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
 	char buf[512];
-	struct rec r;
+	struct testutil_rec r;
 	int n;
 
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, K_PID, "666");		/* would override ours */
-	rec_attr(&r, K_SPANID, "ffffffffffffffff");
-	rec_attr(&r, K_EMPTY, "x");
-	rec_attr(&r, K_BADUTF, "y");
-	rec_attr(&r, K_TENANT, "ac\x01me\xc3");	/* control char, cut UTF-8 sequence */
-	rec_attr(&r, SP_KEY_SPAN_NAME, "GET \xff");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, K_PID, "666");		/* would override ours */
+	testutil__rec_str(&r, K_SPANID, "ffffffffffffffff");
+	testutil__rec_str(&r, K_EMPTY, "x");
+	testutil__rec_str(&r, K_BADUTF, "y");
+	testutil__rec_str(&r, K_TENANT, "ac\x01me\xc3");	/* control char, cut UTF-8 sequence */
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "GET \xff");
 	n = hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 4);
 	assert_string_equal(label(out, n, "span_id"), SPAN_HEX);
@@ -464,15 +424,15 @@ static void test_hookproc_key_published_later(void **state)
 {
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
-	struct rec r;
+	struct testutil_rec r;
 	int n;
 
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, K_TENANT, "acme");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, K_TENANT, "acme");
 	n = hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 3);
 	publish_keys(N_KEYS);	/* "region" */
-	rec_attr(&r, K_REGION, "eu-west");
+	testutil__rec_str(&r, K_REGION, "eu-west");
 	n = hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS);
 	assert_int_equal(n, 4);
 	assert_string_equal(label(out, n, "region"), "eu-west");
@@ -484,11 +444,11 @@ static void test_hookproc_labels_bad_records(void **state)
 {
 	struct pf_label out[HOOKPROC_MAX_LABELS];
 	struct proc *p = this_proc();
-	struct rec r;
+	struct testutil_rec r;
 
-	rec_start(&r, TRACE, SPAN, 0);
+	testutil__rec_start(&r, TRACE, SPAN, 0);
 	assert_int_equal(hookproc__labels(p, r.b, r.len, 0, out, HOOKPROC_MAX_LABELS), -EAGAIN);
-	rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	assert_int_equal(hookproc__labels(p, r.b, SP_CTX_HEAD - 1, 0, out, HOOKPROC_MAX_LABELS),
 			 -EINVAL);
 }

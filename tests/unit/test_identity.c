@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "identity.h"
+#include "testutil.h"
 
 #define UID	"0b7632a2-a56e-4278-987a-22de18008dbe"
 #define UID_US	"0b7632a2_a56e_4278_987a_22de18008dbe"
@@ -31,36 +32,17 @@ static char root[256];
 
 static void path_of(char *out, const char *rel)
 {
-	if (snprintf(out, PATH_MAX, "%s/%s", root, rel) >= PATH_MAX)
-		fail_msg("path too long: %s", rel);
+	testutil__path(out, PATH_MAX, root, rel);
 }
 
 static void mkdirs(const char *rel)
 {
-	char p[PATH_MAX], *s;
-
-	path_of(p, rel);
-	for (s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			fail_msg("mkdir %s: %s", p, strerror(errno));
-		*s = '/';
-	}
-	if (mkdir(p, 0755) && errno != EEXIST)
-		fail_msg("mkdir %s: %s", p, strerror(errno));
+	testutil__mkdirs(root, rel);
 }
 
 static void write_file(const char *rel, const void *data, size_t len)
 {
-	char p[PATH_MAX];
-	int fd;
-
-	path_of(p, rel);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		fail_msg("open %s: %s", p, strerror(errno));
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
-	close(fd);
+	testutil__write(root, rel, data, len);
 }
 
 /* A fake /proc/<name> with these files (environ of envlen bytes, NUL separators included);
@@ -68,26 +50,18 @@ static void write_file(const char *rel, const void *data, size_t len)
 static int fake_proc(const char *name, const char *env, size_t envlen, const char *cgroup,
 		     const char *comm)
 {
-	char rel[256], p[PATH_MAX];
+	char proc[PATH_MAX], dir[PATH_MAX];
 	int fd;
 
-	snprintf(rel, sizeof(rel), "proc/%s", name);
-	mkdirs(rel);
-	if (env) {
-		snprintf(rel, sizeof(rel), "proc/%s/environ", name);
-		write_file(rel, env, envlen);
-	}
-	if (cgroup) {
-		snprintf(rel, sizeof(rel), "proc/%s/cgroup", name);
-		write_file(rel, cgroup, strlen(cgroup));
-	}
-	if (comm) {
-		snprintf(rel, sizeof(rel), "proc/%s/comm", name);
-		write_file(rel, comm, strlen(comm));
-	}
-	snprintf(rel, sizeof(rel), "proc/%s", name);
-	path_of(p, rel);
-	fd = open(p, O_RDONLY | O_DIRECTORY);
+	path_of(proc, "proc");
+	testutil__proc_dir(dir, sizeof(dir), proc, name);
+	if (env)
+		testutil__write(dir, "environ", env, envlen);
+	if (cgroup)
+		testutil__write_file(dir, "cgroup", cgroup);
+	if (comm)
+		testutil__write_file(dir, "comm", comm);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
 	assert_true(fd >= 0);
 	return fd;
 }
@@ -132,19 +106,13 @@ static struct identity_ctx *new_ctx(void)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/test_identity.XXXXXX");
-	if (!mkdtemp(root))
-		return -1;
-	return 0;
+	return testutil__mkdtemp(root, sizeof(root)) ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return testutil__rm_rf(root);
 }
 
 /* ---- cgroup parsing -------------------------------------------------------------------------- */
@@ -645,7 +613,7 @@ static void test_identity_stale_cache_entry(void **state)
 	static const char cg_d[] = "0::/kubepods/besteffort/pod" UID3 "/" CID2 "\n";
 	struct identity_ctx *ctx;
 	struct proc_identity id;
-	char cmd[PATH_MAX + 64];
+	char dir[PATH_MAX];
 	int fc, fd;
 
 	(void)state;
@@ -657,8 +625,8 @@ static void test_identity_stale_cache_entry(void **state)
 	assert_string_equal(id.pod, "job-a");
 	/* The directory disappears; a new container id forces a look, which drops the entry and
 	 * rescans (finding nothing). */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/pods/ns1_job-a_" UID3 "'", root);
-	assert_int_equal(system(cmd), 0);
+	path_of(dir, "pods/ns1_job-a_" UID3);
+	assert_int_equal(testutil__rm_rf(dir), 0);
 	assert_int_equal(identity__resolve(ctx, fd, "dotnet", &id), 0);
 	assert_string_equal(id.pod, "");
 	assert_string_equal(id.pod_uid, UID3);
@@ -705,11 +673,11 @@ static void test_identity_symlinks_refused(void **state)
 	 * container id makes the resolver look again, and the link is not followed. */
 	{
 		static const char cg2[] = "0::/kubepods/burstable/pod" STATIC_UID "/" CID2 "\n";
-		char cmd[PATH_MAX + 64];
+		char dir[PATH_MAX];
 		int fd2 = fake_proc("sym2", NULL, 0, cg2, NULL);
 
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s/pods/kube-system_etcd-node_" STATIC_UID "'", root);
-		assert_int_equal(system(cmd), 0);
+		path_of(dir, "pods/kube-system_etcd-node_" STATIC_UID);
+		assert_int_equal(testutil__rm_rf(dir), 0);
 		path_of(target, "elsewhere/evil");
 		path_of(link, "pods/kube-system_etcd-node_" STATIC_UID);
 		assert_int_equal(symlink(target, link), 0);

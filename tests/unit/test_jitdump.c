@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "perfmap.h"
+#include "testutil.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures/perfmap"
@@ -462,8 +463,8 @@ static void test_jitdump_real_runtime_fixture(void **state)
 static void test_jitdump_read_fd_incremental(void **state)
 {
 	struct perfmap *pm = *state;
-	char path[] = "/tmp/test_jitdump.XXXXXX";
-	int wfd = mkstemp(path), rfd;
+	char path[64];
+	int wfd = testutil__mkstemp(path, sizeof(path)), rfd;
 	struct jb b = { 0 };
 	size_t cut;
 

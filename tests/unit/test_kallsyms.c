@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "kallsyms.h"
+#include "testutil.h"
 
 /* Out of order on purpose (modules first); data symbols inside; last line without newline. */
 static const char fixture[] =
@@ -230,17 +232,12 @@ static void test_kallsyms_malformed(void **state)
 /* Temp file through setup/teardown. */
 static int file_setup(void **state)
 {
-	char *path = strdup("/tmp/test_kallsyms.XXXXXX");
-	int fd;
+	char *path = malloc(PATH_MAX);
 
-	if (!path)
-		return -1;
-	fd = mkstemp(path);
-	if (fd < 0 || write(fd, fixture, strlen(fixture)) != (ssize_t)strlen(fixture)) {
+	if (!path || testutil__temp_file(path, PATH_MAX, fixture, strlen(fixture))) {
 		free(path);
 		return -1;
 	}
-	close(fd);
 	*state = path;
 	return 0;
 }
@@ -308,14 +305,6 @@ static void test_kallsyms_fuzz(void **state)
 	assert_true(loaded > 0);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* The live kernel: every 50th text line, parsed here with sscanf, must resolve to a name at the
  * same address. */
 static void test_kallsyms_live(void **state)
@@ -327,9 +316,9 @@ static void test_kallsyms_live(void **state)
 	FILE *f;
 
 	(void)state;
-	t0 = now_ms();
+	t0 = testutil__now_ms();
 	ks = ksyms__load("/proc/kallsyms");
-	load_ms = now_ms() - t0;
+	load_ms = testutil__now_ms() - t0;
 	if (!ks && (errno == ENODATA || errno == EACCES || errno == ENOENT)) {
 		print_message("skipped: /proc/kallsyms unusable (%s)\n", strerror(errno));
 		skip();
@@ -352,12 +341,12 @@ static void test_kallsyms_live(void **state)
 	fclose(f);
 	assert_true(checked > 100);
 
-	t0 = now_ms();
+	t0 = testutil__now_ms();
 	for (i = 0; i < 1000000; i++) {
 		addr = 0xffffffff81000000 + (i * 2654435761u) % (32u << 20);
 		ksyms__lookup(ks, addr, &off, NULL);
 	}
-	look_ns = (now_ms() - t0) * 1e6 / 1000000;
+	look_ns = (testutil__now_ms() - t0) * 1e6 / 1000000;
 	print_message("/proc/kallsyms: load %.1f ms, %" PRIu64 " symbols, lookup %.1f ns, %" PRIu64
 		      " checked\n", load_ms, ksyms__count(ks), look_ns, checked);
 	ksyms__free(ks);

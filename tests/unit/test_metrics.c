@@ -21,6 +21,7 @@
 
 #include "metrics.h"
 #include "util.h"
+#include "testutil.h"
 
 struct http_reply {
 	long status;
@@ -490,15 +491,12 @@ static int have_promtool(void)
 /* Run promtool check metrics on text; its exit status, its output in out. */
 static int promtool_check(const char *text, size_t len, char *out, size_t outlen)
 {
-	char in_path[] = "/tmp/test_metrics.XXXXXX", out_path[64], cmd[256];
+	char in_path[64], out_path[80], cmd[256];
 	FILE *f;
 	size_t n;
-	int fd, st;
+	int st;
 
-	fd = mkstemp(in_path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, len), (ssize_t)len);
-	close(fd);
+	assert_int_equal(testutil__temp_file(in_path, sizeof(in_path), text, len), 0);
 	snprintf(out_path, sizeof(out_path), "%s.out", in_path);
 	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s 2>&1", in_path, out_path);
 	st = system(cmd);

@@ -482,7 +482,50 @@ static void test_otelctx_decode_garbage(void **state)
 	otelctx__free(c);
 }
 
-/* ---- a context mapped in this process --------------------------------------------------------- */
+/* AnyValue { array_value { values { ... { string_value "x" } } } } nested depth times, as the value
+ * of one attribute. */
+static struct pb *nested_payload(int depth)
+{
+	struct pb *v = any_str("x"), *extra = pb_new();
+
+	for (int i = 0; i < depth; i++) {
+		struct pb *arr = pb_new(), *any = pb_new();
+
+		pb_msg(arr, 1, v);
+		pb_msg(any, 5, arr);
+		pb_free(arr);
+		pb_free(v);
+		v = any;
+	}
+	kv(extra, 2, "deep", v);
+	return context(NULL, extra);
+}
+
+/* What a hostile process could publish to hurt its reader: nesting that protobuf-c would follow
+ * down to a stack overflow (it did, at 10000 levels), or a flood of tiny messages. */
+static void test_otelctx_decode_hostile(void **state)
+{
+	struct otelctx *c = otelctx__new();
+	struct pb *p, *extra;
+
+	p = nested_payload(10);	/* 23 messages deep (each array level is two), under the 32 allowed */
+	assert_int_equal(otelctx__decode(c, p->b, p->n), 0);
+	assert_int_equal(otelctx__skipped(c), 1);		/* an array: not kept */
+	pb_free(p);
+	p = nested_payload(10000);
+	assert_int_equal(otelctx__decode(c, p->b, p->n), -EBADMSG);
+	pb_free(p);
+	/* 20000 empty KeyValues: 40 KB on the wire, 20000 structs for protobuf-c. */
+	extra = pb_new();
+	for (int i = 0; i < 20000; i++)
+		pb_bytes(extra, 2, "", 0);
+	p = context(NULL, extra);
+	assert_int_equal(otelctx__decode(c, p->b, p->n), -EBADMSG);
+	pb_free(p);
+	otelctx__free(c);
+}
+
+/* ---- a context mapped in this process ------------------------------------------------------- */
 
 #define MAP_LEN (64u << 10)
 #define BUF_A	4096u
@@ -883,13 +926,34 @@ static void test_otelctx_runtime_states(void **state)
 	poll_again(p0);
 	assert_null(otelctx__service_name(p0));
 	describe(p0, buf, sizeof(buf));
-	assert_string_equal(buf, "OTEL_CTX of version 7: ignored; 1 read, 3 caught mid-update (retried), 1 refused");
+	assert_string_equal(buf, "OTEL_CTX of version 7: ignored; 1 read, 3 caught mid-update "
+				 "(retried), 1 refused");
 	/* Oversize. */
 	hdr()->version = OTELCTX_VERSION;
 	hdr()->payload_size = 5u << 20;
 	poll_again(p0);
 	describe(p0, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "OTEL_CTX payload of 5242880 bytes (limit 1048576): ignored"));
+	assert_non_null(strstr(buf, ", 2 refused"));
+	/* The same refused header again: not counted again. */
+	poll_again(p0);
+	describe(p0, buf, sizeof(buf));
+	assert_non_null(strstr(buf, ", 2 refused"));
+	/* An undecodable payload: refused once, then not read again until it changes. */
+	hdr()->payload_size = 3;
+	memcpy(ctx_map + BUF_A, "\x0a\x7f\x01", 3);
+	hdr()->published_at_ns = 7;
+	poll_again(p0);
+	poll_again(p0);
+	describe(p0, buf, sizeof(buf));
+	assert_string_equal(buf, "invalid OTEL_CTX (header or payload): ignored; 1 read, 3 caught "
+				 "mid-update (retried), 3 refused");
+	/* Fixed: read. */
+	memcpy(ctx_map + BUF_A, p->b, p->n);
+	hdr()->payload_size = (uint32_t)p->n;
+	hdr()->published_at_ns = 8;
+	poll_again(p0);
+	assert_string_equal(otelctx__service_name(p0), "svc");
 	pb_free(p);
 }
 
@@ -922,6 +986,7 @@ int main(void)
 		cmocka_unit_test(test_otelctx_decode_key_map_bad_entries),
 		cmocka_unit_test(test_otelctx_decode_bounds),
 		cmocka_unit_test(test_otelctx_decode_garbage),
+		cmocka_unit_test(test_otelctx_decode_hostile),
 		T(test_otelctx_read_live),
 		T(test_otelctx_read_payload_elsewhere),
 		T(test_otelctx_read_half_written),

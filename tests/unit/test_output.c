@@ -20,13 +20,14 @@
 #include "exporter.h"
 #include "output.h"
 #include "profile.h"
+#include "testutil.h"
 
 static char tmp[64];	/* /tmp/test_output.XXXXXX */
 static struct profile *prof, *prof2;
 
 static void path_in(char *out, size_t len, const char *name)
 {
-	snprintf(out, len, "%s/%s", tmp, name);
+	testutil__path(out, len, tmp, name);
 }
 
 /* A small profile: main -> work, twice; main alone once. */
@@ -46,40 +47,6 @@ static struct profile *make_profile(const char *leaf, uint64_t count)
 	return p;
 }
 
-/* Whole file content (NUL-terminated; *len without it). NULL if it does not exist. */
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-	} while (r > 0);
-	fclose(f);
-	buf[n] = 0;
-	if (len)
-		*len = n;
-	return buf;
-}
-
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* What the folded writer makes of p, as output__write calls it. */
 static char *folded_of(const struct profile *p)
 {
@@ -93,17 +60,10 @@ static char *folded_of(const struct profile *p)
 	return buf;
 }
 
-static int exists(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0;
-}
-
 static int group_setup(void **state)
 {
-	snprintf(tmp, sizeof(tmp), "/tmp/test_output.XXXXXX");
-	if (!mkdtemp(tmp) || chmod(tmp, 0755))	/* an unprivileged child may enter it */
+	/* an unprivileged child may enter it */
+	if (!testutil__mkdtemp(tmp, sizeof(tmp)) || chmod(tmp, 0755))
 		return -1;
 	prof = make_profile("work", 2);
 	prof2 = make_profile("other", 5);
@@ -112,20 +72,14 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	char cmd[128];
-
 	profile__free(prof);
 	profile__free(prof2);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	return system(cmd);
+	return testutil__rm_rf(tmp);
 }
 
 static int setup(void **state)
 {
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/*", tmp);
-	return system(cmd);
+	return testutil__empty_dir(tmp);
 }
 
 /* ---- format ----------------------------------------------------------------------------------- */
@@ -171,7 +125,7 @@ static void test_output_open_refuses_directory(void **state)
 	assert_one_line_reason(err, dir);
 	assert_non_null(strstr(err, "it is a directory"));
 	output__abort(&o);	/* harmless */
-	assert_true(exists(dir));
+	assert_true(testutil__exists("%s", dir));
 }
 
 static void test_output_open_refuses_missing_dir(void **state)
@@ -183,11 +137,11 @@ static void test_output_open_refuses_missing_dir(void **state)
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), -ENOENT);
 	assert_one_line_reason(err, path);
 	assert_non_null(strstr(err, strerror(ENOENT)));
-	assert_false(exists(path));
+	assert_false(testutil__exists("%s", path));
 
 	/* A path through a regular file. */
 	path_in(path, sizeof(path), "afile");
-	put(path, "x");
+	testutil__write_file(NULL, path, "x");
 	path_in(path, sizeof(path), "afile/cpu.svg");
 	memset(err, 0, sizeof(err));
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), -ENOTDIR);
@@ -224,13 +178,13 @@ static void test_output_open_refuses_unwritable(void **state)
 	close(fds[1]);
 	n = read(fds[0], err, sizeof(err) - 1);
 	close(fds[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = testutil__wait(pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_true(n > 0);
 	assert_one_line_reason(err, path);
 	assert_non_null(strstr(err, strerror(EACCES)));
-	assert_false(exists(path));
+	assert_false(testutil__exists("%s", path));
 }
 
 /* ---- write / abort ---------------------------------------------------------------------------------- */
@@ -245,17 +199,17 @@ static void test_output_write_replaces_content(void **state)
 	path_in(path, sizeof(path), "cpu.txt");
 	memset(old, 'A', sizeof(old) - 1);
 	old[sizeof(old) - 1] = 0;
-	put(path, old);
+	testutil__write_file(NULL, path, old);
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), 0);
 	assert_int_equal(o.format, FMT_FOLDED);
 	assert_false(o.created);
-	got = slurp(path, NULL);
+	got = testutil__slurp(path, NULL);
 	assert_string_equal(got, old);	/* untouched until the end of the run */
 	free(got);
 
 	assert_int_equal(output__write(&o, prof), 0);
 	assert_int_equal(o.fd, -1);
-	got = slurp(path, &len);
+	got = testutil__slurp(path, &len);
 	want = folded_of(prof);
 	assert_string_equal(got, want);	/* nothing of the old, longer content remains */
 	free(got);
@@ -263,7 +217,7 @@ static void test_output_write_replaces_content(void **state)
 	/* Written and closed: a second write has nothing to write to; abort keeps the file. */
 	assert_int_equal(output__write(&o, prof), -EBADF);
 	output__abort(&o);
-	assert_true(exists(path));
+	assert_true(testutil__exists("%s", path));
 }
 
 static void test_output_write_each_format(void **state)
@@ -275,7 +229,7 @@ static void test_output_write_each_format(void **state)
 	path_in(path, sizeof(path), "cpu.pb.gz");
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), 0);
 	assert_int_equal(output__write(&o, prof), 0);
-	got = slurp(path, &len);
+	got = testutil__slurp(path, &len);
 	assert_true(len > 20);
 	assert_int_equal((unsigned char)got[0], 0x1f);	/* gzip */
 	assert_int_equal((unsigned char)got[1], 0x8b);
@@ -284,7 +238,7 @@ static void test_output_write_each_format(void **state)
 	path_in(path, sizeof(path), "cpu.svg");
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), 0);
 	assert_int_equal(output__write(&o, prof), 0);
-	got = slurp(path, &len);
+	got = testutil__slurp(path, &len);
 	assert_non_null(strstr(got, "<svg"));
 	assert_non_null(strstr(got, "work"));
 	free(got);
@@ -292,7 +246,7 @@ static void test_output_write_each_format(void **state)
 	/* Forced: folded into a .svg name. */
 	assert_int_equal(output__open(&o, path, FMT_FOLDED, err, sizeof(err)), 0);
 	assert_int_equal(output__write(&o, prof), 0);
-	got = slurp(path, &len);
+	got = testutil__slurp(path, &len);
 	assert_null(strstr(got, "<svg"));
 	assert_non_null(strstr(got, "app;main;work 2\n"));
 	free(got);
@@ -333,9 +287,10 @@ static void test_output_abort_removes_created_file(void **state)
 	path_in(path, sizeof(path), "new.pb.gz");
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), 0);
 	assert_true(o.created);
-	assert_false(exists(path));	/* written to a temporary file, renamed when complete */
+	/* written to a temporary file, renamed when complete */
+	assert_false(testutil__exists("%s", path));
 	output__abort(&o);
-	assert_false(exists(path));
+	assert_false(testutil__exists("%s", path));
 	assert_int_equal(o.fd, -1);
 	output__abort(&o);	/* twice: nothing */
 }
@@ -346,11 +301,11 @@ static void test_output_abort_keeps_existing_file(void **state)
 	struct output o;
 
 	path_in(path, sizeof(path), "old.folded");
-	put(path, "precious 1\n");
+	testutil__write_file(NULL, path, "precious 1\n");
 	assert_int_equal(output__open(&o, path, FMT_AUTO, err, sizeof(err)), 0);
 	assert_false(o.created);
 	output__abort(&o);
-	got = slurp(path, NULL);
+	got = testutil__slurp(path, NULL);
 	assert_non_null(got);
 	assert_string_equal(got, "precious 1\n");
 	free(got);
@@ -389,7 +344,7 @@ static void test_output_exporter_writes_every_output(void **state)
 		assert_true(sb.st_size > 0);
 	}
 	/* The batch's first profile is the one written. */
-	got = slurp(paths[2], NULL);
+	got = testutil__slurp(paths[2], NULL);
 	want = folded_of(prof);
 	assert_string_equal(got, want);
 	free(got);
@@ -426,10 +381,10 @@ static void test_output_exporter_failure_does_not_stop_others(void **state)
 	rc = x->ops->export(x->self, &b);
 	assert_true(rc < 0);
 	assert_int_not_equal(rc, -EBADF);	/* the first failure's error */
-	assert_true(exists(paths[1]));
-	assert_true(exists(paths[3]));
+	assert_true(testutil__exists("%s", paths[1]));
+	assert_true(testutil__exists("%s", paths[3]));
 	{
-		char *got = slurp(paths[3], NULL), *want = folded_of(prof);
+		char *got = testutil__slurp(paths[3], NULL), *want = folded_of(prof);
 
 		assert_string_equal(got, want);
 		free(got);
@@ -477,11 +432,11 @@ static void test_output_exporter_write_error_returned(void **state)
 			_exit(92);
 		_exit(st.sent_ok == 2 && st.failed == 1 ? 0 : 93);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = testutil__wait(pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	for (int i = 0; i < 3; i += 2) {
-		char *got = slurp(paths[i], NULL), *want = folded_of(prof);
+		char *got = testutil__slurp(paths[i], NULL), *want = folded_of(prof);
 
 		assert_non_null(got);
 		assert_string_equal(got, want);
@@ -513,10 +468,10 @@ static void test_output_abort_after_failed_write_removes_created_file(void **sta
 		output__abort(&o);	/* what record does when the export failed */
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = testutil__wait(pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_false(exists(path));
+	assert_false(testutil__exists("%s", path));
 }
 
 /* A batch without any profile: nothing to write, every output counted as failed. */
@@ -537,7 +492,7 @@ static void test_output_exporter_empty_batch(void **state)
 	assert_int_equal(st.sent_ok, 0);
 	x->ops->free(x->self);
 	output__abort(&o);
-	assert_false(exists(path));
+	assert_false(testutil__exists("%s", path));
 }
 
 int main(void)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "perfmap.h"
+#include "testutil.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures/perfmap"
@@ -31,8 +32,7 @@ static int setup(void **state)
 	if (!c)
 		return -1;
 	c->pm = perfmap__new(NULL);
-	strcpy(c->path, "/tmp/test_perfmap.XXXXXX");
-	c->fd = mkstemp(c->path);
+	c->fd = testutil__mkstemp(c->path, sizeof(c->path));
 	if (!c->pm || c->fd < 0)
 		return -1;
 	*state = c;

@@ -16,6 +16,7 @@
 
 #include "profile.h"
 #include "profile.pb-c.h"
+#include "testutil.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 
@@ -35,8 +36,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/test_pprof.XXXXXX");
-	if (!mkdtemp(fx->dir))
+	if (!testutil__mkdtemp(fx->dir, sizeof(fx->dir)))
 		return -1;
 	snprintf(fx->path, sizeof(fx->path), "%s/profile.pb.gz", fx->dir);
 	fx->p = profile__new(&o);
@@ -51,8 +51,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	profile__free(fx->p);
-	unlink(fx->path);
-	rmdir(fx->dir);
+	testutil__rm_rf(fx->dir);
 	free(fx);
 	return 0;
 }
@@ -66,60 +65,19 @@ static void write_file(struct fixture *fx)
 	assert_int_equal(fclose(f), 0);
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	size_t cap = 0, n = 0, r;
-
-	assert_non_null(f);
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		r = fread(buf + n, 1, cap - n, f);
-		n += r;
-	} while (r > 0);
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
-/* gunzip (gzip framing only: windowBits 16 + 15) and unpack with protobuf-c. */
+/* gunzip (gzip framing only) and unpack with protobuf-c. */
 static pb_profile *decode_file(const char *path)
 {
-	size_t len, cap, out_len = 0;
-	unsigned char *gz = read_all(path, &len), *raw;
-	z_stream zs = { 0 };
+	size_t len, out_len;
+	unsigned char *gz = (unsigned char *)testutil__slurp(path, &len), *raw;
 	pb_profile *prof;
-	int rc;
 
+	assert_non_null(gz);
 	assert_true(len > 18);
 	assert_int_equal(gz[0], 0x1f);	/* gzip magic and deflate method */
 	assert_int_equal(gz[1], 0x8b);
 	assert_int_equal(gz[2], 8);
-	cap = len * 8 + 1024;
-	raw = malloc(cap);
-	assert_non_null(raw);
-	assert_int_equal(inflateInit2(&zs, 16 + 15), Z_OK);
-	zs.next_in = gz;
-	zs.avail_in = (uInt)len;
-	do {
-		if (out_len == cap) {
-			cap *= 2;
-			raw = realloc(raw, cap);
-			assert_non_null(raw);
-		}
-		zs.next_out = raw + out_len;
-		zs.avail_out = (uInt)(cap - out_len);
-		rc = inflate(&zs, Z_NO_FLUSH);
-		out_len = cap - zs.avail_out;
-	} while (rc == Z_OK);
-	assert_int_equal(rc, Z_STREAM_END);
-	assert_int_equal(zs.avail_in, 0);	/* nothing after the gzip trailer */
-	inflateEnd(&zs);
+	raw = testutil__gunzip(gz, len, &out_len);	/* and nothing after the gzip trailer */
 	prof = perftools__profiles__profile__unpack(NULL, out_len, raw);
 	assert_non_null(prof);
 	free(raw);
@@ -419,16 +377,13 @@ static void test_pprof_write_error_reported(void **state)
 /* Runs tests/tools/check-pprof.sh: go tool pprof and pprof-format must both read the file. */
 static int run_check(const char *path, uint64_t expected)
 {
-	const char *src = getenv("SPANPROF_SRC");
-	char cmd[PATH_MAX + 256];
+	char tool[PATH_MAX];
 	int rc;
 
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/check-pprof.sh", src ? src : ".");
-	if (access(cmd, X_OK) != 0)
-		fail_msg("%s not found: run from the repository root or set SPANPROF_SRC", cmd);
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/check-pprof.sh '%s' %llu", src ? src : ".", path,
-		 (unsigned long long)expected);
-	rc = system(cmd);
+	if (testutil__src_path(tool, sizeof(tool), "tests/tools/check-pprof.sh") ||
+	    access(tool, X_OK) != 0)
+		fail_msg("tests/tools/check-pprof.sh not found (set SPANPROF_SRCDIR)");
+	rc = testutil__run("'%s' '%s' %llu", tool, path, (unsigned long long)expected);
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "procfs.h"
+#include "testutil.h"
 
 static void test_procfs_parse_nspid(void **state)
 {
@@ -124,59 +125,6 @@ static void test_procfs_parse_environ(void **state)
 	assert_int_equal(procfs__parse_environ(env, sizeof(env) - 1, "", buf, sizeof(buf)), -EINVAL);
 }
 
-/* Bytes in /proc/<pid>/environ, 0 while it is empty (or unreadable). */
-static long environ_size(pid_t pid)
-{
-	char path[64], buf[256];
-	long n = 0;
-	ssize_t r;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		n += r;
-	close(fd);
-	return n;
-}
-
-/* Start `sleep` with a chosen environment; returns once the exec has replaced the environment. */
-static pid_t spawn_with_env(char *const envp[])
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char *argv[] = { "sleep", "5", NULL };
-
-		execve("/bin/sleep", argv, envp);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		char exe[64], target[PATH_MAX];
-		ssize_t n;
-
-		snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
-		n = readlink(exe, target, sizeof(target) - 1);
-		if (n > 0) {
-			target[n] = '\0';
-			/* The exe link changes before the new stack (and environ) is set up. */
-			if (strstr(target, "sleep") && environ_size(pid) > 0)
-				break;
-		}
-		usleep(5000);
-	}
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 static void test_procfs_getenv_process(void **state)
 {
 	char *envp[] = { "A=1", "DOTNET_PerfMapJitDumpPath=/var/maps", "TMPDIR=/scratch", NULL };
@@ -185,7 +133,7 @@ static void test_procfs_getenv_process(void **state)
 	pid_t pid;
 
 	(void)state;
-	pid = spawn_with_env(envp);
+	pid = testutil__spawn_env(envp);
 	dir_fd = procfs__open(pid);
 	assert_true(dir_fd >= 0);
 	assert_int_equal(procfs__getenv(dir_fd, "A", buf, sizeof(buf)), 0);
@@ -193,7 +141,7 @@ static void test_procfs_getenv_process(void **state)
 	assert_int_equal(procfs__getenv(dir_fd, "NOPE", buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(procfs__getenv(dir_fd, "TMPDIR", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/scratch");
-	reap(pid);
+	testutil__reap(pid);
 	/* The directory still open, the process gone: nothing is read, whoever gets the pid next. */
 	assert_true(procfs__getenv(dir_fd, "A", buf, sizeof(buf)) < 0);
 	assert_true(procfs__open_root(dir_fd) < 0);
@@ -235,12 +183,7 @@ static void test_procfs_read_mem(void **state)
 
 	(void)state;
 	/* A forked child has our layout: mem_buf at the same address, with the bytes of the fork. */
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
+	pid = testutil__fork_paused();
 	strcpy(mem_buf, "the parent's own");
 	dir_fd = procfs__open(pid);
 	assert_true(dir_fd >= 0);
@@ -267,7 +210,7 @@ static void test_procfs_read_mem(void **state)
 	assert_int_equal(procfs__pread_mem(mem, (uintptr_t)hole, got, 8), -EFAULT);
 
 	/* Gone: neither the kept fd nor a new open reads anything. */
-	reap(pid);
+	testutil__reap(pid);
 	assert_true(procfs__pread_mem(mem, (uintptr_t)mem_buf, got, sizeof(got)) < 0);
 	assert_true(procfs__read_mem(dir_fd, (uintptr_t)mem_buf, got, sizeof(got)) < 0);
 	close(mem);

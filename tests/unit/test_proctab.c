@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "proctab.h"
+#include "testutil.h"
 
 static const char maps_text[] =
 	"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 1234   /usr/bin/app with space\n"
@@ -69,45 +70,28 @@ static void test_proctab_maps_parse_empty_and_huge_numbers(void **state)
 
 static char root[64];
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A process dir whose stat says it started at `ticks` (field 22); comm has spaces and ')'. */
 static void fake_proc(int pid, unsigned long long ticks, const char *maps)
 {
-	char dir[128], stat[512];
+	char name[16], stat[512];
 
-	snprintf(dir, sizeof(dir), "%s/%d", root, pid);
-	mkdir(dir, 0755);
+	snprintf(name, sizeof(name), "%d", pid);
 	snprintf(stat, sizeof(stat),
 		 "%d (my (odd) app) S 1 %d %d 0 -1 4194304 100 0 0 0 5 6 0 0 20 0 3 0 %llu 1000 "
 		 "10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
 		 pid, pid, pid, ticks);
-	write_file(dir, "stat", stat);
-	write_file(dir, "maps", maps);
+	testutil__proc_file(root, name, "stat", stat);
+	testutil__proc_file(root, name, "maps", maps);
 }
 
 static int setup(void **state)
 {
-	strcpy(root, "/tmp/test_proctab.XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
+	return testutil__mkdtemp(root, sizeof(root)) ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd);
+	return testutil__rm_rf(root);
 }
 
 /* The real runtimes detect themselves from the fake mappings; nothing talks to a process. */
@@ -179,16 +163,14 @@ static void test_proctab_missing_process(void **state)
 static void test_proctab_refresh_on_miss(void **state)
 {
 	struct proctab *pt = proctab__new(root, &env);
-	char dir[128];
 	struct proc *p;
 
 	fake_proc(31337, 100, "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n");
 	p = proctab__get(pt, 31337, 100, "a");
 	assert_null(proc__vma(p, 0x500000));
 	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);	/* no re-read allowed yet */
-	snprintf(dir, sizeof(dir), "%s/31337", root);
-	write_file(dir, "maps", "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n"
-				"500000-501000 r-xp 00000000 fd:01 2 /lib/b.so\n");
+	testutil__proc_file(root, "31337", "maps", "400000-401000 r-xp 00000000 fd:01 1 /bin/a\n"
+						  "500000-501000 r-xp 00000000 fd:01 2 /lib/b.so\n");
 	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);
 	assert_null(proc__vma(p, 0x500000));
 	assert_int_equal(proc__refresh_maps(p, 0), 0);

@@ -15,6 +15,7 @@
 #include "profile.pb-c.h"
 #include "push/v1/push.pb-c.h"
 #include "pyroscope.h"
+#include "testutil.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Push__V1__PushRequest pb_push;
@@ -85,42 +86,10 @@ static uint64_t fill(struct profile *p, size_t n, size_t blob)
 	return total;
 }
 
-static uint8_t *gunzip(const uint8_t *gz, size_t len, size_t *out_len)
-{
-	size_t cap = len * 4 + 1024, n = 0;
-	uint8_t *raw = malloc(cap);
-	z_stream zs = { 0 };
-	int rc;
-
-	assert_non_null(raw);
-	assert_true(len > 18);
-	assert_int_equal(gz[0], 0x1f);
-	assert_int_equal(gz[1], 0x8b);
-	assert_int_equal(inflateInit2(&zs, 16 + 15), Z_OK);
-	zs.next_in = (Bytef *)(uintptr_t)gz;
-	zs.avail_in = (uInt)len;
-	do {
-		if (n == cap) {
-			cap *= 2;
-			raw = realloc(raw, cap);
-			assert_non_null(raw);
-		}
-		zs.next_out = raw + n;
-		zs.avail_out = (uInt)(cap - n);
-		rc = inflate(&zs, Z_NO_FLUSH);
-		n = cap - zs.avail_out;
-	} while (rc == Z_OK);
-	assert_int_equal(rc, Z_STREAM_END);
-	assert_int_equal(zs.avail_in, 0);
-	inflateEnd(&zs);
-	*out_len = n;
-	return raw;
-}
-
 static pb_profile *decode_gz(const uint8_t *gz, size_t len, size_t *raw_len)
 {
 	size_t n;
-	uint8_t *raw = gunzip(gz, len, &n);
+	uint8_t *raw = testutil__gunzip(gz, len, &n);
 	pb_profile *prof = perftools__profiles__profile__unpack(NULL, n, raw);
 
 	assert_non_null(prof);
@@ -320,7 +289,7 @@ static void test_pyroscope_pprof_encode_range_prunes(void **state)
 
 	/* gzip 0: the same message, uncompressed */
 	assert_int_equal(pprof__encode(p, 10, 10, 0, &plain, &plain_len), 0);
-	raw = gunzip(gz, gz_len, &raw_len);
+	raw = testutil__gunzip(gz, gz_len, &raw_len);
 	assert_int_equal(raw_len, plain_len);
 	assert_memory_equal(raw, plain, raw_len);
 	free(raw);

@@ -15,95 +15,21 @@
 #include <cmocka.h>
 
 #include "rootfs.h"
+#include "testutil.h"
 
-/* A temp directory that plays a container's root:
- *   <root>/tmp/perf-7.map        regular file "inside\n"
- *   <root>/tmp/jit-7.dump        symlink -> /etc/hostname (a host file)
- *   <root>/tmp/perf-8.map        symlink -> perf-7.map (relative, still refused)
- *   <root>/tmp/fifo              FIFO without a writer
- *   <root>/tmp/sub/perf-9.map    regular file
- *   <root>/link -> tmp           symlinked directory
- *   <root>/etc/hostname          the root's own hostname file "container\n"
- */
-struct fixture {
-	char root[PATH_MAX];
-	int root_fd;
-};
-
-static void put_file(const char *root, const char *rel, const char *content)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(content, f);
-	fclose(f);
-}
-
-static int setup_root(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	char path[PATH_MAX + 32];
-
-	assert_non_null(fx);
-	strcpy(fx->root, "/tmp/spanprof-test-rootfs-XXXXXX");
-	assert_non_null(mkdtemp(fx->root));
-	snprintf(path, sizeof(path), "%s/tmp", fx->root);
-	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/tmp/sub", fx->root);
-	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/etc", fx->root);
-	assert_int_equal(mkdir(path, 0755), 0);
-	put_file(fx->root, "tmp/perf-7.map", "inside\n");
-	put_file(fx->root, "tmp/sub/perf-9.map", "sub\n");
-	put_file(fx->root, "etc/hostname", "container\n");
-	snprintf(path, sizeof(path), "%s/tmp/jit-7.dump", fx->root);
-	assert_int_equal(symlink("/etc/hostname", path), 0);
-	snprintf(path, sizeof(path), "%s/tmp/perf-8.map", fx->root);
-	assert_int_equal(symlink("perf-7.map", path), 0);
-	snprintf(path, sizeof(path), "%s/tmp/fifo", fx->root);
-	assert_int_equal(mkfifo(path, 0600), 0);
-	snprintf(path, sizeof(path), "%s/link", fx->root);
-	assert_int_equal(symlink("tmp", path), 0);
-	fx->root_fd = open(fx->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fx->root_fd >= 0);
-	*state = fx;
-	return 0;
-}
-
-static int teardown_root(void **state)
-{
-	struct fixture *fx = *state;
-	char cmd[PATH_MAX + 16];
-
-	close(fx->root_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
-	assert_int_equal(system(cmd), 0);
-	free(fx);
-	return 0;
-}
-
-static void read_fd(int fd, char *buf, size_t len)
-{
-	ssize_t n = read(fd, buf, len - 1);
-
-	assert_true(n >= 0);
-	buf[n] = '\0';
-}
+/* Every test runs on testutil__root_setup's container root (its layout: testutil.h). */
 
 typedef int (*open_fn)(int root_fd, const char *path, int flags, mode_t want_type);
 
 /* The same expectations hold for openat2 and for the component walk fallback. */
-static void check_open_in_root(struct fixture *fx, open_fn fn, int walk)
+static void check_open_in_root(struct testutil_root *fx, open_fn fn, int walk)
 {
 	char buf[64];
 	int fd;
 
 	fd = fn(fx->root_fd, "/tmp/perf-7.map", O_RDONLY, S_IFREG);
 	assert_true(fd >= 0);
-	read_fd(fd, buf, sizeof(buf));
+	testutil__read_fd(fd, buf, sizeof(buf));
 	assert_string_equal(buf, "inside\n");
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	close(fd);
@@ -111,7 +37,7 @@ static void check_open_in_root(struct fixture *fx, open_fn fn, int walk)
 	/* relative paths are relative to the root too */
 	fd = fn(fx->root_fd, "tmp/sub/perf-9.map", O_RDONLY, S_IFREG);
 	assert_true(fd >= 0);
-	read_fd(fd, buf, sizeof(buf));
+	testutil__read_fd(fd, buf, sizeof(buf));
 	assert_string_equal(buf, "sub\n");
 	close(fd);
 
@@ -140,7 +66,7 @@ static void check_open_in_root(struct fixture *fx, open_fn fn, int walk)
 		/* ".." cannot climb out: "/../../etc/hostname" is the root's own etc/hostname. */
 		fd = fn(fx->root_fd, "/../../../etc/hostname", O_RDONLY, S_IFREG);
 		assert_true(fd >= 0);
-		read_fd(fd, buf, sizeof(buf));
+		testutil__read_fd(fd, buf, sizeof(buf));
 		assert_string_equal(buf, "container\n");
 		close(fd);
 		fd = fn(fx->root_fd, "/tmp/sub/../../tmp/perf-7.map", O_RDONLY, S_IFREG);
@@ -174,7 +100,7 @@ static void test_rootfs_open_walk(void **state)
 
 static void test_rootfs_open_regular(void **state)
 {
-	struct fixture *fx = *state;
+	struct testutil_root *fx = *state;
 	int fd;
 
 	fd = rootfs__open(fx->root_fd, "/tmp/perf-7.map", O_RDONLY, S_IFREG, 0, ROOTFS_NO_SYMLINKS);
@@ -192,7 +118,7 @@ static void test_rootfs_open_regular(void **state)
 
 static void test_rootfs_open_max_size(void **state)
 {
-	struct fixture *fx = *state;
+	struct testutil_root *fx = *state;
 	int fd;
 
 	/* "inside\n" is 7 bytes: a cap of 7 opens it, 6 refuses it; 0 means no cap. */
@@ -207,7 +133,7 @@ static void test_rootfs_open_max_size(void **state)
 
 static void test_rootfs_open_follows_inside_without_flag(void **state)
 {
-	struct fixture *fx = *state;
+	struct testutil_root *fx = *state;
 	char buf[64];
 	int fd;
 
@@ -215,7 +141,7 @@ static void test_rootfs_open_follows_inside_without_flag(void **state)
 	 * absolute /etc/hostname of jit-7.dump is the root's own file, not the host's. */
 	fd = rootfs__open(fx->root_fd, "/tmp/jit-7.dump", O_RDONLY, S_IFREG, 0, 0);
 	assert_true(fd >= 0);
-	read_fd(fd, buf, sizeof(buf));
+	testutil__read_fd(fd, buf, sizeof(buf));
 	assert_string_equal(buf, "container\n");
 	close(fd);
 	fd = rootfs__open(fx->root_fd, "/link/perf-7.map", O_RDONLY, S_IFREG, 0, 0);
@@ -228,7 +154,8 @@ static void test_rootfs_open_follows_inside_without_flag(void **state)
 
 int main(void)
 {
-#define ROOTED(t) cmocka_unit_test_setup_teardown(t, setup_root, teardown_root)
+#define ROOTED(t) cmocka_unit_test_setup_teardown(t, testutil__root_setup, \
+						   testutil__root_teardown)
 	const struct CMUnitTest tests[] = {
 		ROOTED(test_rootfs_open_openat2),
 		ROOTED(test_rootfs_open_walk),

@@ -16,6 +16,7 @@
 #include "profiler.h"
 #include "proctab.h"
 #include "runtime.h"
+#include "testutil.h"
 #include "util.h"
 
 #define MS 1000000ull
@@ -242,19 +243,12 @@ static void test_runtime_detect_on_maps_change_attaches(void **state)
 /* The same through a fake /proc: a re-read of the maps (dlopen of the runtime) attaches. */
 static void test_runtime_detect_through_proctab(void **state)
 {
-	char root[] = "/tmp/test_runtime.XXXXXX", dir[128], path[160], cmd[192];
+	char root[64];
 	struct proctab *pt;
 	struct proc *p;
-	FILE *f;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(dir, sizeof(dir), "%s/321", root);
-	assert_int_equal(mkdir(dir, 0755), 0);
-	snprintf(path, sizeof(path), "%s/maps", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(MAPS_PLAIN, f);
-	fclose(f);
+	assert_non_null(testutil__mkdtemp(root, sizeof(root)));
+	testutil__proc_file(root, "321", "maps", MAPS_PLAIN);
 
 	pt = proctab__new(root, &env);
 	assert_non_null(pt);
@@ -263,10 +257,7 @@ static void test_runtime_detect_through_proctab(void **state)
 	assert_false(p->gone);
 	assert_false(runtime__has(p, 0));
 
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(MAPS_RT0, f);
-	fclose(f);
+	testutil__proc_file(root, "321", "maps", MAPS_RT0);
 	assert_int_equal(proc__refresh_maps(p, 0), 0);
 	assert_true(runtime__has(p, 0));
 	assert_non_null(runtime__state(p, 0));
@@ -276,8 +267,7 @@ static void test_runtime_detect_through_proctab(void **state)
 	runtime__detach_all(p);
 	assert_int_equal(fakes[0].detaches, 1);
 	proctab__free(pt);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(testutil__rm_rf(root), 0);
 }
 
 /* RT_READY: polled on every tick, however close together. */

@@ -16,6 +16,7 @@
 
 #include "procfs.h"
 #include "spanctx.h"
+#include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -23,65 +24,11 @@ static const uint8_t TRACE[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa
 				   0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
 static const uint8_t SPAN[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
 
-struct rec {
-	uint8_t b[1024];
-	size_t len;
-};
-
-/* Starts a record: ids (NULL = zero), valid flag, trace flags; attrs_data_size fixed by rec_end. */
-static void rec_start(struct rec *r, const uint8_t *trace, const uint8_t *span, uint8_t valid)
-{
-	memset(r, 0, sizeof(*r));
-	if (trace)
-		memcpy(r->b, trace, 16);
-	if (span)
-		memcpy(r->b + 16, span, 8);
-	r->b[24] = valid;
-	r->b[25] = 1;
-	r->len = SP_CTX_HEAD;
-}
-
-static void rec_attr(struct rec *r, uint8_t key, const char *val, size_t n)
-{
-	r->b[r->len++] = key;
-	r->b[r->len++] = (uint8_t)n;
-	memcpy(r->b + r->len, val, n);
-	r->len += n;
-}
-
-static void rec_str(struct rec *r, uint8_t key, const char *val)
-{
-	rec_attr(r, key, val, strlen(val));
-}
-
-static void rec_end(struct rec *r)
-{
-	size_t attrs = r->len - SP_CTX_HEAD;
-
-	r->b[26] = (uint8_t)attrs;
-	r->b[27] = (uint8_t)(attrs >> 8);
-}
-
-/* Key table bytes for names: {u8 len, bytes}... */
-static size_t keys_bytes(uint8_t *buf, const char *const *names, size_t n)
-{
-	size_t pos = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(names[i]);
-
-		buf[pos++] = (uint8_t)l;
-		memcpy(buf + pos, names[i], l);
-		pos += l;
-	}
-	return pos;
-}
-
 static struct spanctx_keys *std_keys(void)
 {
 	static const char *const names[] = { "local_root_span_id", "span_name", "tenant", "region" };
 	uint8_t buf[256];
-	size_t n = keys_bytes(buf, names, 4);
+	size_t n = testutil__key_table(buf, names, 4);
 	struct spanctx_keys *k = spanctx_keys__new();
 
 	assert_non_null(k);
@@ -419,7 +366,7 @@ static void test_spanctx_keys_count_past_entries(void **state)
 {
 	static const char *const names[] = { "a", "bb" };
 	uint8_t buf[64];
-	size_t n = keys_bytes(buf, names, 2);
+	size_t n = testutil__key_table(buf, names, 2);
 	struct spanctx_keys *k = spanctx_keys__new();
 
 	(void)state;
@@ -494,15 +441,15 @@ static void test_spanctx_decode_full(void **state)
 {
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902b7");
-	rec_str(&r, SP_KEY_SPAN_NAME, "GET /work/a");
-	rec_str(&r, 2, "acme");
-	rec_str(&r, 3, "eu");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902b7");
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "GET /work/a");
+	testutil__rec_str(&r, 2, "acme");
+	testutil__rec_str(&r, 3, "eu");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_true(l.has_span);
 	assert_string_equal(l.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
@@ -523,12 +470,12 @@ static void test_spanctx_decode_full(void **state)
 static void test_spanctx_decode_no_span(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, NULL, NULL, 1);
+	testutil__rec_start(&r, NULL, NULL, 1);
 	r.b[25] = 0;
-	rec_end(&r);
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
 	assert_false(l.has_span);
 	assert_string_equal(l.trace_id, "00000000000000000000000000000000");
@@ -541,12 +488,12 @@ static void test_spanctx_decode_labels_without_span(void **state)
 {
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, NULL, NULL, 1);
-	rec_str(&r, 2, "batch");
-	rec_end(&r);
+	testutil__rec_start(&r, NULL, NULL, 1);
+	testutil__rec_str(&r, 2, "batch");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_false(l.has_span);
 	assert_int_equal(l.n_labels, 1);
@@ -557,12 +504,12 @@ static void test_spanctx_decode_labels_without_span(void **state)
 static void test_spanctx_decode_mid_write(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 0);
-	rec_str(&r, SP_KEY_SPAN_NAME, "x");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 0);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "x");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), -EAGAIN);
 	assert_string_equal(l.span_name, ""); /* nothing from a torn record */
 	assert_int_equal(l.n_labels, 0);
@@ -571,11 +518,11 @@ static void test_spanctx_decode_mid_write(void **state)
 static void test_spanctx_decode_short(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, SP_CTX_HEAD - 1, NULL, &l), -EINVAL);
 	assert_int_equal(spanctx__decode(r.b, 0, NULL, &l), -EINVAL);
 	assert_int_equal(spanctx__decode(NULL, 100, NULL, &l), -EINVAL);
@@ -587,12 +534,12 @@ static void test_spanctx_decode_short(void **state)
 static void test_spanctx_decode_attrs_size_past_len(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, SP_KEY_SPAN_NAME, "name");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "name");
+	testutil__rec_end(&r);
 	/* Claims 600 bytes of attributes; only the 6 given are read. */
 	r.b[26] = 600 & 0xff;
 	r.b[27] = 600 >> 8;
@@ -606,16 +553,16 @@ static void test_spanctx_decode_attr_overrun(void **state)
 {
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, 2, "ok");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, 2, "ok");
 	r.b[r.len++] = 3;	/* region, 50 bytes claimed, 3 given */
 	r.b[r.len++] = 50;
 	memcpy(r.b + r.len, "abc", 3);
 	r.len += 3;
-	rec_end(&r);
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_int_equal(l.n_labels, 1);
 	assert_string_equal(l.labels[0].value, "ok");
@@ -626,13 +573,13 @@ static void test_spanctx_decode_attr_overrun(void **state)
 static void test_spanctx_decode_lone_byte(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, SP_KEY_SPAN_NAME, "n");
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "n");
 	r.b[r.len++] = 2;
-	rec_end(&r);
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
 	assert_string_equal(l.span_name, "n");
 	assert_int_equal(l.skipped, 1);
@@ -642,13 +589,13 @@ static void test_spanctx_decode_unknown_key(void **state)
 {
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, 9, "later");	/* published after our copy of the key table */
-	rec_str(&r, 2, "acme");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, 9, "later");	/* published after our copy of the key table */
+	testutil__rec_str(&r, 2, "acme");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_int_equal(l.unknown_keys, 1);
 	assert_int_equal(l.n_labels, 1);
@@ -663,20 +610,20 @@ static void test_spanctx_decode_unknown_key(void **state)
 static void test_spanctx_decode_bad_root_id(void **state)
 {
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902b");	/* 15 digits */
-	rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902bz");	/* not hex */
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902b");	/* 15 digits */
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902bz");	/* not hex */
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
 	assert_string_equal(l.local_root_span_id, "");
 	assert_int_equal(l.skipped, 2);
 
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00F067AA0BA902B7");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00F067AA0BA902B7");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
 	assert_string_equal(l.local_root_span_id, "00f067aa0ba902b7");
 }
@@ -686,16 +633,16 @@ static void test_spanctx_decode_long_values(void **state)
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
 	char name[255], val[255];
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
 	memset(name, 'n', sizeof(name));
 	memset(val, 'v', sizeof(val));
 	val[10] = '\0';	/* an embedded NUL: len keeps the whole value */
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_attr(&r, SP_KEY_SPAN_NAME, name, 255);
-	rec_attr(&r, 2, val, 255);
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_attr(&r, SP_KEY_SPAN_NAME, name, 255);
+	testutil__rec_attr(&r, 2, val, 255);
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_int_equal(strlen(l.span_name), 255);
 	assert_int_equal(l.labels[0].len, 255);
@@ -708,14 +655,14 @@ static void test_spanctx_decode_duplicate_key(void **state)
 {
 	struct spanctx_keys *k = std_keys();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
-	rec_start(&r, TRACE, SPAN, 1);
-	rec_str(&r, 2, "first");
-	rec_str(&r, 3, "eu");
-	rec_str(&r, 2, "second");
-	rec_end(&r);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_str(&r, 2, "first");
+	testutil__rec_str(&r, 3, "eu");
+	testutil__rec_str(&r, 2, "second");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_int_equal(l.n_labels, 2);
 	assert_string_equal(l.labels[0].value, "second");
@@ -730,18 +677,18 @@ static void test_spanctx_decode_label_cap(void **state)
 	uint8_t kb[1024];
 	struct spanctx_keys *k = spanctx_keys__new();
 	struct spanctx_labels l;
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
 	for (int i = 0; i < 64; i++) {
 		snprintf(namebuf[i], sizeof(namebuf[i]), "k%d", i);
 		names[i] = namebuf[i];
 	}
-	assert_int_equal(spanctx_keys__parse(k, kb, keys_bytes(kb, names, 64), 64), 64);
-	rec_start(&r, TRACE, SPAN, 1);
+	assert_int_equal(spanctx_keys__parse(k, kb, testutil__key_table(kb, names, 64), 64), 64);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	for (int i = 2; i < 2 + SPANCTX_MAX_LABELS + 5; i++)
-		rec_str(&r, (uint8_t)i, "v");
-	rec_end(&r);
+		testutil__rec_str(&r, (uint8_t)i, "v");
+	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
 	assert_int_equal(l.n_labels, SPANCTX_MAX_LABELS);
 	assert_int_equal(l.skipped, 5);
@@ -753,11 +700,11 @@ static void test_spanctx_decode_ignores_past_max(void **state)
 {
 	struct spanctx_labels l;
 	uint8_t buf[SP_CTX_MAX + 100];
-	struct rec r;
+	struct testutil_rec r;
 
 	(void)state;
 	/* A record claiming 700 bytes: only SP_CTX_MAX are read, the attribute crossing it is cut. */
-	rec_start(&r, TRACE, SPAN, 1);
+	testutil__rec_start(&r, TRACE, SPAN, 1);
 	memcpy(buf, r.b, SP_CTX_HEAD);
 	memset(buf + SP_CTX_HEAD, 0, sizeof(buf) - SP_CTX_HEAD);
 	for (size_t p = SP_CTX_HEAD; p + 2 + 98 <= sizeof(buf); p += 100) {
@@ -823,17 +770,10 @@ static uint8_t *map_table(uint32_t ns_pid)
 {
 	static const char *const names[] = { "local_root_span_id", "span_name", "tenant" };
 	struct sp_ctx_header h = good_header();
-	uint8_t *m;
-	int fd;
+	uint8_t *m = testutil__memfd_map(SP_CTX_MEMFD_NAME, MAP_LEN, NULL);
 
-	fd = memfd_create(SP_CTX_MEMFD_NAME, MFD_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)MAP_LEN), 0);
-	m = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	assert_true(m != MAP_FAILED);
-	close(fd);
 	h.pid = ns_pid;
-	keys_bytes(m + h.keys_offset, names, 3);
+	testutil__key_table(m + h.keys_offset, names, 3);
 	memcpy(m, &h, sizeof(h));
 	return m;
 }
@@ -844,7 +784,7 @@ static void test_spanctx_find_in_process(void **state)
 	struct sp_ctx_proc proc;
 	struct spanctx_keys *k = spanctx_keys__new();
 	uint8_t *m = map_table((uint32_t)getpid());
-	int dir_fd, child_fd, status;
+	int dir_fd, child_fd;
 	pid_t pid;
 
 	(void)state;
@@ -865,19 +805,13 @@ static void test_spanctx_find_in_process(void **state)
 			 -EBADMSG);
 
 	/* A forked child inherits the mapping, not the table: header.pid is its parent's. */
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
+	pid = testutil__fork_paused();
 	child_fd = procfs__open(pid);
 	assert_true(child_fd >= 0);
 	assert_int_equal(spanctx__find(child_fd, &proc, &t), -EBADMSG);
 	assert_int_equal(t.map_start, (uintptr_t)m);
 	/* Once it is gone nothing is read through its directory, whoever gets the pid next. */
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(testutil__reap(pid), pid);
 	assert_true(spanctx__find(child_fd, &proc, &t) < 0);
 	assert_true(spanctx__open(child_fd, pid, t.map_start, t.map_end, &proc, NULL) < 0);
 	assert_true(spanctx_keys__load(k, child_fd, &t) < 0);

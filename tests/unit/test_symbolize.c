@@ -21,6 +21,7 @@
 #include "proctab.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "testutil.h"
 
 /* Where the process maps things (its own addresses, nothing to do with this test process). */
 #define LIB_START  UINT64_C(0x7f0000000000)	/* /app/libfx.so, whole file at offset 0 */
@@ -53,63 +54,6 @@ static const char KALLSYMS[] =
 	"ffffffffc0001400 T ext4_readdir\t[ext4]";
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
-static int write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f);
-}
-
-/* tests/fixtures/elf/fx_lib.c: next to this source, under SPANPROF_SRCDIR, or up from the binary. */
-static int find_fixture(char *out, size_t size)
-{
-	const char *env = getenv("SPANPROF_SRCDIR");
-	char exe[PATH_MAX - 64], *slash;
-	ssize_t n;
-
-	if (env) {
-		snprintf(out, size, "%s/tests/fixtures/elf/fx_lib.c", env);
-		if (!access(out, R_OK))
-			return 0;
-	}
-	snprintf(out, size, "%s", __FILE__);
-	if ((slash = strrchr(out, '/'))) {
-		snprintf(slash, size - (slash - out), "/../fixtures/elf/fx_lib.c");
-		if (!access(out, R_OK))
-			return 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	while ((slash = strrchr(exe, '/'))) {
-		*slash = 0;
-		snprintf(out, size, "%s/tests/fixtures/elf/fx_lib.c", exe);
-		if (!access(out, R_OK))
-			return 0;
-	}
-	fprintf(stderr, "cannot find tests/fixtures/elf/fx_lib.c (set SPANPROF_SRCDIR)\n");
-	return -1;
-}
 
 /* File offset of ELF virtual address vaddr in path, through its PT_LOAD segments. */
 static uint64_t vaddr_to_off(const char *path, uint64_t vaddr)
@@ -164,27 +108,10 @@ static uint64_t lib_addr(uint64_t start, const char *name, uint64_t delta)
 	return start + vaddr_to_off(lib_path, v + delta);
 }
 
-static void readelf_build_id(const char *path, char *out, size_t size)
-{
-	char cmd[512], line[512], *p;
-	FILE *f;
-
-	out[0] = 0;
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s'", path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if ((p = strstr(line, "Build ID: "))) {
-			snprintf(out, size, "%s", p + 10);
-			out[strcspn(out, "\n")] = 0;
-		}
-	pclose(f);
-}
-
 /* The maps of fake process pid; `late` adds the second libfx.so mapping. */
 static void write_maps(int pid, int late)
 {
-	char path[256], text[2048];
+	char name[16], text[2048];
 
 	snprintf(text, sizeof(text),
 		 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 fd:01 %lu /app/libfx.so\n"
@@ -202,17 +129,17 @@ static void write_maps(int pid, int late)
 			 LATE_START, LATE_END, lib_ino);
 		strncat(text, extra, sizeof(text) - strlen(text) - 1);
 	}
-	snprintf(path, sizeof(path), "%s/%d/maps", proc_root, pid);
-	assert_int_equal(write_text(path, text), 0);
+	snprintf(name, sizeof(name), "%d", pid);
+	testutil__proc_file(proc_root, name, "maps", text);
 }
 
 /* /proc/<pid> with maps and a root symlink to tmp/rootfs (no map_files: the fallback is used). */
 static void fake_proc(int pid, int late)
 {
-	char dir[192], link[224], target[128];
+	char name[16], dir[192], link[224], target[128];
 
-	snprintf(dir, sizeof(dir), "%s/%d", proc_root, pid);
-	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(name, sizeof(name), "%d", pid);
+	testutil__proc_dir(dir, sizeof(dir), proc_root, name);
 	snprintf(link, sizeof(link), "%s/root", dir);
 	snprintf(target, sizeof(target), "%s/rootfs", tmp);
 	assert_int_equal(symlink(target, link), 0);
@@ -291,21 +218,20 @@ static int group_setup(void **state)
 	struct stat st;
 	FILE *f;
 
-	if (find_fixture(src, sizeof(src)))
+	if (testutil__src_path(src, sizeof(src), "tests/fixtures/elf/fx_lib.c"))
 		return -1;
-	snprintf(tmp, sizeof(tmp), "/tmp/test_symbolize.XXXXXX");
-	if (!mkdtemp(tmp))
+	if (!testutil__mkdtemp(tmp, sizeof(tmp)))
 		return -1;
 	snprintf(proc_root, sizeof(proc_root), "%s/proc", tmp);
 	snprintf(kallsyms, sizeof(kallsyms), "%s/kallsyms", tmp);
 	snprintf(dir, sizeof(dir), "%s/rootfs/app", tmp);
 	snprintf(lib_path, sizeof(lib_path), "%s/libfx.so", dir);
 	snprintf(dll_path, sizeof(dll_path), "%s/app.dll", dir);
-	if (run("mkdir -p '%s' '%s'", proc_root, dir) ||
-	    run("cc -O1 -g -fno-inline -fPIC -shared -Wl,--build-id=sha1 -o '%s' '%s'", lib_path,
-		src) ||
-	    write_text(kallsyms, KALLSYMS))
+	testutil__mkdirs(tmp, "proc");
+	testutil__mkdirs(tmp, "rootfs/app");
+	if (testutil__cc("-O1 -g -fno-inline -fPIC -shared -Wl,--build-id=sha1", lib_path, src))
 		return -1;
+	testutil__write_file(NULL, kallsyms, KALLSYMS);
 	/* A PE file, as ReadyToRun code is: not ELF. */
 	f = fopen(dll_path, "w");
 	if (!f)
@@ -320,19 +246,14 @@ static int group_setup(void **state)
 	if (stat(dll_path, &st))
 		return -1;
 	dll_ino = st.st_ino;
-	readelf_build_id(lib_path, build_id, sizeof(build_id));
+	testutil__build_id(lib_path, build_id, sizeof(build_id));
 	return build_id[0] ? 0 : -1;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static int group_teardown(void **state)
 {
 	if (tmp[0])
-		nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		testutil__rm_rf(tmp);
 	return 0;
 }
 
@@ -381,7 +302,7 @@ static int teardown(void **state)
 		proctab__free(fx.pt);
 	}
 	symbolizer__free(fx.sym);
-	return run("rm -rf '%s'/*", proc_root);
+	return testutil__empty_dir(proc_root);
 }
 
 static struct proc *get(int pid)
@@ -617,8 +538,7 @@ static void test_symbolize_kernel_hidden(void **state)
 	int64_t a;
 
 	snprintf(path, sizeof(path), "%s/kallsyms.hidden", tmp);
-	assert_int_equal(write_text(path, "0000000000000000 T _stext\n0000000000000000 T vfs_read\n"),
-			 0);
+	testutil__write_file(NULL, path, "0000000000000000 T _stext\n0000000000000000 T vfs_read\n");
 	fx_open(path, 0, 0);
 	symbolizer__stats(fx.sym, &st);
 	assert_true(st.kernel_hidden);

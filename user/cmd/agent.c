@@ -18,6 +18,7 @@
 #include "hookproc.h"
 #include "identity.h"
 #include "metrics.h"
+#include "otelctx.h"
 #include "otlp.h"
 #include "proctab.h"
 #include "profile.h"
@@ -153,12 +154,26 @@ static void free_ident(void *ident)
 	free(ident);
 }
 
+/* The OTel process context (OTEP 4719) names the service first: it is what the app's SDK uses.
+ * It may be read after the process's first window: from then on its series follows it. */
+static const struct proc_identity *otel_service(struct proc *p, struct proc_identity *id)
+{
+	const char *name = otelctx__service_name(p);
+
+	if (name && name[0] && strcmp(name, id->service_name) &&
+	    strlen(name) < sizeof(id->service_name)) {
+		snprintf(id->service_name, sizeof(id->service_name), "%s", name);
+		id->source = IDENTITY_SRC_OTEL_CTX;
+	}
+	return id;
+}
+
 static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
 {
 	struct proc_identity *id = p->ident;
 
 	if (id)
-		return id;
+		return otel_service(p, id);
 	id = calloc(1, sizeof(*id));
 	if (!id)
 		return NULL;
@@ -170,7 +185,7 @@ static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
 	}
 	p->ident = id;
 	p->ident_free = free_ident;
-	return id;
+	return otel_service(p, id);
 }
 
 static void add_label(struct series *s, const char *k, const char *v)

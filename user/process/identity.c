@@ -51,6 +51,8 @@ const char *identity_source__name(enum identity_source s)
 		return "k8s";
 	case IDENTITY_SRC_COMM:
 		return "comm";
+	case IDENTITY_SRC_OTEL_CTX:
+		return "otel_ctx";
 	default:
 		return "none";
 	}

@@ -29,6 +29,7 @@ enum identity_source {
 	IDENTITY_SRC_OTEL_RESOURCE_ATTRIBUTES,	/* service.name in OTEL_RESOURCE_ATTRIBUTES */
 	IDENTITY_SRC_K8S,			/* <namespace>/<container> */
 	IDENTITY_SRC_COMM,			/* the process name */
+	IDENTITY_SRC_OTEL_CTX,			/* service.name in the OTEP 4719 process context */
 };
 
 const char *identity_source__name(enum identity_source s);	/* "otel_service_name", ... */

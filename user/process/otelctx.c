@@ -270,6 +270,108 @@ static int fill(struct otelctx *c, const PbContext *m)
 	return err;
 }
 
+/*
+ * protobuf-c unpacks nested messages by recursion, without a depth limit: AnyValue -> ArrayValue ->
+ * AnyValue -> ... 10000 levels deep (about 100 KB) overflowed spanprof's stack. And it allocates a
+ * struct per message: 1 MiB of empty KeyValues is half a million of them. So the wire format is
+ * walked first, descending only where the schema has a message, at most NEST_MAX levels deep (the
+ * deepest sensible payload has under 10), over at most MSGS_MAX messages in all.
+ */
+#define NEST_MAX 32
+#define MSGS_MAX 16384u
+
+enum pb_msg { M_LEAF, M_CONTEXT, M_RESOURCE, M_KEYVALUE, M_ANYVALUE, M_ARRAY, M_KVLIST };
+
+/* The message type of field f of a message of type t (M_LEAF: not a message). */
+static enum pb_msg sub_msg(enum pb_msg t, uint64_t f)
+{
+	switch (t) {
+	case M_CONTEXT:
+		return f == 1 ? M_RESOURCE : f == 2 ? M_KEYVALUE : M_LEAF;
+	case M_RESOURCE:
+		return f == 1 ? M_KEYVALUE : M_LEAF;	/* entity_refs (3) hold strings only */
+	case M_KEYVALUE:
+		return f == 2 ? M_ANYVALUE : M_LEAF;
+	case M_ANYVALUE:
+		return f == 5 ? M_ARRAY : f == 6 ? M_KVLIST : M_LEAF;
+	case M_ARRAY:
+		return f == 1 ? M_ANYVALUE : M_LEAF;
+	case M_KVLIST:
+		return f == 1 ? M_KEYVALUE : M_LEAF;
+	default:
+		return M_LEAF;
+	}
+}
+
+static int get_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *i < len; shift += 7) {
+		uint8_t b = p[(*i)++];
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when the message of type t in p[0, len) nests no deeper than NEST_MAX - depth more levels and
+ * holds no more than *budget messages (taken from it), and is well-formed as far as the walk goes
+ * (the rest is protobuf-c's to judge). */
+static int nesting_ok(const uint8_t *p, size_t len, enum pb_msg t, int depth, uint32_t *budget)
+{
+	size_t i = 0;
+	uint64_t key, v;
+
+	if (depth > NEST_MAX || !*budget)
+		return 0;
+	(*budget)--;
+	while (i < len) {
+		if (!get_varint(p, len, &i, &key))
+			return 0;
+		switch (key & 7) {
+		case 0:
+			if (!get_varint(p, len, &i, &v))
+				return 0;
+			break;
+		case 1:
+			if (len - i < 8)
+				return 0;
+			i += 8;
+			break;
+		case 5:
+			if (len - i < 4)
+				return 0;
+			i += 4;
+			break;
+		case 2:
+			if (!get_varint(p, len, &i, &v) || v > len - i)
+				return 0;
+			if (sub_msg(t, key >> 3) != M_LEAF &&
+			    !nesting_ok(p + i, v, sub_msg(t, key >> 3), depth + 1, budget))
+				return 0;
+			i += v;
+			break;
+		default:
+			return 0;	/* groups and reserved wire types: not in this schema */
+		}
+	}
+	return 1;
+}
+
+static PbContext *unpack(const uint8_t *payload, size_t len)
+{
+	uint32_t budget = MSGS_MAX;
+
+	if (!len)
+		payload = (const uint8_t *)"";
+	if (!nesting_ok(payload, len, M_CONTEXT, 0, &budget))
+		return NULL;
+	return opentelemetry__proto__processcontext__v1development__process_context__unpack(NULL, len,
+										    payload);
+}
+
 int otelctx__decode(struct otelctx *c, const uint8_t *payload, size_t len)
 {
 	PbContext *m;
@@ -277,8 +379,7 @@ int otelctx__decode(struct otelctx *c, const uint8_t *payload, size_t len)
 
 	if (!c || (!payload && len))
 		return -EINVAL;
-	m = opentelemetry__proto__processcontext__v1development__process_context__unpack(
-		NULL, len, len ? payload : (const uint8_t *)"");
+	m = unpack(payload, len);
 	if (!m) {
 		reset(c);
 		return -EBADMSG;
@@ -340,8 +441,7 @@ int otelctx__read(int dir_fd, uint64_t addr, struct otelctx *c, uint64_t *publis
 		}
 		if (err)
 			break;
-		m = opentelemetry__proto__processcontext__v1development__process_context__unpack(
-			NULL, h.payload_size, buf);
+		m = unpack(buf, h.payload_size);
 		if (!m) {
 			err = -EBADMSG;
 			break;
@@ -434,7 +534,6 @@ struct otel_state {
 	struct otelctx_header bad_hdr;	/* of the last refused header (version, size) */
 	struct otelctx_read_stats st;
 	uint64_t refused;		/* reads that ended in a refusal (invalid, oversize, ...) */
-	struct spanctx_keys *table_keys;
 	enum xcheck xc;
 	int xc_due;
 	uint32_t mismatches;		/* indexes whose names differ, or that the table lacks */
@@ -453,8 +552,7 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 {
 	struct otel_state *s = calloc(1, sizeof(*s));
 
-	if (s && (!(s->ctx = otelctx__new()) || !(s->table_keys = spanctx_keys__new()))) {
-		otelctx__free(s->ctx);
+	if (s && !(s->ctx = otelctx__new())) {
 		free(s);
 		s = NULL;
 	}
@@ -472,13 +570,16 @@ static void forget(struct otel_state *s)
 	s->mismatches = s->behind = 0;
 }
 
+/* Run when a new context was decoded (or the last check must be repeated): the table's names are
+ * read for the check and not kept (hookproc.c keeps its own copy for decoding). */
 static void cross_check(struct proc *p, struct otel_state *s)
 {
+	struct spanctx_keys *keys = NULL;
 	struct spanctx_table tbl;
 	struct sp_ctx_proc cp;
 	uint64_t start, end;
 	uint32_t n_map, n_table;
-	int n;
+	int n = -1;
 
 	s->xc_due = 0;
 	if (!otelctx__has_key_map(s->ctx)) {
@@ -487,7 +588,8 @@ static void cross_check(struct proc *p, struct otel_state *s)
 	}
 	if (spanctx__find_table(p->vmas, p->nvmas, &start, &end) ||
 	    spanctx__open(p->dir_fd, p->nspid, start, end, &cp, &tbl) ||
-	    (n = spanctx_keys__load(s->table_keys, p->dir_fd, &tbl)) < 0) {
+	    !(keys = spanctx_keys__new()) || (n = spanctx_keys__load(keys, p->dir_fd, &tbl)) < 0) {
+		spanctx_keys__free(keys);
 		s->xc = XC_NO_TABLE;
 		s->xc_due = 1;	/* the table may come (or be readable) later */
 		return;
@@ -496,7 +598,7 @@ static void cross_check(struct proc *p, struct otel_state *s)
 	n_table = (uint32_t)n;
 	s->mismatches = s->behind = 0;
 	for (uint32_t i = 0; i < n_map; i++) {
-		const char *t = spanctx_keys__name(s->table_keys, i);
+		const char *t = spanctx_keys__name(keys, i);
 
 		if (!t || strcmp(t, otelctx__key(s->ctx, i)))
 			s->mismatches++;
@@ -508,6 +610,7 @@ static void cross_check(struct proc *p, struct otel_state *s)
 		s->xc_due = 1;
 	}
 	s->xc = XC_DONE;
+	spanctx_keys__free(keys);
 }
 
 static int find_and_read(struct proc *p, struct otel_state *s)
@@ -527,6 +630,8 @@ static int find_and_read(struct proc *p, struct otel_state *s)
 		s->map_end = end;
 	}
 	err = otelctx__read(p->dir_fd, start, s->ctx, &s->published_at, &s->st);
+	if (err == 1 && !s->have)
+		return s->last_err;	/* the refused context, unchanged: its payload is not read again */
 	if (err >= 0) {
 		if (err == 0) {
 			s->have = 1;
@@ -538,9 +643,15 @@ static int find_and_read(struct proc *p, struct otel_state *s)
 	if (err == -EAGAIN && s->have)
 		return 0;	/* the last context stands while the next one is written */
 	if (err == -EBADMSG || err == -E2BIG || err == -EPROTONOSUPPORT) {
-		s->refused++;
-		procfs__read_mem(p->dir_fd, start, &s->bad_hdr, sizeof(s->bad_hdr));
+		struct otelctx_header h;
+
+		/* Counted once per refused header, however often it is looked at again. */
+		if (procfs__read_mem(p->dir_fd, start, &h, sizeof(h)) ||
+		    memcmp(&h, &s->bad_hdr, sizeof(h)) || s->last_err != err)
+			s->refused++;
+		s->bad_hdr = h;
 		forget(s);
+		s->published_at = h.published_at_ns;
 	}
 	return s->last_err = err;
 }
@@ -629,7 +740,6 @@ static void detach(struct proc *p, void *state, const struct runtime_env *env)
 	struct otel_state *s = state;
 
 	otelctx__free(s->ctx);
-	spanctx_keys__free(s->table_keys);
 	free(s);
 }
 

@@ -55,7 +55,9 @@ public static class Program
         var info = new SpanInfoProcessor();
         SpanFileExporter? exporter = opt.SpansPath != null ? new SpanFileExporter(opt.SpansPath) : null;
         builder.Services.AddOpenTelemetry()
-            .ConfigureResource(r => r.AddService(SourceName))
+            // The name the app gives itself in code (SPANSERVICE_SERVICE_NAME, else "SpanService"):
+            // in the .NET SDK it wins over OTEL_SERVICE_NAME.
+            .ConfigureResource(r => r.AddService(Environment.GetEnvironmentVariable("SPANSERVICE_SERVICE_NAME") is { Length: > 0 } name ? name : SourceName))
             .WithTracing(t =>
             {
                 t.SetSampler(new AlwaysOnSampler())
