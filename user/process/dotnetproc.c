@@ -270,7 +270,14 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 	struct perfmap_stats ps;
 
 	perfmap__stats(d->pm, &ps);
-	snprintf(buf, len, "%s; %" PRIu64 " code ranges", d->detail, ps.entries);
+	snprintf(buf, len, "%s; %" PRIu64 " code ranges%s", d->detail, ps.entries,
+		 ps.jitdump_stopped ? "; jitdump stopped (runtime bug dotnet/runtime#132935)" : "");
+	if (ps.malformed || ps.capped || d->restarts) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; %" PRIu64 " malformed lines/records, %" PRIu64
+			 " dropped at a cap, %u restarts", ps.malformed, ps.capped, d->restarts);
+	}
 }
 
 const struct runtime_ops dotnet_runtime = {

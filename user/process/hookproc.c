@@ -190,12 +190,23 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 static void describe(const struct proc *p, const void *state, char *buf, size_t len)
 {
 	const struct hook_state *h = state;
+	struct spanctx_table t;
+	struct sp_ctx_proc cp;
+	size_t n;
 
-	if (h->bad_labels)
-		snprintf(buf, len, "%s, %" PRIu64 " user labels dropped (empty, reserved or "
-			 "malformed names)", h->desc, h->bad_labels);
-	else
-		snprintf(buf, len, "%s", h->desc);
+	snprintf(buf, len, "%s", h->desc);
+	n = strlen(buf);
+	/* The hook's own count of threads that found no slot, as the table says now. */
+	if (h->registered && !p->gone && p->dir_fd >= 0 &&
+	    !spanctx__open(p->dir_fd, p->nspid, h->tbl.map_start, h->tbl.map_end, &cp, &t) &&
+	    t.slots_full)
+		n += snprintf(buf + n, n < len ? len - n : 0, ", %" PRIu64 " threads without a slot "
+			      "(table full)", t.slots_full);
+	if (h->bad_labels && n < len)
+		n += snprintf(buf + n, len - n, ", %" PRIu64 " user labels dropped (empty, reserved or "
+			      "malformed names)", h->bad_labels);
+	if (spanctx_keys__bad(h->keys) && n < len)
+		snprintf(buf + n, len - n, ", %u malformed key names", spanctx_keys__bad(h->keys));
 }
 
 static void detach(struct proc *p, void *state, const struct runtime_env *env)
