@@ -1,16 +1,13 @@
 /* record.c: `spanprof record`: one window from start to stop, written to files, and a report. */
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "command.h"
 #include "engine.h"
 #include "exporter.h"
 #include "output.h"
@@ -32,107 +29,6 @@ static void on_signal(int sig)
 		kill(child, sig);
 	else
 		stop = 1;
-}
-
-/* ---- record -- COMMAND ---------------------------------------------------------------------- */
-
-/* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
-static int find_hook(char *buf, size_t len)
-{
-	const char *env = getenv("SPANPROF_HOOK");
-	const char *rel[] = { "hook/SpanProf.Hook.dll", "../lib/spanprof/hook/SpanProf.Hook.dll",
-			      "/opt/spanprof/hook/SpanProf.Hook.dll" };
-	char exe[4096], *slash;
-	ssize_t n;
-
-	if (env && env[0]) {
-		snprintf(buf, len, "%s", env);
-		return access(buf, R_OK);
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		int n = rel[i][0] == '/' ? snprintf(buf, len, "%s", rel[i])
-					 : snprintf(buf, len, "%s/%s", exe, rel[i]);
-
-		if (n > 0 && (size_t)n < len && !access(buf, R_OK))
-			return 0;
-	}
-	return -1;
-}
-
-/*
- * Fork the command, stopped before exec until *go is written: the hook appended to
- * DOTNET_STARTUP_HOOKS, perf maps on (unless the environment says otherwise), privileges dropped
- * to --user. Returns its pid, or the exit code (negated) after a one-line message.
- */
-static pid_t spawn(const struct record_opts *o, int *go)
-{
-	char hook[4096], hooks[8192];
-	const char *old = getenv("DOTNET_STARTUP_HOOKS");
-	struct passwd *pw = NULL;
-	int pfd[2];
-	pid_t pid;
-
-	if (find_hook(hook, sizeof(hook))) {
-		fprintf(stderr, "spanprof: cannot find SpanProf.Hook.dll next to spanprof (run make, or "
-			"set SPANPROF_HOOK=/path/to/SpanProf.Hook.dll)\n");
-		return -2;
-	}
-	if (o->user && !(pw = getpwnam(o->user))) {
-		fprintf(stderr, "spanprof: no user %s: give an existing user with --user\n", o->user);
-		return -2;
-	}
-	if (pipe2(pfd, O_CLOEXEC)) {
-		fprintf(stderr, "spanprof: pipe: %s\n", strerror(errno));
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "spanprof: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		char c;
-
-		close(pfd[1]);
-		if (read(pfd[0], &c, 1) != 1)
-			_exit(127);	/* the recording did not start */
-		snprintf(hooks, sizeof(hooks), "%s%s%s", old && old[0] ? old : "",
-			 old && old[0] ? ":" : "", hook);
-		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
-		setenv("DOTNET_PerfMapEnabled", "1", 0);
-		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
-			   setuid(pw->pw_uid))) {
-			fprintf(stderr, "spanprof: cannot become %s: %s\n", o->user, strerror(errno));
-			_exit(126);
-		}
-		execvp(o->command[0], o->command);
-		fprintf(stderr, "spanprof: cannot run %s: %s\n", o->command[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	close(pfd[0]);
-	*go = pfd[1];
-	return pid;
-}
-
-/* The command's exit code once it has ended: -1 while it runs. */
-static int reap(pid_t pid, int block)
-{
-	int st;
-	pid_t r;
-
-	do
-		r = waitpid(pid, &st, block ? 0 : WNOHANG);
-	while (r < 0 && errno == EINTR);
-	if (r != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 }
 
 static void raise_fd_limit(void)
@@ -158,7 +54,7 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 
 		if (deadline && now >= deadline)
 			break;
-		if (child > 0 && (*cmd_rc = reap(child, 0)) >= 0) {
+		if (child > 0 && (*cmd_rc = command__reap(child, 0)) >= 0) {
 			child = 0;
 			break;
 		}
@@ -222,7 +118,7 @@ int record__run(const struct record_opts *o)
 	}
 	raise_fd_limit();
 	if (o->command) {
-		pid_t pid = spawn(o, &go);
+		pid_t pid = command__spawn(o->command, o->user, &go);
 
 		if (pid < 0) {
 			rc = -pid;
@@ -285,7 +181,7 @@ int record__run(const struct record_opts *o)
 		if (child > 0) {
 			fprintf(stderr, "spanprof: recording ended; waiting for %s (pid %d) to exit\n",
 				o->command[0], (int)child);
-			cmd_rc = reap(child, 1);
+			cmd_rc = command__reap(child, 1);
 			child = 0;
 		}
 		rc = cmd_rc < 0 ? 1 : cmd_rc;
@@ -294,7 +190,7 @@ out:
 	if (go >= 0)
 		close(go);	/* the command never starts: it exits 127 */
 	if (child > 0) {
-		reap(child, 1);
+		command__reap(child, 1);
 		child = 0;
 	}
 	aggregate__window_free(w);

@@ -1,0 +1,105 @@
+/* command.c: `record -- COMMAND`: the command started with the span hook and perf maps on. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "command.h"
+
+/* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
+static int find_hook(char *buf, size_t len)
+{
+	const char *env = getenv("SPANPROF_HOOK");
+	const char *rel[] = { "hook/SpanProf.Hook.dll", "../lib/spanprof/hook/SpanProf.Hook.dll",
+			      "/opt/spanprof/hook/SpanProf.Hook.dll" };
+	char exe[4096], *slash;
+	ssize_t n;
+
+	if (env && env[0]) {
+		snprintf(buf, len, "%s", env);
+		return access(buf, R_OK);
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		int n = rel[i][0] == '/' ? snprintf(buf, len, "%s", rel[i])
+					 : snprintf(buf, len, "%s/%s", exe, rel[i]);
+
+		if (n > 0 && (size_t)n < len && !access(buf, R_OK))
+			return 0;
+	}
+	return -1;
+}
+
+pid_t command__spawn(char *const *argv, const char *user, int *go)
+{
+	char hook[4096], hooks[8192];
+	const char *old = getenv("DOTNET_STARTUP_HOOKS");
+	struct passwd *pw = NULL;
+	int pfd[2];
+	pid_t pid;
+
+	if (find_hook(hook, sizeof(hook))) {
+		fprintf(stderr, "spanprof: cannot find SpanProf.Hook.dll next to spanprof (run make, or "
+			"set SPANPROF_HOOK=/path/to/SpanProf.Hook.dll)\n");
+		return -2;
+	}
+	if (user && !(pw = getpwnam(user))) {
+		fprintf(stderr, "spanprof: no user %s: give an existing user with --user\n", user);
+		return -2;
+	}
+	if (pipe2(pfd, O_CLOEXEC)) {
+		fprintf(stderr, "spanprof: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "spanprof: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		char c;
+
+		close(pfd[1]);
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);	/* the recording did not start */
+		snprintf(hooks, sizeof(hooks), "%s%s%s", old && old[0] ? old : "",
+			 old && old[0] ? ":" : "", hook);
+		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
+		setenv("DOTNET_PerfMapEnabled", "1", 0);
+		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
+			   setuid(pw->pw_uid))) {
+			fprintf(stderr, "spanprof: cannot become %s: %s\n", user, strerror(errno));
+			_exit(126);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, "spanprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pfd[0]);
+	*go = pfd[1];
+	return pid;
+}
+
+int command__reap(pid_t pid, int block)
+{
+	int st;
+	pid_t r;
+
+	do
+		r = waitpid(pid, &st, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
