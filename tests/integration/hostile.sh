@@ -75,3 +75,22 @@ grep -q inner_hot "$TMP/ok.folded" || fail "the folded output was not written"
 [ ! -L "$TMP/planted.pb.gz" ] && check_pprof "$TMP/planted.pb.gz" "planted path: no profile"
 [ -z "$(ls -A "$TMP/full" | grep -v '^big.svg$')" ] || fail "temporary files left on the full disk: $(ls -A "$TMP/full")"
 pass "outputs: full disk reported, old file kept, others and the report written, planted symlink not followed"
+
+# kill -9 of spanprof after it turned perf maps on in an app: the next spanprof to start turns
+# them off and removes the files (it finds what the dead one did in /run/spanprof).
+need_cmd dotnet
+start_app "$TMP/k.out" env "$BUILD/apps/HotChain/HotChain" 30 jit
+pid=$APP_PID
+record_bg k.pb.gz -p "$pid" -d 20
+poll 15 test -e "/tmp/perf-$pid.map" || fail "perf maps never turned on in $pid"
+sleep 0.5
+kill -9 "$RECORD_PID"
+wait "$RECORD_PID" 2> /dev/null || true
+sleep 1
+size1=$(stat -c %s "/tmp/perf-$pid.map")
+[ -e "/tmp/perf-$pid.map" ] || fail "the perf map vanished by itself"
+record k2.pb.gz -p "$$" -d 0.5	# any later spanprof run
+[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "the perf map the killed spanprof turned on is still there (size $size1)"
+grep -q "turned off perf maps left on by a spanprof that died" "$TMP/k2.txt" ||
+	{ cat "$TMP/k2.txt"; fail "the clean-up was not reported"; }
+pass "kill -9 of spanprof: the next run turned the app's perf maps off and removed its files"

@@ -1,17 +1,13 @@
 /* test_dotnet.c: unit tests for perfmap/dotnet (runtime detection, the runtime's directory rules, JIT files inside a root). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>

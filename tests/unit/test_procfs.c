@@ -1,9 +1,7 @@
 /* test_procfs.c: unit tests for lib/procfs (status/stat/environ parsers, reads through a /proc/<pid> fd). */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +10,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>

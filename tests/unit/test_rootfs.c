@@ -1,7 +1,6 @@
 /* test_rootfs.c: unit tests for lib/rootfs (opening files inside a root, never leaving it). */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

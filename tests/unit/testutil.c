@@ -209,7 +209,8 @@ char *testutil__proc_dir(char *out, size_t size, const char *proc_root, const ch
 	return out;
 }
 
-void testutil__proc_file(const char *proc_root, const char *pid, const char *name, const char *text)
+void testutil__proc_file(const char *proc_root, const char *pid, const char *name,
+			 const char *text)
 {
 	char dir[PATH_MAX];
 

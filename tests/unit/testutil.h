@@ -27,29 +27,26 @@ int testutil__empty_dir(const char *dir);
 char *testutil__path(char *out, size_t size, const char *dir, const char *rel);
 /* Makes dir/rel and its missing parents (mkdir -p); asserts. */
 void testutil__mkdirs(const char *dir, const char *rel);
-/* Writes len bytes of data to dir/rel (rel alone when dir is NULL), created or truncated; asserts. */
+/* Writes len bytes of data to dir/rel (rel alone when dir is NULL), truncating it; asserts. */
 void testutil__write(const char *dir, const char *rel, const void *data, size_t len);
 /* Writes the string text to dir/name (name alone when dir is NULL); asserts. */
 void testutil__write_file(const char *dir, const char *name, const char *text);
-/* The whole of the file path, malloc'd and NUL-terminated, its length (without the NUL) into *len
- * when len is not NULL; NULL if the file cannot be opened. Asserts on read errors. */
+/* File path whole, malloc'd, NUL-terminated, its length into *len (if len); NULL if unopenable. */
 char *testutil__slurp(const char *path, size_t *len);
 /* 1 if the printf-formatted path exists (lstat: a dangling symlink exists), else 0. */
 int testutil__exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One read(2) of fd into buf, NUL-terminated (at most size - 1 bytes); asserts it did not fail. */
 void testutil__read_fd(int fd, char *buf, size_t size);
-/* A shared mapping of a fresh memfd called name, len bytes of zeros; the memfd into *fd, or closed
- * when fd is NULL. Asserts. */
+/* A shared mapping of a new len-byte memfd called name, its fd into *fd (or closed). Asserts. */
 void *testutil__memfd_map(const char *name, size_t len, int *fd);
 
 /* ---- fake trees ---------------------------------------------------------------------------- */
 
-/* Makes the fake /proc/<pid> directory <proc_root>/<pid> (pid: "4242", or any name), with its
- * parents; its path into out. Asserts. Returns out. */
+/* Makes the fake /proc/<pid> dir <proc_root>/<pid> (pid "4242" or any name); out. Asserts. */
 char *testutil__proc_dir(char *out, size_t size, const char *proc_root, const char *pid);
-/* Writes <proc_root>/<pid>/<name> (stat, status, maps, cgroup, ...), the directory made if it is
- * missing; asserts. For environ's NUL bytes: testutil__write on testutil__proc_dir's path. */
-void testutil__proc_file(const char *proc_root, const char *pid, const char *name, const char *text);
+/* Writes text to the fake /proc/<pid>/<name> (stat, status, maps, cgroup...); asserts. */
+void testutil__proc_file(const char *proc_root, const char *pid, const char *name,
+			 const char *text);
 
 /* A temp directory playing a container's root, opened O_PATH at root_fd:
  *   <root>/tmp/perf-7.map        regular file "inside\n"
@@ -67,13 +64,12 @@ struct testutil_root {
 
 /* cmocka setup: *state = a new struct testutil_root, the tree above made. Asserts. */
 int testutil__root_setup(void **state);
-/* cmocka teardown of testutil__root_setup: closes root_fd, removes the tree, frees it. Asserts. */
+/* cmocka teardown of testutil__root_setup: closes root_fd, removes the tree. Asserts. */
 int testutil__root_teardown(void **state);
 
 /* ---- child processes ----------------------------------------------------------------------- */
 
-/* Starts /bin/sleep 5 with exactly the environment envp; returns its pid once the exec has
- * replaced the environment (its /proc/<pid>/environ is sleep's, and not empty). Asserts. */
+/* Starts /bin/sleep 5 with environment envp; its pid, once /proc shows the new environ. Asserts. */
 pid_t testutil__spawn_env(char *const envp[]);
 /* Forks a copy of this process that waits in pause() until it is killed; its pid. Asserts. */
 pid_t testutil__fork_paused(void);
@@ -88,13 +84,11 @@ int testutil__wait(pid_t pid);
 int testutil__run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Builds src into out with the system compiler: cc <flags> -o 'out' 'src'; as testutil__run. */
 int testutil__cc(const char *flags, const char *out, const char *src);
-/* The source tree's rel (e.g. "tests/fixtures/elf") into out, found under $SPANPROF_SRCDIR (or
- * $SPANPROF_SRC), up from this source file, or up from the test binary; 0, or -1 (said on stderr). */
+/* <source tree>/rel into out ($SPANPROF_SRCDIR, $SPANPROF_SRC, or found); 0, or -1 (said). */
 int testutil__src_path(char *out, size_t size, const char *rel);
 /* The build id of the ELF file path as readelf prints it, into out ("" when none). Asserts. */
 void testutil__build_id(const char *path, char *out, size_t size);
-/* Inflates the gzip stream gz (magic checked, nothing after its trailer); malloc'd, its length
- * into *out_len. Asserts. */
+/* The gunzipped bytes of gz (one gzip member, nothing after it), malloc'd, *out_len. Asserts. */
 uint8_t *testutil__gunzip(const void *gz, size_t len, size_t *out_len);
 /* CLOCK_MONOTONIC in milliseconds. */
 double testutil__now_ms(void);

@@ -450,6 +450,14 @@ int agent__run(const struct agent_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	{
+		struct engine_counters c;
+
+		engine__counters(a.e, &c);
+		if (c.leftovers_undone)
+			fprintf(stderr, "spanprof: turned off perf maps left on by a spanprof that "
+				"died: %" PRIu64 " processes\n", c.leftovers_undone);
+	}
 	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs, windows of %g s%s",
 		o->all_processes ? "every process" : ".NET processes", o->freq,
 		bpfsession__ncpus(engine__bpf(a.e)), o->interval, a.metrics ? "" : "\n");

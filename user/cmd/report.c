@@ -155,6 +155,9 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", out of memory %" PRIu64 ", unencodable labels %" PRIu64 "\n",
 		c[SP_CNT_LOST_RINGBUF], c[SP_CNT_LOST_SCRATCH], cnt.malformed, cnt.dropped_nomem,
 		cnt.refused);
+	if (cnt.leftovers_undone)
+		fprintf(f, "  turned off perf maps left on by a spanprof that died: %" PRIu64
+			" processes\n", cnt.leftovers_undone);
 	if (cnt.not_target)
 		fprintf(f, "  not profiled: %" PRIu64 " samples of processes that are not targets\n",
 			cnt.not_target);

@@ -1,6 +1,7 @@
 /* dotnetproc.c: per-process .NET state: finds and reads its perf map / jitdump through its root,
  * and turns perf maps on over the diagnostics IPC when the process started without them. */
 #include <errno.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
+#include "procfs.h"
 #include "proctab.h"
 #include "rootfs.h"
 #include "util.h"
@@ -99,6 +101,131 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	dotnet__close_jit_files(&f);
 }
 
+static void remove_files(struct proc *p, struct dotnet_state *d);
+
+/* ---- crash-safe: what we turned on is written down ---------------------------------------- */
+
+/*
+ * Before EnablePerfMap, an entry "<our pid>-<our start>-<pid>-<start>" goes into
+ * $SPANPROF_STATE_DIR/enabled (default /run/spanprof); it goes when the process is left as found.
+ * A spanprof killed in between leaves it behind, and the next one to start (dotnetproc__sweep)
+ * turns those perf maps off and removes their files, whether it is a record or an agent.
+ */
+static const char *state_dir(void)
+{
+	const char *d = getenv("SPANPROF_STATE_DIR");
+
+	return d && d[0] ? d : "/run/spanprof";
+}
+
+static uint64_t self_ticks(void)
+{
+	static uint64_t ticks;
+	int fd;
+
+	if (!ticks && (fd = procfs__open(getpid())) >= 0) {
+		procfs__starttime(fd, &ticks);
+		close(fd);
+	}
+	return ticks;
+}
+
+static int entry_path(const struct proc *p, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/enabled/%d-%" PRIu64 "-%u-%" PRIu64, state_dir(), (int)getpid(),
+			 self_ticks(), p->pid, p->start_ticks);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static void note_enabled(const struct proc *p)
+{
+	char path[4096], dir[4096];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", state_dir());
+	mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/enabled", state_dir());
+	mkdir(dir, 0700);
+	if (entry_path(p, path, sizeof(path)) == 0 &&
+	    (fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0)
+		close(fd);
+}
+
+static void forget_enabled(const struct proc *p)
+{
+	char path[4096];
+
+	if (entry_path(p, path, sizeof(path)) == 0)
+		unlink(path);
+}
+
+/* Turn off and remove the perf maps of process pid (started at ticks) that a dead spanprof turned
+ * on: 1 when done, 0 when there is nothing to undo (gone, or another process now). */
+static int undo(int pid, uint64_t ticks)
+{
+	struct proc p = { .pid = pid, .start_ticks = ticks, .dir_fd = -1, .root_fd = -1 };
+	struct dotnet_state d = { .files = { .map_fd = -1, .jitdump_fd = -1 } };
+	uint64_t now_ticks = 0;
+	uint32_t hr;
+	int done = 0;
+
+	p.dir_fd = procfs__open(pid);
+	if (p.dir_fd < 0 || procfs__starttime(p.dir_fd, &now_ticks) || now_ticks != ticks)
+		goto out;
+	p.root_fd = procfs__open_root(p.dir_fd);
+	if (p.root_fd < 0 || procfs__nspid(p.dir_fd, &p.nspid))
+		goto out;
+	if (diagipc__disable_perfmap(p.dir_fd, p.root_fd, pid, p.nspid, &hr) == 0) {
+		char jit_dir[DOTNET_DIR_MAX];
+
+		/* Open the files first: only the very files found are removed. */
+		if (!dotnet__jit_dir(p.dir_fd, jit_dir, sizeof(jit_dir)))
+			dotnet__open_jit_files_in(p.root_fd, jit_dir, p.nspid, &d.files);
+		remove_files(&p, &d);
+		dotnet__close_jit_files(&d.files);
+		done = 1;
+	}
+out:
+	if (p.root_fd >= 0)
+		close(p.root_fd);
+	if (p.dir_fd >= 0)
+		close(p.dir_fd);
+	return done;
+}
+
+int dotnetproc__sweep(void)
+{
+	char dir[4096], path[8192];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/enabled", state_dir());
+	if (!(d = opendir(dir)))
+		return 0;
+	while ((de = readdir(d))) {
+		int owner, pid, fd;
+		uint64_t oticks, ticks, cur = 0;
+
+		if (sscanf(de->d_name, "%d-%" SCNu64 "-%d-%" SCNu64, &owner, &oticks, &pid, &ticks) != 4)
+			continue;
+		/* A spanprof still running owns its entries. */
+		if ((fd = procfs__open(owner)) >= 0) {
+			int same = !procfs__starttime(fd, &cur) && cur == oticks;
+
+			close(fd);
+			if (same)
+				continue;
+		}
+		n += undo(pid, ticks);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	return n;
+}
+
 static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
 	uint32_t hr = 0;
@@ -111,8 +238,11 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
 	d->enable_tried = 1;
+	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
 	err = diagipc__enable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, o->perfmap_type,
 				      &hr);
+	if (err)
+		forget_enabled(p);
 	if (err == 0) {
 		d->enabled_by_us = 1;
 		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)",
@@ -256,6 +386,8 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	    (diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
 		remove_files(p, d);
+	if (d->enabled_by_us)
+		forget_enabled(p);
 	/* record -- COMMAND turned them on through the environment: gone with the process. */
 	else if (o && o->perfmaps_ours && p->root_fd >= 0 && !proc__alive(p))
 		remove_files(p, d);

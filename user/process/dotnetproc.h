@@ -19,6 +19,11 @@ enum dotnetproc_state {
 	DOTNETPROC_FAILED,	/* could not reach it (no root, IPC error) */
 };
 
+/* Undo what a spanprof that died left on: perf maps it had turned on (written down in
+ * $SPANPROF_STATE_DIR/enabled, default /run/spanprof) are turned off and their files removed.
+ * Returns how many processes were put back. Call once at start. */
+int dotnetproc__sweep(void);
+
 /* The runtime itself is dotnet_runtime (runtime.h); these are for reports and tests. */
 enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detail);
 void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dotnetproc.h"
 #include "engine.h"
 #include "hookproc.h"
 #include "proctab.h"
@@ -64,6 +65,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	if (!e->bpf)
 		goto err_free;
 	e->env.ctx_map_fd = bpfsession__ctx_map_fd(e->bpf);
+	/* A spanprof killed before it could leave processes as found: finish its job first. */
+	e->c.leftovers_undone = dotnetproc__sweep();
 	return e;
 
 err_free:
