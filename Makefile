@@ -147,16 +147,34 @@ $(BUILD)/spanprof: $(OBJ)/user/cmd/main.o $(ALL_OBJS)
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
 # ---- hook and .NET apps --------------------------------------------------------------------
-# Each .NET project rebuilds when one of its sources changes; obj/ and bin/ never count.
-dotnet_srcs = $(shell find $(1) \( -name obj -o -name bin \) -prune -o \( -name '*.cs' -o -name '*.csproj' -o -name '*.props' \) -print 2>/dev/null)
-DOTNET_BUILD = $(Q)dotnet build $(1) -c Release -o $(2) -nologo -v q -clp:NoSummary
+# Each .NET project rebuilds when one of its sources changes; obj/ and bin/ never count. The hook's
+# projects keep obj/ and bin/ under $(BUILD) (hook/Directory.Build.props: SpanProfBuildDir).
+dotnet_srcs = $(shell find $(1) \( -name obj -o -name bin \) -prune -o \( -name '*.cs' -o -name '*.csproj' -o -name '*.props' -o -name '*.targets' \) -print 2>/dev/null)
+DOTNET_PROPS = -p:SpanProfBuildDir=$(abspath $(BUILD)) -nologo -v q -clp:NoSummary
+DOTNET_BUILD = $(Q)dotnet build $(1) -c Release -o $(2) $(DOTNET_PROPS)
 
+# The hook: $(HOOK_DLL) is the one file for DOTNET_STARTUP_HOOKS (and what `spanprof record --
+# COMMAND` injects); the package carries the same assembly. Its version is set in one place,
+# hook/Directory.Build.props. SpanProf.Hook.Startup.dll (the same sources under another assembly
+# name) is built for tests/integration/hook-table.sh's two-copies cases and deploy/ only.
+HOOK_VERSION := $(shell sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' hook/Directory.Build.props)
+HOOK_SRCS := $(call dotnet_srcs,hook/src) hook/SpanProf.Hook.csproj hook/Directory.Build.props
 HOOK_DLL := $(BUILD)/hook/SpanProf.Hook.dll
-$(HOOK_DLL): $(call dotnet_srcs,hook/src) hook/SpanProf.Hook.csproj hook/startup/SpanProf.Hook.Startup.csproj | $(DEPS_STAMP)
+HOOK_PKG := $(BUILD)/nuget/SpanProf.Hook.$(HOOK_VERSION).nupkg
+$(HOOK_DLL): $(HOOK_SRCS) hook/startup/SpanProf.Hook.Startup.csproj | $(DEPS_STAMP)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,hook/SpanProf.Hook.csproj,$(BUILD)/hook)
 	$(call DOTNET_BUILD,hook/startup/SpanProf.Hook.Startup.csproj,$(BUILD)/hook)
 	$(Q)touch $@
+
+# `dotnet pack` of what $(HOOK_DLL) built (--no-build: nothing compiles twice), with the package
+# README and the build targets that start the hook at startup (hook/package/).
+$(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
+	$(call msg,PACK,$@)
+	$(Q)rm -f $(BUILD)/nuget/SpanProf.Hook.*.nupkg
+	$(Q)dotnet pack hook/SpanProf.Hook.csproj -c Release --no-build -p:OutputPath=$(abspath $(BUILD))/hook/ \
+		-o $(BUILD)/nuget $(DOTNET_PROPS)
+	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
 APP_DLLS := $(foreach a,HotChain SpanService LoadGen,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
@@ -164,7 +182,16 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
 	$(Q)touch $@
 
+# The hook's xunit tests (tests/hook/): record encoding, slots, keys, label scopes, every disable
+# path (child processes), and the ABI constants against bpf/profiler.h (compiled with $(CC)).
+HOOK_TESTS := tests/hook/SpanProf.Hook.Tests/SpanProf.Hook.Tests.csproj
+# After the apps when both are made: their builds of the hook project share its obj/.
+hooktest: $(HOOK_DLL) | $(APP_DLLS)
+	$(call msg,XUNIT,$(HOOK_TESTS))
+	$(Q)CC=$(CC) dotnet test $(HOOK_TESTS) -c Release $(DOTNET_PROPS)
+
 hook: $(HOOK_DLL)
+pack: $(HOOK_PKG)
 apps: $(HOOK_DLL) $(APP_DLLS)
 
 # ---- unit tests ----------------------------------------------------------------------------
@@ -227,11 +254,16 @@ $(TOOLS):
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -o $@
 
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
-NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table
+NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
+               $(BUILD)/apps/native/forged_stacks
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
+$(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
 $(BUILD)/apps/native/forged_table: tests/apps/native/forged_table.c bpf/profiler.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -265,9 +297,9 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 .PHONY: fuzz
 
 # ---- top-level targets ---------------------------------------------------------------------
-all: $(BUILD)/spanprof $(HOOK_DLL)
+all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 
-test: all apps tools unit
+test: all apps tools unit hooktest
 	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
 
 demo: all apps
@@ -279,5 +311,5 @@ bench: all apps tools $(BUILD)/bench/bench_perfmap
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook apps tools unit test demo bench clean
+.PHONY: all deps hook pack hooktest apps tools unit test demo bench clean
 .DEFAULT_GOAL := all

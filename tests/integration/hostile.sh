@@ -94,3 +94,24 @@ record k2.pb.gz -p "$$" -d 0.5	# any later spanprof run
 grep -q "turned off perf maps left on by a spanprof that died" "$TMP/k2.txt" ||
 	{ cat "$TMP/k2.txt"; fail "the clean-up was not reported"; }
 pass "kill -9 of spanprof: the next run turned the app's perf maps off and removed its files"
+
+# A process that forges frame-pointer chains shows new frames in every sample: frames per process
+# and stacks per profile are capped, the rest kept under [truncated] and counted, nothing dropped.
+FORGED_STACKS=$BUILD/apps/native/forged_stacks
+need_built "$FORGED_STACKS"
+start_app --pid-line --timeout 30 "$TMP/fs.out" "$FORGED_STACKS" 10
+record fs.pb.gz -p "$APP_PID" -d 3 --max-frames 500
+frames=$(sed -n 's/.*frames: \([0-9]*\) distinct.*/\1/p' "$TMP/fs.txt")
+taken=$(grep -o '[0-9]* samples taken' "$TMP/fs.txt" | grep -o '^[0-9]*')
+decode "$TMP/fs.pb.gz"
+[ "$frames" -le 501 ] || fail "$frames distinct frames with --max-frames 500"
+grep -Eq 'truncated \(caps reached\): [1-9][0-9]* frames' "$TMP/fs.txt" || { cat "$TMP/fs.txt"; fail "truncated frames not counted"; }
+[ "$(count_samples "$TMP/fs.json")" = "$taken" ] || fail "samples lost to the frame cap"
+record fs2.pb.gz -p "$APP_PID" -d 3 --max-stacks 40
+taken=$(grep -o '[0-9]* samples taken' "$TMP/fs2.txt" | grep -o '^[0-9]*')
+decode "$TMP/fs2.pb.gz"
+stacks=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/fs2.json')).samples.length")
+[ "$stacks" -le 41 ] || fail "$stacks distinct stacks with --max-stacks 40"
+grep -Eq 'frames past --max-frames, [1-9][0-9]* samples past --max-stacks' "$TMP/fs2.txt" || { cat "$TMP/fs2.txt"; fail "truncated stacks not counted"; }
+[ "$(count_samples "$TMP/fs2.json")" = "$taken" ] || fail "samples lost to the stack cap"
+pass "forged stacks: $frames frames (cap 500), $stacks stacks (cap 40), every sample kept"

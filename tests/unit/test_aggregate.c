@@ -175,12 +175,38 @@ static void test_aggregate_merge_and_single_window(void **state)
 	aggregate__free(a);
 }
 
+/* Past the stack cap a process's samples go to its one [truncated] stack: counted, not dropped. */
+static void test_aggregate_stack_cap(void **state)
+{
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	struct pf_label l = { "span_id", "x" };
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+
+	aggregate__set_max_stacks(a, 3);
+	for (uint32_t i = 0; i < 10; i++) {
+		uint32_t f = 100 + i;
+
+		assert_int_equal(aggregate__add(a, 1, 0, &f, 1, &l, 1), 0);
+	}
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.samples, 10);
+	assert_int_equal(wi.truncated, 7);
+	assert_int_equal(wi.stacks, 4);	/* three kept, one [truncated] */
+	assert_int_equal(build_total(w, per), 10);
+	aggregate__window_free(w);
+	aggregate__free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_aggregate_windows_add_up),
 		cmocka_unit_test(test_aggregate_late_samples_counted),
 		cmocka_unit_test(test_aggregate_merge_and_single_window),
+		cmocka_unit_test(test_aggregate_stack_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

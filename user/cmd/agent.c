@@ -416,6 +416,8 @@ int agent__run(const struct agent_opts *o)
 		.dotnet_only = !o->all_processes,
 		.first_window_ns = (uint64_t)(o->interval * 1e9),
 		.interval_ns = (uint64_t)(o->interval * 1e9),
+		.max_frames = o->max_frames,
+		.max_stacks = o->max_stacks,
 		.verbose = o->verbose,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };

@@ -39,6 +39,7 @@ struct agent_opts {
 	uint64_t queue_bytes;
 	uint32_t flush_timeout_ms;
 	uint32_t ringbuf_mb;
+	uint32_t max_frames, max_stacks;
 	int verbose;
 };
 

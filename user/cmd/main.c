@@ -45,6 +45,9 @@ static const char usage_record[] =
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
 	"      --user NAME        run COMMAND as this user (spanprof itself stays root)\n"
+	"      --max-frames N     distinct frames kept per process (default 100000)\n"
+	"      --max-stacks N     distinct stacks and label sets kept (default 200000); past\n"
+	"                         either cap samples are kept under [truncated] and counted\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -89,6 +92,9 @@ static const char usage_agent[] =
 	"                             Pyroscope's span_id = local root span\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
 	"      --ringbuf-mb N         ring buffer size in MiB (default 8)\n"
+	"      --max-frames N         distinct frames kept per process (default 100000)\n"
+	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
+	"                             cap samples are kept under [truncated] and counted\n"
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 
@@ -126,7 +132,7 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
-	       OPT_BPF_STATS, OPT_USER };
+	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -140,6 +146,8 @@ static int cmd_record(int argc, char **argv)
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
 		{ "user", required_argument, NULL, OPT_USER },
+		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
+		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -219,6 +227,12 @@ static int cmd_record(int argc, char **argv)
 		case OPT_USER:
 			o.user = optarg;
 			break;
+		case OPT_MAX_FRAMES:
+		case OPT_MAX_STACKS:
+			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0)
+				return bad_usage("bad cap (a whole number > 0)", optarg);
+			*(c == OPT_MAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -246,7 +260,8 @@ static int cmd_agent(int argc, char **argv)
 {
 	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
-	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_OTLP,
+	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
+	       OPT_AMAX_STACKS, OPT_OTLP,
 	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
@@ -276,6 +291,8 @@ static int cmd_agent(int argc, char **argv)
 		{ "full-span-labels", no_argument, NULL, OPT_FULL },
 		{ "no-enable-perfmap", no_argument, NULL, OPT_NO_ENABLE },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+		{ "max-frames", required_argument, NULL, OPT_AMAX_FRAMES },
+		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -419,6 +436,12 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		case OPT_NO_ENABLE:
 			o.enable_perfmap = 0;
+			break;
+		case OPT_AMAX_FRAMES:
+		case OPT_AMAX_STACKS:
+			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0)
+				return bad_usage("bad cap (a whole number > 0)", optarg);
+			*(c == OPT_AMAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
 			break;
 		case OPT_RINGBUF:
 			if (parse_uint(optarg, 1024, &v) || v == 0)

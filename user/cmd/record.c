@@ -86,6 +86,8 @@ int record__run(const struct record_opts *o)
 		.perfmap_type = 1,
 		.show_tiers = o->show_tiers,
 		.pyroscope_labels = o->pyroscope_labels,
+		.max_frames = o->max_frames,
+		.max_stacks = o->max_stacks,
 		.verbose = o->verbose,
 	};
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };

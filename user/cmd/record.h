@@ -26,6 +26,8 @@ struct record_opts {
 	int bpf_stats;		/* measure the sampler's run time (BPF_ENABLE_STATS) */
 	char *const *command;	/* `record -- COMMAND ARGS`: run and profile it and its children */
 	const char *user;	/* --user: run the command as this user */
+	uint32_t max_frames;	/* --max-frames */
+	uint32_t max_stacks;	/* --max-stacks */
 };
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a

@@ -155,6 +155,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", out of memory %" PRIu64 ", unencodable labels %" PRIu64 "\n",
 		c[SP_CNT_LOST_RINGBUF], c[SP_CNT_LOST_SCRATCH], cnt.malformed, cnt.dropped_nomem,
 		cnt.refused);
+	if (st.truncated || cnt.stacks_truncated)
+		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames, %" PRIu64
+			" samples past --max-stacks (kept, as [truncated])\n", st.truncated,
+			cnt.stacks_truncated);
 	if (cnt.leftovers_undone)
 		fprintf(f, "  turned off perf maps left on by a spanprof that died: %" PRIu64
 			" processes\n", cnt.leftovers_undone);

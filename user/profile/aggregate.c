@@ -17,12 +17,14 @@ struct agg_window {
 	struct intern *stacks;	/* [proc, lset, frame...] (u32) -> id */
 	uint64_t *counts;	/* by stack id */
 	size_t cap;
-	uint64_t samples, late;
+	uint64_t samples, late, truncated;
+	uint32_t max_stacks;
 };
 
 struct aggregator {
 	struct agg_window *cur, *next;
 	uint64_t interval;
+	uint32_t max_stacks;
 };
 
 static struct agg_window *window_new(uint64_t start, uint64_t end)
@@ -75,6 +77,11 @@ struct aggregator *aggregate__new(uint64_t first_end_ns, uint64_t interval_ns)
 	return a;
 }
 
+void aggregate__set_max_stacks(struct aggregator *a, uint32_t max)
+{
+	a->max_stacks = a->cur->max_stacks = a->next->max_stacks = max;
+}
+
 void aggregate__free(struct aggregator *a)
 {
 	if (!a)
@@ -84,11 +91,12 @@ void aggregate__free(struct aggregator *a)
 	free(a);
 }
 
-/* Label set as one interned byte string "k\0v\0k\0v\0...". */
+/* Label set as one interned byte string "k\0v\0k\0v\0..."; -ENOSPC past the window's cap. */
 static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n)
 {
 	char buf[LSET_MAX];
 	size_t len = 0;
+	int64_t id;
 
 	for (size_t i = 0; i < n; i++) {
 		size_t kl = strlen(l[i].key) + 1, vl = strlen(l[i].value) + 1;
@@ -99,6 +107,9 @@ static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n)
 		memcpy(buf + len + kl, l[i].value, vl);
 		len += kl + vl;
 	}
+	if (w->max_stacks && intern__count(w->lsets) >= w->max_stacks &&
+	    (id = intern__find(w->lsets, buf, len)) < 0)
+		return -ENOSPC;
 	return intern__id(w->lsets, buf, len, NULL);
 }
 
@@ -112,11 +123,21 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 	if (n_frames > MAX_FRAMES)
 		n_frames = MAX_FRAMES;
 	ls = lset_id(w, labels, n_labels);
-	if (ls < 0)
+	if (ls < 0 && ls != -ENOSPC)
 		return ls;
 	key[0] = proc;
 	key[1] = ls;
 	memcpy(key + 2, frames, n_frames * sizeof(*frames));
+	if (ls == -ENOSPC || (w->max_stacks && intern__count(w->stacks) >= w->max_stacks &&
+			      intern__find(w->stacks, key, (2 + n_frames) * sizeof(*key)) < 0)) {
+		/* Past the cap: the process's one [truncated] stack, with no labels. */
+		if ((ls = intern__id(w->lsets, "", 0, NULL)) < 0)
+			return ls;
+		key[1] = ls;
+		key[2] = AGG_TRUNCATED_FRAME;
+		n_frames = 1;
+		w->truncated++;
+	}
 	id = intern__id(w->stacks, key, (2 + n_frames) * sizeof(*key), NULL);
 	if (id < 0)
 		return id;
@@ -136,6 +157,7 @@ struct agg_window *aggregate__cut(struct aggregator *a)
 
 	if (!n)
 		return NULL;
+	n->max_stacks = a->max_stacks;
 	a->cur = a->next;
 	a->next = n;
 	return closed;
@@ -159,6 +181,7 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->samples = w->samples;
 	out->stacks = intern__count(w->stacks);
 	out->late = w->late;
+	out->truncated = w->truncated;
 	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + w->cap * sizeof(*w->counts);
 }
 
@@ -192,7 +215,9 @@ static int64_t frame_location(struct loc_cache *c, const struct agg_sink *sink, 
 	if (VEC_RESERVE(c->locs, c->cap, (size_t)id + 1))
 		return -ENOMEM;
 	memset(&f, 0, sizeof(f));
-	if ((err = sink->frame(sink->arg, proc, frame, &f)))
+	if (frame == AGG_TRUNCATED_FRAME)
+		f.name = "[truncated: too many distinct stacks]";
+	else if ((err = sink->frame(sink->arg, proc, frame, &f)))
 		f.name = "[unknown]";
 	if (f.has_mapping && !(mapping = profile__mapping(prof, &f.mapping)))
 		return -ENOMEM;

@@ -35,7 +35,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 {
 	struct engine *e = calloc(1, sizeof(*e));
 	struct symbolizer_opts so = { .show_tiers = o->show_tiers,
-				      .maps_refresh_ns = MAPS_REFRESH_NS };
+				      .maps_refresh_ns = MAPS_REFRESH_NS,
+				      .max_frames = o->max_frames ? o->max_frames : ENGINE_MAX_FRAMES };
 
 	if (!e) {
 		fprintf(stderr, "spanprof: out of memory\n");
@@ -244,6 +245,7 @@ int engine__attach(struct engine *e)
 		fprintf(stderr, "spanprof: out of memory\n");
 		return 2;
 	}
+	aggregate__set_max_stacks(e->agg, e->o.max_stacks ? e->o.max_stacks : ENGINE_MAX_STACKS);
 	return 0;
 }
 
@@ -275,8 +277,13 @@ struct agg_window *engine__cut(struct engine *e)
 		return NULL;
 	}
 	w = aggregate__cut(e->agg);
-	if (w)
+	if (w) {
+		struct agg_window_info wi;
+
+		aggregate__info(w, &wi);
+		e->c.stacks_truncated += wi.truncated;
 		e->c.windows++;
+	}
 	return w;
 }
 

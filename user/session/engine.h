@@ -14,6 +14,10 @@
 struct proc;
 struct proctab;
 
+/* Default caps on what a hostile process can make us hold: past them, a counted [truncated]. */
+#define ENGINE_MAX_FRAMES 100000
+#define ENGINE_MAX_STACKS 200000
+
 struct engine_opts {
 	struct bpfsession_opts bpf;
 	int enable_perfmap;	/* turn perf maps on in sampled .NET processes that lack them */
@@ -24,6 +28,8 @@ struct engine_opts {
 	int perfmaps_ours;	/* perf maps were turned on by us (record -- COMMAND): remove them */
 	uint64_t first_window_ns;	/* length of the first window from attach; 0: one window */
 	uint64_t interval_ns;	/* of every later window */
+	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
+	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
 	int verbose;
 };
 
@@ -37,6 +43,7 @@ struct engine_counters {
 	uint64_t not_target;	/* samples of processes the front-end does not profile */
 	uint64_t refused;	/* samples a profile refused (a label no writer could encode) */
 	uint64_t windows;	/* windows cut */
+	uint64_t stacks_truncated;	/* samples past the stack cap (in [truncated] stacks) */
 	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
 	uint64_t procs_pruned;	/* exited processes whose entry was freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */

@@ -42,6 +42,8 @@ struct frame {
 	uint8_t pad[7];
 };
 
+#define TRUNCATED_ADDR UINT64_MAX	/* the key of a process's [truncated] frame */
+
 struct proc_syms {
 	struct intern *keys;	/* addr -> frame index */
 	struct frame *frames;
@@ -279,6 +281,12 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 		return -ENOMEM;
 	if (!leaf)
 		addr--;
+	/* A process that forges stacks gets one frame for all it shows past the cap. */
+	if (sym->opts.max_frames && intern__count(ps->keys) >= sym->opts.max_frames &&
+	    intern__find(ps->keys, &addr, sizeof(addr)) < 0) {
+		sym->stats.truncated++;
+		addr = TRUNCATED_ADDR;
+	}
 	id = intern__id(ps->keys, &addr, sizeof(addr), &added);
 	if (id < 0 || !added)
 		return id;
@@ -288,6 +296,10 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	fr->addr = addr;
 	fr->time_ns = time_ns;
 	sym->stats.frames++;
+	if (addr == TRUNCATED_ADDR) {
+		fr->name = str_id(sym, "[truncated: too many distinct frames in this process]");
+		return fr->name ? id : -ENOMEM;
+	}
 
 	/* A mapping we have not seen yet: the process mapped something since we last looked. */
 	v = proc__vma(p, addr);

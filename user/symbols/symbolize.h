@@ -14,6 +14,7 @@ struct symbolizer_opts {
 	const char *kallsyms;	/* "/proc/kallsyms" */
 	int show_tiers;		/* append " [OptimizedTier1]" etc. to .NET frame names */
 	uint64_t maps_refresh_ns;	/* minimum interval between re-reads of a process's maps */
+	uint32_t max_frames;	/* distinct frames per process; past it: one [truncated] frame (0: no cap) */
 };
 
 struct symbolizer_stats {
@@ -25,6 +26,7 @@ struct symbolizer_stats {
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
+	uint64_t truncated;	/* frames past a process's max_frames, shown as [truncated] */
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
 };
 
