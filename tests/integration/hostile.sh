@@ -102,6 +102,8 @@ need_built "$FORGED_STACKS"
 start_app --pid-line --timeout 30 "$TMP/fs.out" "$FORGED_STACKS" 10
 record fs.pb.gz -p "$APP_PID" -d 3 --max-frames 500
 frames=$(sed -n 's/.*frames: \([0-9]*\) distinct.*/\1/p' "$TMP/fs.txt")
+kframes=$(sed -n 's/.*frames: .*, kernel \([0-9]*\).*/\1/p' "$TMP/fs.txt")
+frames=$((frames - kframes))	# the cap is on the process's own frames
 taken=$(grep -o '[0-9]* samples taken' "$TMP/fs.txt" | grep -o '^[0-9]*')
 decode "$TMP/fs.pb.gz"
 [ "$frames" -le 501 ] || fail "$frames distinct frames with --max-frames 500"
@@ -115,3 +117,20 @@ stacks=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/fs2.json')).sampl
 grep -Eq 'frames past --max-frames, [1-9][0-9]* samples past --max-stacks' "$TMP/fs2.txt" || { cat "$TMP/fs2.txt"; fail "truncated stacks not counted"; }
 [ "$(count_samples "$TMP/fs2.json")" = "$taken" ] || fail "samples lost to the stack cap"
 pass "forged stacks: $frames frames (cap 500), $stacks stacks (cap 40), every sample kept"
+
+# A perf map that is not the process's own: in the jit dir of a process running as nobody, a hard
+# link to a root-only file. spanprof (root) must refuse it after opening it, never read it.
+chmod o+x "$TMP"
+mkdir -p "$TMP/jd"
+chmod 777 "$TMP/jd"
+printf '100000000 100000 SECRET_ROOT_ONLY_NAME\n' > "$TMP/secret"
+chmod 600 "$TMP/secret"
+start_app --pid-line --timeout 30 "$TMP/h.out" setpriv --reuid=65534 --regid=65534 --clear-groups \
+	env DOTNET_PerfMapJitDumpPath="$TMP/jd" "$FORGED" garbage 20 "$TMP/jd/libcoreclr.so"
+pid=$APP_PID
+ln "$TMP/secret" "$TMP/jd/perf-$pid.map"
+record h.pb.gz -p "$pid" -d 2 --no-enable-perfmap
+grep -q "pid $pid .*refused .*perf-$pid.map" "$TMP/h.txt" || { cat "$TMP/h.txt"; fail "a root-only hard link as perf map was not refused"; }
+grep -Eq "pid $pid .*; 0 code ranges" "$TMP/h.txt" || fail "the refused perf map was read"
+! grep -q SECRET_ROOT_ONLY "$TMP/h.pb.gz" "$TMP/h.txt" || fail "the root-only file's content leaked"
+pass "perf map not owned by the process (hard link to a root-only file) refused: $(grep -o 'refused[^;]*' "$TMP/h.txt" | head -1)"

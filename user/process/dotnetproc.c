@@ -71,6 +71,29 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 	return d;
 }
 
+/*
+ * The runtime writes its files as the process's user, as new files with one link. Anything else
+ * was put there (a bind mount or a hard link of a file the process could never write: a root-only
+ * file of the host), and we would read it as root: checked on what was opened, not on the path.
+ * Refused (fd closed, -1) with the reason in the state.
+ */
+static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, const char *stem,
+			const char *ext)
+{
+	struct stat st;
+
+	if (*fd < 0 || p->uid < 0)
+		return;
+	if (!fstat(*fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+	    (int64_t)st.st_uid == p->uid)
+		return;
+	set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: %s", d->files.dir, stem, p->nspid, ext,
+		  st.st_nlink != 1 ? "a hard link (not the runtime's file)" :
+				     "not owned by the process's user (not the runtime's file)");
+	close(*fd);
+	*fd = -1;
+}
+
 /* Open whichever of the two files is not open yet. */
 static void open_files(struct proc *p, struct dotnet_state *d)
 {
@@ -82,6 +105,8 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	    (!d->files.dir[0] && dotnet__jit_dir(p->dir_fd, d->files.dir, sizeof(d->files.dir))) ||
 	    dotnet__open_jit_files_in(p->root_fd, d->files.dir, p->nspid, &f))
 		return;
+	not_its_own(p, d, &f.map_fd, "perf", "map");
+	not_its_own(p, d, &f.jitdump_fd, "jit", "dump");
 	if (d->files.map_fd < 0 && f.map_fd >= 0) {
 		d->files.map_fd = f.map_fd;
 		f.map_fd = -1;

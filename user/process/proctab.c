@@ -100,6 +100,19 @@ void maps__free(struct vma *v, size_t n)
 	free(v);
 }
 
+/* The effective uid (as this host sees it) from "Uid:" in /proc/<pid>/status, or -1. */
+static int64_t proc_euid(int dir_fd)
+{
+	char buf[8192], *s;
+	unsigned long real, eff;
+	long len = read_small_file(dir_fd, "status", buf, sizeof(buf));
+
+	s = len > 0 ? strstr(buf, "\nUid:") : NULL;
+	if (!s || sscanf(s + 5, "%lu %lu", &real, &eff) != 2)
+		return -1;
+	return eff;
+}
+
 static void proc_free(struct proc *p)
 {
 	if (!p)
@@ -300,6 +313,7 @@ static void proc_open(struct proctab *pt, struct proc *p, int dir_fd)
 		p->root_fd = -1;
 	if (procfs__nspid(p->dir_fd, &p->nspid))
 		p->nspid = p->pid;
+	p->uid = proc_euid(p->dir_fd);
 	proc__read_maps(p);
 	return;
 gone:
@@ -336,6 +350,7 @@ static struct proc *get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, 
 	p->dir_fd = -1;
 	p->root_fd = -1;
 	p->nspid = pid;
+	p->uid = -1;
 	p->env = pt->env;
 	if (comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);

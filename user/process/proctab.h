@@ -31,6 +31,7 @@ struct runtime_env;
 struct proc {
 	uint32_t pid;
 	int nspid;		/* its pid inside its own pid namespace (the name of its files) */
+	int64_t uid;		/* effective uid, as the host sees it; -1 unknown */
 	uint32_t idx;		/* dense index, stable while the process is in the table */
 	uint64_t start_ticks;	/* group leader's start, /proc/<pid>/stat field 22 (10 ms ticks):
 				 * pid + start_ticks is the identity across pid reuse */
