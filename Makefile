@@ -255,11 +255,15 @@ $(TOOLS):
 
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
-               $(BUILD)/apps/native/forged_stacks
+               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
+$(BUILD)/apps/native/many_maps: tests/apps/native/many_maps.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
 $(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

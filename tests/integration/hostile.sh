@@ -134,3 +134,15 @@ grep -q "pid $pid .*refused .*perf-$pid.map" "$TMP/h.txt" || { cat "$TMP/h.txt";
 grep -Eq "pid $pid .*; 0 code ranges" "$TMP/h.txt" || fail "the refused perf map was read"
 ! grep -q SECRET_ROOT_ONLY "$TMP/h.pb.gz" "$TMP/h.txt" || fail "the root-only file's content leaked"
 pass "perf map not owned by the process (hard link to a root-only file) refused: $(grep -o 'refused[^;]*' "$TMP/h.txt" | head -1)"
+
+# A young process with 60,000 mappings: its maps are re-read less often the more a read costs, so
+# spanprof's CPU stays small (it was ~1 s of CPU per 8 s with a re-read every 250 ms).
+MANY_MAPS=$BUILD/apps/native/many_maps
+need_built "$MANY_MAPS"
+start_app --pid-line --timeout 60 "$TMP/mm.out" "$MANY_MAPS" 60000 15
+[ "$(wc -l < "/proc/$APP_PID/maps")" -ge 50000 ] || fail "many_maps has only $(wc -l < "/proc/$APP_PID/maps") mappings"
+record mm.pb.gz -p "$APP_PID" -d 8
+cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/mm.txt")
+note "60,000 mappings: spanprof used $cpu ms of CPU while sampling 8 s"
+[ "$cpu" -le 400 ] || fail "$cpu ms of CPU in 8 s for one process with 60,000 mappings"
+pass "60,000 mappings: $cpu ms of CPU in an 8 s recording"

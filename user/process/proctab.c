@@ -20,6 +20,7 @@
  * short-lived processes costs nothing once they are gone.
  */
 #define NO_IDX UINT32_MAX
+#define MAPS_COST_FACTOR 50	/* a maps re-read waits at least 50 times what the last one cost */
 
 struct proctab {
 	char proc_root[64];
@@ -264,6 +265,7 @@ int proc__read_maps(struct proc *p)
 	}
 	err = maps__parse(buf, len, &v, &n, NULL);
 	free(buf);
+	p->maps_cost_ns = now_ns() - p->maps_read_ns;
 	if (err)
 		return err;
 	maps__free(p->vmas, p->nvmas);
@@ -277,6 +279,10 @@ int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns)
 {
 	if (p->gone)
 		return -ESRCH;
+	/* A process with a huge map (tens of thousands of mappings) is re-read less often: re-reads
+	 * cost at most about 2 % of a core, whoever asks for them. */
+	if (min_interval_ns < MAPS_COST_FACTOR * p->maps_cost_ns)
+		min_interval_ns = MAPS_COST_FACTOR * p->maps_cost_ns;
 	if (now_ns() - p->maps_read_ns < min_interval_ns)
 		return -EAGAIN;
 	return proc__read_maps(p);

@@ -46,6 +46,7 @@ struct proc {
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
+	uint64_t maps_cost_ns;	/* what that read and parse cost */
 	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
 	const struct runtime_env *env;	/* the session's, for its runtimes */
 	struct rt_instance rt[RT__MAX];	/* runtime instances (runtime.h) */
@@ -84,7 +85,8 @@ uint64_t proc__age_ns(const struct proc *p);
 int proc__young(const struct proc *p);	/* younger than RUNTIME_YOUNG_NS */
 /* Re-read /proc/<pid>/maps and tell the runtimes (runtime__maps_changed). 0 or -errno (-ESRCH:
  * the process is gone). proc__refresh_maps does it only when the last read is older than
- * min_interval_ns: 0 when re-read, -EAGAIN when too soon. */
+ * min_interval_ns, and than 50 times what the last read cost: 0 when re-read, -EAGAIN when too
+ * soon. */
 int proc__read_maps(struct proc *p);
 int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns);
 /* Whether the process still runs (its /proc directory still reads); sets gone when not. */

@@ -194,9 +194,8 @@ static void poll_processes(struct engine *e)
 			continue;
 		}
 		/* A process seen while starting may load a runtime a moment later. */
-		if (p->sampled && !runtime__has(p, RT_DOTNET) && proc__young(p) &&
-		    now - p->maps_read_ns > YOUNG_MAPS_NS)
-			proc__read_maps(p);
+		if (p->sampled && !runtime__has(p, RT_DOTNET) && proc__young(p))
+			proc__refresh_maps(p, YOUNG_MAPS_NS);
 		runtime__poll(p, now);
 	}
 }
