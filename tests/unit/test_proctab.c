@@ -172,6 +172,10 @@ static void test_proctab_refresh_on_miss(void **state)
 						  "500000-501000 r-xp 00000000 fd:01 2 /lib/b.so\n");
 	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);
 	assert_null(proc__vma(p, 0x500000));
+	/* Right after a read even "now" waits for 50 times what it cost; a second later it does not. */
+	p->maps_cost_ns = 1000000;
+	assert_int_equal(proc__refresh_maps(p, 0), -EAGAIN);
+	p->maps_read_ns -= 1000000000ull;
 	assert_int_equal(proc__refresh_maps(p, 0), 0);
 	assert_non_null(proc__vma(p, 0x500000));
 	assert_string_equal(proc__vma(p, 0x500800)->path, "/lib/b.so");
