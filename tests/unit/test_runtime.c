@@ -257,7 +257,7 @@ static void test_runtime_detect_through_proctab(void **state)
 	assert_false(runtime__has(p, 0));
 
 	testutil__proc_file(root, "321", "maps", MAPS_RT0);
-	assert_int_equal(proc__refresh_maps(p, 0), 0);
+	assert_int_equal(proc__read_maps(p), 0);
 	assert_true(runtime__has(p, 0));
 	assert_non_null(runtime__state(p, 0));
 	runtime__poll(p, now_ns());
