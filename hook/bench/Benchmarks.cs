@@ -1,7 +1,7 @@
 // Benchmarks.cs: what the hook costs per ExecutionContext switch, per span and per label scope.
 //
 // Every benchmark runs twice, Hook=false (assembly loaded, hook never started) and Hook=true
-// (SpanProf.Start() in GlobalSetup). BenchmarkDotNet runs each case in its own process, so the two
+// (Hook.EnsureStarted in GlobalSetup). BenchmarkDotNet runs each case in its own process, so the two
 // never share a started hook.
 using System;
 using System.Diagnostics;
@@ -31,14 +31,14 @@ public class EcSwitch
             Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
         };
         ActivitySource.AddActivityListener(_listener);
-        if (Hook && !SpanProf.Start())
+        if (Hook && !SpanProfHook.Hook.EnsureStarted("bench"))
             throw new InvalidOperationException("hook did not start");
         // A context holding a span (and, with the hook, its state), captured on another thread so
         // the benchmark thread itself stays on the default context.
         _spanCtx = Task.Run(() =>
         {
             Activity? a = Src.StartActivity("request");
-            using (Hook ? SpanProf.Label("tenant", "acme") : default)
+            using (Hook ? new SpanProf.Label("tenant", "acme") : default)
                 return ExecutionContext.Capture();
         }).Result;
     }
@@ -85,7 +85,7 @@ public class Callback
     [GlobalSetup]
     public void Setup()
     {
-        if (!SpanProf.Start())
+        if (!SpanProfHook.Hook.EnsureStarted("bench"))
             throw new InvalidOperationException("hook did not start");
         using var listener = new ActivityListener
         {
@@ -116,7 +116,7 @@ public class Labels
     [GlobalSetup]
     public void Setup()
     {
-        if (!SpanProf.Start())
+        if (!SpanProfHook.Hook.EnsureStarted("bench"))
             throw new InvalidOperationException("hook did not start");
     }
 
@@ -124,7 +124,7 @@ public class Labels
     [Benchmark]
     public void LabelScope()
     {
-        using (SpanProf.Label("tenant", "acme"))
+        using (new SpanProf.Label("tenant", "acme"))
         {
         }
     }

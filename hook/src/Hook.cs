@@ -3,6 +3,7 @@ using System;
 using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
+using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Threading;
 
@@ -79,7 +80,7 @@ namespace SpanProfHook
                         finally
                         {
                             // Published even when start-up failed, so no other copy tries again.
-                            AppContext.SetData(ApiKey, new object[]
+                            AppDomain.CurrentDomain.SetData(ApiKey, new object[] // = AppContext.SetData (public only from .NET 7)
                             {
                                 (Func<string, string, object?>)PushLocal,
                                 (Action<object?>)PopLocal,
@@ -99,6 +100,20 @@ namespace SpanProfHook
             return IsActive;
         }
 
+        /// <summary>The oldest runtime the hook serves (it is built for net6.0 only so that older
+        /// runtimes can load it and be told so). Tested on .NET 8, 9 and 10.</summary>
+        internal const int MinRuntimeMajor = 8;
+
+        /// <summary>Null when the hook can serve this runtime, else the one-line reason.</summary>
+        internal static string? RuntimeRefusal(Version runtime, string? fault)
+        {
+            if (fault == "runtime")
+                runtime = new Version(7, 0, 20); // tests: behave as on an unsupported runtime
+            if (runtime.Major >= MinRuntimeMajor)
+                return null;
+            return $".NET {runtime} is not supported (the hook needs .NET {MinRuntimeMajor} or later); the app runs without span labels";
+        }
+
         private static void StartOwner()
         {
             if (!OperatingSystem.IsLinux())
@@ -111,6 +126,12 @@ namespace SpanProfHook
                 Verbose("disabled by SPANPROF_HOOK_DISABLE=1");
                 return;
             }
+            string? fault = Fault.Name; // tests only
+            if (RuntimeRefusal(Environment.Version, fault) is string refusal)
+            {
+                Disable(refusal);
+                return;
+            }
             string maps = File.ReadAllText("/proc/self/maps");
             if (maps.Contains("/memfd:" + Table.MemfdName, StringComparison.Ordinal))
             {
@@ -118,7 +139,6 @@ namespace SpanProfHook
                 return;
             }
             uint slots = Table.SlotCountFor(Environment.GetEnvironmentVariable("SPANPROF_MAX_THREADS"));
-            string? fault = Environment.GetEnvironmentVariable("SPANPROF_HOOK_FAULT"); // tests only
             Table? table = Table.Create(slots, fault, out string? error);
             if (table == null)
             {
@@ -129,12 +149,18 @@ namespace SpanProfHook
             StartProcessContext(table, maps, fault);
             s_state = new AsyncLocal<State?>(OnStateChanged);
             s_enabled = true;
-            Activity.CurrentChanged += OnActivityChanged;
+            if (!SpanChanges.Subscribe(out string? why))
+            {
+                Disable(why!);
+                return;
+            }
             if (Activity.Current is Activity current)
                 s_state.Value = new State(current, null);
             if (Environment.GetEnvironmentVariable("SPANPROF_PYROSCOPE_PROFILE_ID") == "1")
                 AddPyroscopeListener();
             Verbose($"table at 0x{(ulong)table.Base:x}, {table.SlotCount} slots of {table.SlotSize} bytes ({s_origin})");
+            if (fault != null)
+                Fault.At("startup"); // a failure after the table exists: Disable must free it
         }
 
         internal static ProcessContext? CurrentContext => s_context;
@@ -192,7 +218,7 @@ namespace SpanProfHook
                 return;
             try
             {
-                Activity.CurrentChanged -= OnActivityChanged;
+                SpanChanges.Unsubscribe();
                 s_pyroscope?.Dispose();
                 s_table?.ReleaseAll();
                 s_context?.DropThreadLocal();
@@ -219,7 +245,7 @@ namespace SpanProfHook
         }
 
         // Activity.Current was set explicitly (start, stop, assignment): new state for this context.
-        private static void OnActivityChanged(object? sender, ActivityChangedEventArgs e)
+        internal static void OnActivityChanged(Activity? act)
         {
             if (!s_enabled)
                 return;
@@ -227,7 +253,8 @@ namespace SpanProfHook
             {
                 AsyncLocal<State?> al = s_state!;
                 State? cur = al.Value;
-                Activity? act = e.Current;
+                if (Fault.Name != null)
+                    Fault.At("span-change");
                 if (ReferenceEquals(cur?.Activity, act))
                     return;
                 LabelSet? labels = cur?.Labels;
@@ -254,6 +281,8 @@ namespace SpanProfHook
                 return;
             try
             {
+                if (Fault.Name != null)
+                    Fault.At("switch");
                 Publish(args.CurrentValue);
             }
             catch (Exception ex)
@@ -343,6 +372,8 @@ namespace SpanProfHook
                 return NotApplied;
             try
             {
+                if (Fault.Name != null)
+                    Fault.At("label");
                 int idx = s_table!.KeyIndex(key);
                 if (idx < 0)
                 {
@@ -368,6 +399,8 @@ namespace SpanProfHook
                 return;
             try
             {
+                if (Fault.Name != null)
+                    Fault.At("label-end");
                 var prev = (State?)token;
                 // The span may have changed inside the scope (started and not yet stopped): keep
                 // the current span, restore only the labels.
@@ -406,6 +439,65 @@ namespace SpanProfHook
             };
             ActivitySource.AddActivityListener(l);
             s_pyroscope = l;
+        }
+    }
+
+    /// <summary>
+    /// Activity.CurrentChanged (.NET 7+), subscribed by reflection: the assembly is built for net6.0
+    /// (so that a .NET 6 or 7 runtime can load it and be told it is not served), whose
+    /// DiagnosticSource has no such event. The handler is OnChanged&lt;ActivityChangedEventArgs&gt;,
+    /// made once at start: an ordinary delegate call. It reads Activity.Current (one AsyncLocal
+    /// read more than e.Current; not measured separately), which the runtime sets just before it
+    /// raises the event, to the value of e.Current.
+    /// </summary>
+    internal static class SpanChanges
+    {
+        private static EventInfo? s_event;
+        private static Delegate? s_handler;
+
+        public static bool Subscribe(out string? error)
+        {
+            error = null;
+            EventInfo? ev = typeof(Activity).GetEvent("CurrentChanged", BindingFlags.Public | BindingFlags.Static);
+            Type? handlerType = ev?.EventHandlerType;
+            if (ev == null || handlerType == null || !handlerType.IsGenericType)
+            {
+                error = "Activity.CurrentChanged not found (System.Diagnostics.DiagnosticSource older than 7.0)";
+                return false;
+            }
+            Type args = handlerType.GetGenericArguments()[0];
+            MethodInfo open = typeof(SpanChanges).GetMethod(nameof(OnChanged), BindingFlags.NonPublic | BindingFlags.Static)!;
+            Delegate d = Delegate.CreateDelegate(handlerType, open.MakeGenericMethod(args));
+            ev.AddEventHandler(null, d);
+            s_event = ev;
+            s_handler = d;
+            return true;
+        }
+
+        public static void Unsubscribe()
+        {
+            if (s_event != null && s_handler != null)
+                s_event.RemoveEventHandler(null, s_handler);
+        }
+
+        private static void OnChanged<TArgs>(object? sender, TArgs e) => Hook.OnActivityChanged(Activity.Current);
+    }
+
+    /// <summary>
+    /// SPANPROF_HOOK_FAULT (tests only): a failure to inject at one site. Read once; a static
+    /// readonly null is a constant to the optimizing JIT, so the checks cost nothing in production.
+    /// Sites: memfd, ftruncate, mmap (table creation), runtime (an unsupported runtime), startup,
+    /// span-change, switch, label, label-end (an exception there), otelctx, otelctx-memfd.
+    /// </summary>
+    internal static class Fault
+    {
+        internal static readonly string? Name = Environment.GetEnvironmentVariable("SPANPROF_HOOK_FAULT");
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        internal static void At(string site)
+        {
+            if (Name == site)
+                throw new InvalidOperationException("fault injected at " + site);
         }
     }
 }

@@ -8,7 +8,7 @@ using System.Threading;
 
 namespace SpanProfHook
 {
-    /// <summary>User labels of a context: key index -> UTF-8 value (<= 255 bytes). Immutable.</summary>
+    /// <summary>User labels of a context: key index -&gt; UTF-8 value (at most 255 bytes). Immutable.</summary>
     internal sealed class LabelSet
     {
         public readonly byte[] Keys;
@@ -108,7 +108,8 @@ namespace SpanProfHook
 
     internal static class RecordEncoder
     {
-        public const int OffValid = 24, OffFlags = 25, OffAttrsSize = 26;
+        // OTEP 4947 record offsets (SP_CTX_OFF_*); the attributes start at Table.RecordHead.
+        public const int OffTraceId = 0, OffSpanId = 16, OffValid = 24, OffFlags = 25, OffAttrsSize = 26;
 
         /// <summary>Labels that did not fit in the record or the key table.</summary>
         public static long Dropped;
@@ -136,9 +137,9 @@ namespace SpanProfHook
             {
                 // The ids are stored as hex strings in the Activity (ToHexString does not allocate):
                 // decode them here, faster than ActivityTraceId.CopyTo on .NET 10.
-                if (!HexToBytes(a.TraceId.ToHexString(), buf.Slice(0, 16)) ||
-                    !HexToBytes(a.SpanId.ToHexString(), buf.Slice(16, 8)))
-                    buf.Slice(0, 24).Clear(); // not W3C ids: publish as "no span"
+                if (!HexToBytes(a.TraceId.ToHexString(), buf.Slice(OffTraceId, 16)) ||
+                    !HexToBytes(a.SpanId.ToHexString(), buf.Slice(OffSpanId, 8)))
+                    buf.Slice(0, OffValid).Clear(); // not W3C ids: publish as "no span"
                 buf[OffFlags] = (byte)a.ActivityTraceFlags;
 
                 // Local root: the top of the in-process parent chain (a remote parent is not an
@@ -147,7 +148,7 @@ namespace SpanProfHook
                 while (root.Parent != null)
                     root = root.Parent;
                 string rootId = root.SpanId.ToHexString();
-                buf[n++] = 0; // SP_KEY_LOCAL_ROOT_SPAN_ID
+                buf[n++] = Table.KeyLocalRootSpanId;
                 buf[n++] = 16;
                 for (int i = 0; i < 16; i++)
                     buf[n + i] = (byte)(i < rootId.Length ? rootId[i] | 0x20 : '0'); // lowercase
@@ -155,7 +156,7 @@ namespace SpanProfHook
                 rootName = root.DisplayName; // compared by identity in State.Record
                 localRoot = root;
                 Utf8.FromUtf16(rootName ?? "", buf.Slice(n + 2, 255), out _, out int w, replaceInvalidSequences: true, isFinalBlock: true);
-                buf[n] = 1; // SP_KEY_SPAN_NAME
+                buf[n] = Table.KeySpanName;
                 buf[n + 1] = (byte)w;
                 n += 2 + w;
             }

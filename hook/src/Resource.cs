@@ -12,6 +12,12 @@ namespace SpanProfHook
 {
     internal static class ResourceInfo
     {
+        /// <summary>The package version (hook/Directory.Build.props), without the "+commit" suffix;
+        /// not the assembly version, which is fixed at 1.0.0.0.</summary>
+        internal static string HookVersion { get; } =
+            typeof(ResourceInfo).Assembly.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion.Split('+')[0]
+            ?? typeof(ResourceInfo).Assembly.GetName().Version?.ToString(3) ?? "0.0.0";
+
         // spanprof.resource.source: where the published resource came from.
         public const string SourceSdk = "opentelemetry-sdk";
         public const string SourceEnvironment = "environment";
@@ -42,7 +48,7 @@ namespace SpanProfHook
                 new("service.instance.id", Find(env, "service.instance.id") ?? s_instanceId),
                 new("telemetry.sdk.language", "dotnet"),
                 new("telemetry.sdk.name", "spanprof-hook"),
-                new("telemetry.sdk.version", typeof(ResourceInfo).Assembly.GetName().Version?.ToString(3) ?? "0.0.0"),
+                new("telemetry.sdk.version", HookVersion),
             };
             foreach (KeyValuePair<string, string> kv in env)
             {

@@ -8,8 +8,11 @@ namespace SpanProfHook
 {
     internal sealed unsafe class Table
     {
-        // Mirrors of bpf/profiler.h; a change there is an ABI change here.
-        public const int UserHz = 100;
+        // Mirrors of bpf/profiler.h; a change there is an ABI change here. tests/hook checks every one
+        // of them (and the header offsets below) against the header, compiled.
+        public const uint Abi = 1;              // SP_CTX_ABI
+        public const string Magic = "SPANPROF"; // SP_CTX_MAGIC
+        public const int UserHz = 100;          // SP_USER_HZ
         public const int Probes = 8;            // SP_CTX_PROBES
         public const int SlotHead = 16;         // SP_SLOT_HEAD
         public const int RecordMax = 640;       // SP_CTX_MAX
@@ -21,19 +24,26 @@ namespace SpanProfHook
         public const int KeysOffset = 128;
         public const int KeysSize = 16384;
         public const uint FlagDisabled = 1;     // header.flags: the hook gave up, slots were freed
-        public const string MemfdName = "spanprof-ctx";
+        public const string MemfdName = "spanprof-ctx"; // SP_CTX_MEMFD_NAME
+        public const uint SlotHash = 2654435761u; // SP_SLOT_HASH(tid) = tid * this
+
+        // Attribute keys with a fixed index (SP_KEY_*); user label keys follow from KeyUser.
+        public const int KeyLocalRootSpanId = 0, KeySpanName = 1, KeyUser = 2;
 
         // Header field offsets (struct sp_ctx_header).
-        private const int OffAbi = 8, OffHeaderSize = 12, OffSlotCount = 16, OffSlotSize = 20,
+        internal const int OffMagic = 0, OffAbi = 8, OffHeaderSize = 12, OffSlotCount = 16, OffSlotSize = 20,
             OffSlotsOffset = 24, OffKeysOffset = 28, OffKeysSize = 32, OffKeysCount = 36, OffPid = 40,
-            OffFlags = 44, OffPublishedAt = 48, OffSlotsFull = 56;
+            OffFlags = 44, OffPublishedAt = 48, OffSlotsFull = 56, OffReserved = 64;
+
+        // struct sp_slot_head field offsets.
+        internal const int OffSlotTid = 0, OffSlotReserved = 4, OffSlotStartTicks = 8;
 
         // The slot head's first 8 bytes are one word: tid (low 32 bits) and, in the "reserved" field,
         // a claim generation (bits 0..30) plus a busy bit (31) held while a claimant writes
         // start_ticks. Every claim CASes the whole word, so two claimants of one slot cannot both win.
-        private const ulong BusyBit = 1UL << 63;
-        private const ulong GenOne = 1UL << 32;
-        private const ulong GenMask = 0x7FFF_FFFFUL << 32;
+        internal const ulong BusyBit = 1UL << 63;
+        internal const ulong GenOne = 1UL << 32;
+        internal const ulong GenMask = 0x7FFF_FFFFUL << 32;
 
         public readonly byte* Base;
         public readonly nuint Size;
@@ -94,9 +104,9 @@ namespace SpanProfHook
                 error = $"memfd_create failed (errno {(fault == "memfd" ? 1 : Native.LastErrno)})";
                 return null;
             }
-            if (Native.ftruncate(fd, (long)size) != 0)
+            if (fault == "ftruncate" || Native.ftruncate(fd, (long)size) != 0)
             {
-                error = $"ftruncate({size}) failed (errno {Native.LastErrno})";
+                error = $"ftruncate({size}) failed (errno {(fault == "ftruncate" ? 28 : Native.LastErrno)})";
                 Native.close(fd);
                 return null;
             }
@@ -114,7 +124,7 @@ namespace SpanProfHook
 
             var t = new Table((byte*)p, (nuint)size, slotCount, slotSize, slotsOffset);
             byte* h = t.Base;
-            *(uint*)(h + OffAbi) = 1;
+            *(uint*)(h + OffAbi) = Abi;
             *(uint*)(h + OffHeaderSize) = HeaderSize;
             *(uint*)(h + OffSlotCount) = slotCount;
             *(uint*)(h + OffSlotSize) = slotSize;
@@ -123,13 +133,12 @@ namespace SpanProfHook
             *(uint*)(h + OffKeysSize) = KeysSize;
             *(uint*)(h + OffPid) = (uint)Environment.ProcessId;
             *(ulong*)(h + OffPublishedAt) = (ulong)((DateTime.UtcNow - DateTime.UnixEpoch).Ticks * 100);
-            t.AddKeyLocked("local_root_span_id"); // SP_KEY_LOCAL_ROOT_SPAN_ID
-            t.AddKeyLocked("span_name");          // SP_KEY_SPAN_NAME
+            t.AddKeyLocked("local_root_span_id"); // KeyLocalRootSpanId
+            t.AddKeyLocked("span_name");          // KeySpanName
             // The magic goes last: a reader that sees it sees a complete header.
             Interlocked.MemoryBarrier();
-            ReadOnlySpan<byte> magic = "SPANPROF"u8;
             for (int i = 0; i < 8; i++)
-                h[i] = magic[i];
+                h[OffMagic + i] = (byte)Magic[i];
             Interlocked.MemoryBarrier();
             return t;
         }
@@ -151,7 +160,7 @@ namespace SpanProfHook
                 return _keyNames.ToArray();
         }
 
-        private byte* Slot(uint index) => _slots + (nuint)index * SlotSize;
+        internal byte* Slot(uint index) => _slots + (nuint)index * SlotSize;
 
         /// <summary>This thread's start time as the BPF side sees it (task->start_boottime in ticks).</summary>
         public long CurrentThreadStartTicks()
@@ -178,7 +187,7 @@ namespace SpanProfHook
         public byte* ClaimSlot(uint tid, ulong startTicks)
         {
             uint mask = SlotCount - 1;
-            uint h = tid * 2654435761u; // SP_SLOT_HASH
+            uint h = tid * SlotHash;
 
             // Pass 1: a slot already holding my tid belongs to a dead thread whose tid I reuse.
             for (uint k = 0; k < Probes; k++)
@@ -223,7 +232,7 @@ namespace SpanProfHook
                 return false;
             // While busy, no one else reclaims the slot and the reader's start_ticks check fails
             // (stale value), so the old record can't be attributed to this thread.
-            Volatile.Write(ref s[SlotHead + 24], (byte)0); // record.valid
+            Volatile.Write(ref s[SlotHead + RecordEncoder.OffValid], (byte)0);
             Interlocked.MemoryBarrier();
             Volatile.Write(ref *(ulong*)(s + 8), startTicks);
             Volatile.Write(ref *(ulong*)s, gen | tid);

@@ -36,7 +36,7 @@ internal static class Program
         });
 #if SPANPROF_REF
         const string mode = "ref";
-        s_label = (k, v) => SpanProf.Label(k, v);
+        s_label = (k, v) => new SpanProf.Label(k, v);
 #else
         const string mode = "plain";
 #endif
@@ -106,13 +106,23 @@ internal static class Program
         {
             // Startup-hook-only mode: the app has no reference, the hook is loaded: use reflection.
             Assembly? asm = AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(IsHook);
-            MethodInfo? mi = asm?.GetType("SpanProf")?.GetMethod("Label");
-            if (mi == null)
+            if (asm == null)
                 throw new InvalidOperationException("SpanProf.Hook is not loaded: run with DOTNET_STARTUP_HOOKS");
-            s_label = (key, val) => (IDisposable)mi.Invoke(null, new object[] { key, val })!;
+            s_label = LabelOf(asm);
         }
         return s_label(k, v);
     }
+
+    // new SpanProf.Label(key, value) of one copy of the hook (boxed: Dispose works on the box).
+    private static Func<string, string, IDisposable> LabelOf(Assembly hook)
+    {
+        Type t = hook.GetType("SpanProf.Label") ?? throw new InvalidOperationException($"no SpanProf.Label in {hook.Location}");
+        return (key, val) => (IDisposable)Activator.CreateInstance(t, key, val)!;
+    }
+
+    // The hook's internal start (what the first label does): true when span context is published.
+    private static bool StartOf(Assembly hook) =>
+        (bool)hook.GetType("SpanProfHook.Hook")!.GetMethod("EnsureStarted")!.Invoke(null, new object[] { "HookCheck" })!;
 
     private static void Wait()
     {
@@ -428,20 +438,19 @@ internal static class Program
         // A second copy of the hook in its own load context must not create a second table; it
         // forwards to the copy that owns the table.
 #if SPANPROF_REF
-        Self("twocopies-owner-start", SpanProf.Start()); // the referenced copy owns the table
+        Self("twocopies-owner-start", StartOf(typeof(SpanProf.Label).Assembly)); // the referenced copy owns the table
 #endif
         var alc = new AssemblyLoadContext("spanprof-second-copy");
         Assembly asm = alc.LoadFromAssemblyPath(dll);
-        Type t = asm.GetType("SpanProf")!;
         Self("twocopies-distinct", !ReferenceEquals(asm, typeof(Program).Assembly), asm.Location);
-        bool started = (bool)t.GetMethod("Start")!.Invoke(null, null)!;
+        bool started = StartOf(asm);
         Self("twocopies-start", started);
-        MethodInfo label = t.GetMethod("Label")!;
+        Func<string, string, IDisposable> label = LabelOf(asm);
         OnThread(() =>
         {
             int tid = gettid();
             using Activity? a = Src.StartActivity("copy-span");
-            using (var scope = (IDisposable)label.Invoke(null, new object[] { "copy", "second" })!)
+            using (var scope = label("copy", "second"))
                 Check("twocopies-label", tid, Want(a, ("copy", "second")));
             Check("twocopies-label-undone", tid, Want(a));
         });

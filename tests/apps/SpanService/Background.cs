@@ -46,7 +46,7 @@ public sealed class NoSpanWorker : BackgroundService
     {
         _tid = Threads.CurrentTid;
 #if SPANPROF_HOOK
-        using var scope = SpanProf.Label("worker", "nospan");
+        using var scope = new global::SpanProf.Label("worker", "nospan");
 #endif
         try
         {

@@ -164,7 +164,7 @@ public static class Program
         Activity? request = Activity.Current;
         SpanInfo.Of(request)?.AddLabel("tenant", tenant);
 #if SPANPROF_HOOK
-        using (global::SpanProf.Label("tenant", tenant))
+        using (new global::SpanProf.Label("tenant", tenant))
 #endif
         {
             SpanInfo.HereIn(request);
