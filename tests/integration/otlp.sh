@@ -27,12 +27,12 @@ PATHS='/work/a,/work/b,/work/labels?tenant=acme'
 
 # ---- helpers ------------------------------------------------------------------------------------
 
-# start_service NAME SERVICE: SpanService with the hook, as agent.sh starts it (OTEL_SERVICE_NAME
-# names the service); sets SVC_PID, SVC_PORT.
+# start_service NAME SERVICE: SpanService with the hook, as agent.sh starts it (the app names itself
+# SERVICE in code and in OTEL_SERVICE_NAME); sets SVC_PID, SVC_PORT.
 start_service() {
 	local name=$1 service=$2
 	start_app --ready-file "$TMP/$name.ready" "$TMP/$name.svc" \
-		env OTEL_SERVICE_NAME="$service" SPANSERVICE_SPANS="$TMP/$name.spans.jsonl" \
+		env OTEL_SERVICE_NAME="$service" SPANSERVICE_SERVICE_NAME="$service" SPANSERVICE_SPANS="$TMP/$name.spans.jsonl" \
 		SPANSERVICE_READY="$TMP/$name.ready" DOTNET_STARTUP_HOOKS="$HOOK" dotnet "$SVC" --port 0
 	SVC_PORT=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/$name.ready')).port")
 	SVC_PID=$APP_PID
