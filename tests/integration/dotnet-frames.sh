@@ -109,3 +109,14 @@ grep -q "pid $pid .*refused .*perf-1.*symlink" "$TMP/g.txt" || { cat "$TMP/g.txt
 decode "$TMP/g.pb.gz"
 ! grep -q "$(head -c 20 /etc/hostname)" "$TMP/g.json" || fail "host file content leaked into the profile"
 pass "symlinked perf map refused: $(grep -o 'refused[^;]*' "$TMP/g.txt")"
+
+# 8. A stale perf map of an earlier process with the same pid (pids wrap): older than the process,
+#    it is not read; its perf map is turned on and the runtime writes it anew.
+start_app "$TMP/s.out" env "$APP" 20 jit; pid=$APP_PID
+printf '100000000 1000 STALE_EARLIER_PROCESS\n' > "/tmp/perf-$pid.map"
+touch -d '1 hour ago' "/tmp/perf-$pid.map"
+record s.pb.gz -p "$pid" -d 4
+grep -q "pid $pid .*perf map enabled at run time" "$TMP/s.txt" || { cat "$TMP/s.txt"; fail "stale perf map: not enabled"; }
+! grep -q STALE_EARLIER "$TMP/s.pb.gz" || fail "the stale perf map was read"
+check_case "stale-perf-map" "$pid" "$TMP/s.pb.gz"
+stop "$pid"

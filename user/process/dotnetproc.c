@@ -30,7 +30,8 @@ struct dotnet_state {
 	int enabled_by_us;
 	int enable_tried;
 	uint64_t last_open_ns;
-	uint32_t restarts;	/* files truncated and re-read */
+	uint32_t restarts;
+	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
 };
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
@@ -82,10 +83,28 @@ static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, c
 {
 	struct stat st;
 
-	if (*fd < 0 || p->uid < 0)
+	int64_t born, changed;
+
+	if (*fd < 0)
 		return;
-	if (!fstat(*fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-	    (int64_t)st.st_uid == p->uid)
+	if (fstat(*fd, &st)) {
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+	/* A file last written before the process started belongs to an earlier process that had the
+	 * same pid (pids wrap): not refused, just not ours; it is left alone and perf maps are turned
+	 * on, which makes the runtime write it anew. One second of slack for the 10 ms start ticks. */
+	born = (int64_t)realtime_ns() - (int64_t)proc__age_ns(p);
+	changed = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if (p->start_ticks && changed < born - 1000000000ll) {
+		close(*fd);
+		*fd = -1;
+		d->stale++;
+		return;
+	}
+	if (p->uid < 0 ||
+	    (S_ISREG(st.st_mode) && st.st_nlink == 1 && (int64_t)st.st_uid == p->uid))
 		return;
 	set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: %s", d->files.dir, stem, p->nspid, ext,
 		  st.st_nlink != 1 ? "a hard link (not the runtime's file)" :
@@ -429,6 +448,12 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 	perfmap__stats(d->pm, &ps);
 	snprintf(buf, len, "%s; %" PRIu64 " code ranges%s", d->detail, ps.entries,
 		 ps.jitdump_stopped ? "; jitdump stopped (runtime bug dotnet/runtime#132935)" : "");
+	if (d->stale) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; passed over %u stale files of an earlier process with its pid",
+			 d->stale);
+	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);
 
