@@ -705,3 +705,68 @@ void delivery__free(struct delivery *d)
 	free(d->ca_file);
 	free(d);
 }
+
+/* ---- the exporter over a delivery ----------------------------------------------------------- */
+
+void delivery__exporter_init(struct delivery_exporter *de, const struct exporter_ops *ops)
+{
+	pthread_mutex_init(&de->mu, NULL);
+	de->ex.ops = ops;
+	de->ex.self = de;
+}
+
+int delivery_exporter__export(void *self, const struct export_batch *b)
+{
+	struct delivery_exporter *de = self;
+	uint64_t t0 = now_ns(), split = 0;
+	uint8_t *body = NULL;
+	size_t len = 0;
+	int err = de->encode(de, b, &body, &len, &split);
+
+	pthread_mutex_lock(&de->mu);
+	if (err)
+		de->dropped_encode++;
+	de->split += split;
+	pthread_mutex_unlock(&de->mu);
+	if (err)
+		return err;
+	if (body)	/* nothing sampled in this window: no request */
+		err = delivery__submit(de->d, body, len, t0);	/* counts its own drops */
+	if (!err) {
+		pthread_mutex_lock(&de->mu);
+		de->batches++;
+		pthread_mutex_unlock(&de->mu);
+	}
+	return err;
+}
+
+int delivery_exporter__flush(void *self, uint32_t timeout_ms)
+{
+	return delivery__flush(((struct delivery_exporter *)self)->d, timeout_ms);
+}
+
+void delivery_exporter__stats(void *self, struct export_stats *out)
+{
+	struct delivery_exporter *de = self;
+
+	delivery__stats(de->d, out);
+	pthread_mutex_lock(&de->mu);
+	out->batches = de->batches;
+	out->split += de->split;
+	out->dropped_encode += de->dropped_encode;
+	pthread_mutex_unlock(&de->mu);
+}
+
+void delivery_exporter__free(void *self)
+{
+	struct delivery_exporter *de = self;
+
+	if (!de)
+		return;
+	delivery__free(de->d);
+	pthread_mutex_destroy(&de->mu);
+	if (de->destroy)
+		de->destroy(de);
+	else
+		free(de);
+}

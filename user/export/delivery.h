@@ -3,6 +3,7 @@
 #ifndef SPANPROF_DELIVERY_H
 #define SPANPROF_DELIVERY_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,5 +63,32 @@ void delivery__last_error(const struct delivery *d, char *buf, size_t len);
 /* Stops the worker (aborting a request in flight) and frees everything queued. NULL-safe. Call
  * delivery__flush first to give queued data a chance; free itself returns in bounded time. */
 void delivery__free(struct delivery *d);
+
+/*
+ * The exporter every network backend is: an encoder turns a batch into one request body, the
+ * delivery posts it. Embed it first in the encoder's own state, set d, encode (and destroy, if the
+ * state needs more than free), then delivery__exporter_init. Its ops come from
+ * DELIVERY_EXPORTER_OPS, so each backend names its own ops table.
+ */
+struct delivery_exporter {
+	struct exporter ex;
+	struct delivery *d;	/* owned */
+	/* 0 with *body malloc'd (NULL: nothing to send this time) and *split set, or -errno. Runs
+	 * on the exporting thread; lock mu for anything stats() reads. */
+	int (*encode)(struct delivery_exporter *de, const struct export_batch *b, uint8_t **body,
+		      size_t *len, uint64_t *split);
+	void (*destroy)(struct delivery_exporter *de);	/* NULL: free(de) */
+	pthread_mutex_t mu;
+	uint64_t batches, split, dropped_encode;
+};
+
+int delivery_exporter__export(void *self, const struct export_batch *b);
+int delivery_exporter__flush(void *self, uint32_t timeout_ms);
+void delivery_exporter__stats(void *self, struct export_stats *out);
+void delivery_exporter__free(void *self);
+#define DELIVERY_EXPORTER_OPS                                                           \
+	.export = delivery_exporter__export, .flush = delivery_exporter__flush,         \
+	.stats = delivery_exporter__stats, .free = delivery_exporter__free
+void delivery__exporter_init(struct delivery_exporter *de, const struct exporter_ops *ops);
 
 #endif /* SPANPROF_DELIVERY_H */

@@ -1335,13 +1335,9 @@ clear:
 /* ---- the exporter ---------------------------------------------------------------------------- */
 
 struct otlp_x {
-	struct exporter ex;	/* handed out; self points back here */
-	struct delivery *d;
+	struct delivery_exporter de;	/* first: the exporter handed out */
 	int gzip;
-	pthread_mutex_t mu;	/* export and stats may run on different threads */
-	uint64_t batches;
-	uint64_t dropped_encode;
-	struct otlp_encode_info totals;
+	struct otlp_encode_info totals;	/* under de.mu */
 };
 
 static void totals_add(struct otlp_encode_info *t, const struct otlp_encode_info *i)
@@ -1361,73 +1357,29 @@ static void totals_add(struct otlp_encode_info *t, const struct otlp_encode_info
 	t->raw_bytes += i->raw_bytes;
 }
 
-static int otlp_export(void *self, const struct export_batch *b)
+static int otlp_encode(struct delivery_exporter *de, const struct export_batch *b, uint8_t **body,
+		       size_t *len, uint64_t *split)
 {
-	struct otlp_x *x = self;
+	struct otlp_x *x = (struct otlp_x *)de;
 	struct otlp_encode_info info;
-	uint64_t t0 = now_ns();
-	uint8_t *body = NULL;
-	size_t len = 0;
-	int err;
+	int err = otlp__encode(b, x->gzip, body, len, &info);
 
-	err = otlp__encode(b, x->gzip, &body, &len, &info);
-	pthread_mutex_lock(&x->mu);
-	if (err) {
-		x->dropped_encode++;
-		pthread_mutex_unlock(&x->mu);
+	if (err)
 		return err;
-	}
+	pthread_mutex_lock(&de->mu);
 	totals_add(&x->totals, &info);
-	pthread_mutex_unlock(&x->mu);
-	if (!info.resources) {	/* nothing sampled in this window: no request */
-		free(body);
-		err = 0;
-	} else {
-		err = delivery__submit(x->d, body, len, t0);	/* counts its own drops */
+	pthread_mutex_unlock(&de->mu);
+	*split = 0;
+	if (!info.resources) {	/* nothing sampled in this window */
+		free(*body);
+		*body = NULL;
 	}
-	if (!err) {
-		pthread_mutex_lock(&x->mu);
-		x->batches++;
-		pthread_mutex_unlock(&x->mu);
-	}
-	return err;
-}
-
-static int otlp_flush(void *self, uint32_t timeout_ms)
-{
-	struct otlp_x *x = self;
-
-	return delivery__flush(x->d, timeout_ms);
-}
-
-static void otlp_stats(void *self, struct export_stats *out)
-{
-	struct otlp_x *x = self;
-
-	delivery__stats(x->d, out);
-	pthread_mutex_lock(&x->mu);
-	out->batches = x->batches;
-	out->dropped_encode += x->dropped_encode;
-	pthread_mutex_unlock(&x->mu);
-}
-
-static void otlp_free(void *self)
-{
-	struct otlp_x *x = self;
-
-	if (!x)
-		return;
-	delivery__free(x->d);
-	pthread_mutex_destroy(&x->mu);
-	free(x);
+	return 0;
 }
 
 static const struct exporter_ops otlp_ops = {
 	.name = "otlp",
-	.export = otlp_export,
-	.flush = otlp_flush,
-	.stats = otlp_stats,
-	.free = otlp_free,
+	DELIVERY_EXPORTER_OPS,
 };
 
 struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_out, char *err,
@@ -1466,8 +1418,8 @@ struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_ou
 	dopt.n_headers = c.n_headers;
 	dopt.timeout_ms = c.timeout_ms;
 	dopt.ca_file = c.ca_file[0] ? c.ca_file : NULL;
-	x->d = delivery__new(&dopt, why, sizeof(why));	/* copies what it keeps */
-	if (!x->d) {
+	x->de.d = delivery__new(&dopt, why, sizeof(why));	/* copies what it keeps */
+	if (!x->de.d) {
 		rc = errno;
 		if (err && errlen)
 			snprintf(err, errlen, "otlp: %s", why);
@@ -1477,14 +1429,13 @@ struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_ou
 		return NULL;
 	}
 	x->gzip = c.gzip;
-	pthread_mutex_init(&x->mu, NULL);
-	x->ex.ops = &otlp_ops;
-	x->ex.self = x;
+	x->de.encode = otlp_encode;
+	delivery__exporter_init(&x->de, &otlp_ops);
 	if (cfg_out)
 		*cfg_out = c;	/* the headers move to the caller */
 	else
 		otlp_config__clear(&c);
-	return &x->ex;
+	return &x->de.ex;
 }
 
 int otlp__encode_totals(const struct exporter *e, struct otlp_encode_info *out)
@@ -1494,8 +1445,8 @@ int otlp__encode_totals(const struct exporter *e, struct otlp_encode_info *out)
 	if (!e || e->ops != &otlp_ops || !out)
 		return -EINVAL;
 	x = e->self;
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(&x->de.mu);
 	*out = x->totals;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(&x->de.mu);
 	return 0;
 }

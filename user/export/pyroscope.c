@@ -399,14 +399,9 @@ int pyroscope__encode(const struct export_batch *b, uint8_t **out, size_t *len,
 /* ---- the exporter ------------------------------------------------------------------------ */
 
 struct pyro {
-	struct exporter ex;	/* handed out; self points back here */
-	struct delivery *d;
+	struct delivery_exporter de;	/* first: the exporter handed out */
 	struct limits lim;
-	pthread_mutex_t mu;	/* export and stats may run on different threads */
-	uint64_t batches;
-	uint64_t split;
-	uint64_t dropped_encode;
-	struct pyroscope_encode_info totals;
+	struct pyroscope_encode_info totals;	/* under de.mu */
 };
 
 static void totals_add(struct pyroscope_encode_info *t, const struct pyroscope_encode_info *i)
@@ -423,75 +418,29 @@ static void totals_add(struct pyroscope_encode_info *t, const struct pyroscope_e
 	t->labels_added += i->labels_added;
 }
 
-static int pyro_export(void *self, const struct export_batch *b)
+static int pyro_encode(struct delivery_exporter *de, const struct export_batch *b, uint8_t **body,
+		       size_t *len, uint64_t *split)
 {
-	struct pyro *x = self;
+	struct pyro *x = (struct pyro *)de;
 	struct pyroscope_encode_info info;
-	uint64_t t0 = now_ns();
-	uint8_t *body = NULL;
-	size_t len = 0;
-	int err;
+	int err = encode_with(b, &x->lim, body, len, &info);
 
-	err = encode_with(b, &x->lim, &body, &len, &info);
-	pthread_mutex_lock(&x->mu);
-	if (err) {
-		x->dropped_encode++;
-		pthread_mutex_unlock(&x->mu);
+	if (err)
 		return err;
-	}
+	pthread_mutex_lock(&de->mu);
 	totals_add(&x->totals, &info);
-	x->split += info.profiles_split;
-	pthread_mutex_unlock(&x->mu);
-	if (!info.series) {	/* nothing sampled in this window: no request */
-		free(body);
-		err = 0;
-	} else {
-		err = delivery__submit(x->d, body, len, t0);	/* counts its own drops */
+	pthread_mutex_unlock(&de->mu);
+	*split = info.profiles_split;
+	if (!info.series) {	/* nothing sampled in this window */
+		free(*body);
+		*body = NULL;
 	}
-	if (!err) {
-		pthread_mutex_lock(&x->mu);
-		x->batches++;
-		pthread_mutex_unlock(&x->mu);
-	}
-	return err;
-}
-
-static int pyro_flush(void *self, uint32_t timeout_ms)
-{
-	struct pyro *x = self;
-
-	return delivery__flush(x->d, timeout_ms);
-}
-
-static void pyro_stats(void *self, struct export_stats *out)
-{
-	struct pyro *x = self;
-
-	delivery__stats(x->d, out);
-	pthread_mutex_lock(&x->mu);
-	out->batches = x->batches;
-	out->split += x->split;
-	out->dropped_encode += x->dropped_encode;
-	pthread_mutex_unlock(&x->mu);
-}
-
-static void pyro_free(void *self)
-{
-	struct pyro *x = self;
-
-	if (!x)
-		return;
-	delivery__free(x->d);
-	pthread_mutex_destroy(&x->mu);
-	free(x);
+	return 0;
 }
 
 static const struct exporter_ops pyro_ops = {
 	.name = "pyroscope",
-	.export = pyro_export,
-	.flush = pyro_flush,
-	.stats = pyro_stats,
-	.free = pyro_free,
+	DELIVERY_EXPORTER_OPS,
 };
 
 struct exporter *pyroscope__new(const struct pyroscope_opts *o, char *err, size_t errlen)
@@ -537,19 +486,18 @@ struct exporter *pyroscope__new(const struct pyroscope_opts *o, char *err, size_
 	dopt.headers = hdrs;
 	dopt.n_headers = i;
 
-	x->d = delivery__new(&dopt, err, errlen);	/* copies what it keeps */
-	if (!x->d) {
+	x->de.d = delivery__new(&dopt, err, errlen);	/* copies what it keeps */
+	if (!x->de.d) {
 		e = errno;
 		goto free_x;
 	}
 	x->lim.max_bytes = o->max_profile_bytes ? o->max_profile_bytes : PYROSCOPE_MAX_PROFILE_BYTES;
 	x->lim.max_samples = o->max_samples ? o->max_samples : PYROSCOPE_MAX_SAMPLES;
-	pthread_mutex_init(&x->mu, NULL);
-	x->ex.ops = &pyro_ops;
-	x->ex.self = x;
+	x->de.encode = pyro_encode;
+	delivery__exporter_init(&x->de, &pyro_ops);
 	free(url);
 	free(hdrs);
-	return &x->ex;
+	return &x->de.ex;
 
 free_x:
 	free(x);
@@ -566,8 +514,8 @@ int pyroscope__encode_totals(const struct exporter *e, struct pyroscope_encode_i
 	if (!e || e->ops != &pyro_ops || !out)
 		return -EINVAL;
 	x = e->self;
-	pthread_mutex_lock(&x->mu);
+	pthread_mutex_lock(&x->de.mu);
 	*out = x->totals;
-	pthread_mutex_unlock(&x->mu);
+	pthread_mutex_unlock(&x->de.mu);
 	return 0;
 }
