@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "otlp.h"
+#include "testutil.h"
 #include "profile.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
@@ -43,35 +44,13 @@ typedef Opentelemetry__Proto__Resource__V1__Resource pb_resource;
 
 /* ---- decoding ------------------------------------------------------------------------------- */
 
+/* A gzip body (its magic checked) inflated. */
 static uint8_t *gunzip(const uint8_t *gz, size_t len, size_t *out_len)
 {
-	size_t cap = len * 8 + 1024, n = 0;
-	uint8_t *raw = malloc(cap);
-	z_stream zs = { 0 };
-	int rc;
-
-	assert_non_null(raw);
 	assert_true(len > 18);
 	assert_int_equal(gz[0], 0x1f);
 	assert_int_equal(gz[1], 0x8b);
-	assert_int_equal(inflateInit2(&zs, 16 + 15), Z_OK);
-	zs.next_in = (Bytef *)(uintptr_t)gz;
-	zs.avail_in = (uInt)len;
-	do {
-		if (n == cap) {
-			cap *= 2;
-			raw = realloc(raw, cap);
-			assert_non_null(raw);
-		}
-		zs.next_out = raw + n;
-		zs.avail_out = (uInt)(cap - n);
-		rc = inflate(&zs, Z_NO_FLUSH);
-		n = cap - zs.avail_out;
-	} while (rc == Z_OK);
-	assert_int_equal(rc, Z_STREAM_END);
-	inflateEnd(&zs);
-	*out_len = n;
-	return raw;
+	return testutil__gunzip(gz, len, out_len);
 }
 
 static pb_request *decode(const uint8_t *buf, size_t len)
