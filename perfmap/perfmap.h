@@ -81,6 +81,10 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
 
+/* The names every perfmap of the program shares (lib/nametab.h): distinct, references, bytes. */
+struct nametab_stats;
+void perfmap__shared_names(struct nametab_stats *out);
+
 /* Perf map lines carry no time, so a line is ranked against overlapping jitdump records by the
  * CLOCK_MONOTONIC time it was fed (an upper bound of its load time). Tests and replays can pin
  * that time: now_ns != 0 is used for all later feeds, 0 returns to the clock. */
