@@ -256,12 +256,13 @@ $(TOOLS):
 
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
-               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps
+               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
+               $(BUILD)/apps/native/fake_dotnet
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
-$(BUILD)/apps/native/many_maps: tests/apps/native/many_maps.c
+$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet: $(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@

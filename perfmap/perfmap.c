@@ -546,4 +546,8 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
 	out->entries = sh.entries - sh.hidden;
 	out->jitdump_partial = jd_reader_partial(&pm->jd);
 	out->partial = pm->map.len + out->jitdump_partial;
+	/* What this perfmap holds on its own (the names it refers to are shared: counted apart). */
+	out->held_bytes = sizeof(*pm) + sh.bytes + nameset__bytes(&pm->names) + pm->map.cap +
+			  pm->jd.pend_cap + (uint64_t)pm->twin_cap * sizeof(*pm->twins) +
+			  (uint64_t)pm->twin_prev_cap * sizeof(*pm->twin_prev);
 }

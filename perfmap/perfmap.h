@@ -42,6 +42,7 @@ struct perfmap_stats {
 	uint32_t jitdump_pid;	/* pid in the jitdump header */
 	uint32_t jitdump_stopped;	/* 1: a record with impossible framing ended the stream */
 	uint32_t map_stale;	/* 1: the perf map shrank under us (-ESTALE was returned) */
+	uint64_t held_bytes;	/* memory the perfmap holds: index, runs, buffers (not the shared names) */
 	uint64_t jitdump_partial;	/* bytes of the unfinished jitdump record (part of partial); if it
 				 * never completes the writer gave up (runtime 10.0.12 does, on a
 				 * 64 KiB stub block: see perfmap/README.md) */

@@ -134,13 +134,27 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 	intern__free(names);
 }
 
+void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
+{
+	struct proctab *pt = engine__procs(e);
+
+	for (uint32_t i = 0; i < proctab__count(pt); i++) {
+		struct proc *p = proctab__at(pt, i);
+		char desc[768];
+
+		if (!p || !runtime__has(p, RT_DOTNET))
+			continue;
+		runtime__describe(p, desc, sizeof(desc));
+		fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+	}
+}
+
 void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		   const struct report_info *ri)
 {
 	struct engine_counters cnt;
 	const uint64_t *c;
 	uint64_t period_ns = 1000000000ull / ri->freq, lost;
-	struct proctab *pt = engine__procs(e);
 	struct symbolizer_stats st;
 
 	engine__counters(e, &cnt);
@@ -177,15 +191,7 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", kernel %" PRIu64 "%s\n", st.frames, st.native_named, st.native_unnamed,
 		st.jit_named, st.jit_unnamed, st.unknown, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
-	for (uint32_t i = 0; i < proctab__count(pt); i++) {
-		struct proc *p = proctab__at(pt, i);
-		char desc[768];
-
-		if (!p || !runtime__has(p, RT_DOTNET))
-			continue;
-		runtime__describe(p, desc, sizeof(desc));
-		fprintf(f, "  .NET pid %u (%s): %s\n", p->pid, p->comm, desc);
-	}
+	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");
 	print_top(f, prof, NULL, NULL, 10, period_ns, "  ");

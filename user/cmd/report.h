@@ -21,6 +21,8 @@ double report__cpu_ms(void);
  * top functions (and per span with by_span). */
 void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		   const struct report_info *ri);
+/* One line per .NET process in the table (exited ones too): what its runtimes say of it. */
+void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix);
 /* -v: every counter on one line. */
 void report__progress(FILE *f, struct engine *e, double elapsed_s);
 
