@@ -25,8 +25,9 @@ struct {
 } pid_filter SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);	/* hooked processes; resized by user space */
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);	/* hooked processes; resized by user space. An LRU:
+					 * past it, the least recently sampled make room */
 	__type(key, __u32);
 	__type(value, struct sp_ctx_proc);
 } ctx_procs SEC(".maps");

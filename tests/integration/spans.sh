@@ -106,3 +106,22 @@ record pyro.pb.gz -p "$SVC_PID" -d 5 --pyroscope-labels
 wait "$LOAD_PID" || true
 stop_service pyro
 check_spans pyro "$TMP/pyro.pb.gz" --pyroscope
+
+# 5. More hooked processes than the sampler's table of span tables holds (issue 9's 4,200 tables,
+# scaled down): 60 idle processes with valid span tables take all 16 places first; the service,
+# sampled all the time, still gets its spans (those sampled least recently make room).
+need_built "$FORGED"
+for i in $(seq 60); do
+	mkdir -p "$TMP/crowd$i"
+	start_app --pid-line --timeout 30 "$TMP/crowd$i.out" "$FORGED" idle 90 "$TMP/crowd$i/libcoreclr.so"
+done
+start_service crowd
+load crowd 10
+sleep 2
+record crowd.pb.gz -d 6 --max-span-tables 16
+wait "$LOAD_PID" || true
+stop_service crowd
+registered=$(grep -c 'span table v1' "$TMP/crowd.txt" || true)
+note "crowd: $registered processes with a span table registered at some time in a 16-place table; $(grep -o 'span tables registered again[^(]*' "$TMP/crowd.txt" || echo 'none registered again')"
+grep -q "pid $SVC_PID .*span table v1" "$TMP/crowd.txt" || { grep "pid $SVC_PID " "$TMP/crowd.txt"; fail "crowd: the service's span table was not registered"; }
+check_spans crowd "$TMP/crowd.pb.gz"

@@ -349,6 +349,9 @@ static void publish_metrics(struct agent *a)
 	  c.not_target);
 	C("span_undecodable_total", "Span records that could not be decoded.", NULL,
 	  c.ctx_undecodable);
+	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "
+	  "table evicted them (more hooked processes than --max-span-tables).", NULL,
+	  c.ctx_reregistered);
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
 
@@ -423,7 +426,8 @@ static void publish_metrics(struct agent *a)
 int agent__run(const struct agent_opts *o)
 {
 	struct engine_opts eo = {
-		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent" },
+		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent",
+			 .ctx_procs_max = o->max_span_tables },
 		.enable_perfmap = o->enable_perfmap,
 		.perfmap_type = 1,
 		.pyroscope_labels = !o->full_span_labels,

@@ -40,6 +40,7 @@ struct agent_opts {
 	uint32_t flush_timeout_ms;
 	uint32_t ringbuf_mb;
 	uint32_t max_frames, max_stacks;
+	uint32_t max_span_tables;	/* 0: the sampler's default */
 	int verbose;
 };
 

@@ -48,6 +48,8 @@ static const char usage_record[] =
 	"      --max-frames N     distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N     distinct stacks and label sets kept (default 200000); past\n"
 	"                         either cap samples are kept under [truncated] and counted\n"
+	"      --max-span-tables N  hooked processes the sampler reads at once (default 4096);\n"
+	"                         past it, those sampled least recently make room (counted)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -96,6 +98,8 @@ static const char usage_agent[] =
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
 	"                             cap samples are kept under [truncated] and counted\n"
+	"      --max-span-tables N    hooked processes the sampler reads at once (default 4096);\n"
+	"                             past it, those sampled least recently make room (counted)\n"
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 
@@ -133,7 +137,7 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
-	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS };
+	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -149,6 +153,7 @@ static int cmd_record(int argc, char **argv)
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -230,9 +235,11 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case OPT_MAX_FRAMES:
 		case OPT_MAX_STACKS:
-			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0)
+		case OPT_MAX_TABLES:
+			if (parse_uint(optarg, c == OPT_MAX_TABLES ? 1u << 20 : UINT32_MAX, &v) || v == 0)
 				return bad_usage("bad cap (a whole number > 0)", optarg);
-			*(c == OPT_MAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
+			*(c == OPT_MAX_FRAMES ? &o.max_frames : c == OPT_MAX_STACKS ? &o.max_stacks
+										    : &o.max_span_tables) = v;
 			break;
 		case 'v':
 			o.verbose++;
@@ -262,7 +269,7 @@ static int cmd_agent(int argc, char **argv)
 	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
-	       OPT_AMAX_STACKS, OPT_OTLP,
+	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_OTLP,
 	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
@@ -294,6 +301,7 @@ static int cmd_agent(int argc, char **argv)
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "max-frames", required_argument, NULL, OPT_AMAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
+		{ "max-span-tables", required_argument, NULL, OPT_AMAX_TABLES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -440,9 +448,11 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		case OPT_AMAX_FRAMES:
 		case OPT_AMAX_STACKS:
-			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0)
+		case OPT_AMAX_TABLES:
+			if (parse_uint(optarg, c == OPT_AMAX_TABLES ? 1u << 20 : UINT32_MAX, &v) || v == 0)
 				return bad_usage("bad cap (a whole number > 0)", optarg);
-			*(c == OPT_AMAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
+			*(c == OPT_AMAX_FRAMES ? &o.max_frames : c == OPT_AMAX_STACKS ? &o.max_stacks
+										      : &o.max_span_tables) = v;
 			break;
 		case OPT_RINGBUF:
 			if (parse_uint(optarg, 1024, &v) || v == 0)

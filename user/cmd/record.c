@@ -81,7 +81,8 @@ int record__run(const struct record_opts *o)
 {
 	struct engine_opts eo = {
 		.bpf = { .pids = o->pids, .npids = o->npids, .freq = o->freq,
-			 .ringbuf_mb = o->ringbuf_mb, .bpf_stats = o->bpf_stats, .command = "record" },
+			 .ringbuf_mb = o->ringbuf_mb, .bpf_stats = o->bpf_stats, .command = "record",
+			 .ctx_procs_max = o->max_span_tables },
 		.enable_perfmap = o->enable_perfmap,
 		.perfmap_type = 1,
 		.show_tiers = o->show_tiers,

@@ -28,6 +28,7 @@ struct record_opts {
 	const char *user;	/* --user: run the command as this user */
 	uint32_t max_frames;	/* --max-frames */
 	uint32_t max_stacks;	/* --max-stacks */
+	uint32_t max_span_tables;	/* --max-span-tables (0: the sampler's default) */
 };
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a

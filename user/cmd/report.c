@@ -173,6 +173,9 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames, %" PRIu64
 			" samples past --max-stacks (kept, as [truncated])\n", st.truncated,
 			cnt.stacks_truncated);
+	if (cnt.ctx_reregistered)
+		fprintf(f, "  span tables registered again after the sampler's table evicted them: %" PRIu64
+			" (more hooked processes than --max-span-tables)\n", cnt.ctx_reregistered);
 	if (cnt.leftovers_undone)
 		fprintf(f, "  turned off perf maps left on by a spanprof that died: %" PRIu64
 			" processes\n", cnt.leftovers_undone);

@@ -20,6 +20,9 @@ struct hook_state {
 	struct spanctx_keys *keys;
 	struct spanctx_labels dec;	/* decode scratch: labels point into it */
 	int registered;
+	struct sp_ctx_proc cp;	/* as registered */
+	uint64_t evicted;	/* the sampler's LRU map dropped it: registered again */
+	uint64_t next_refresh_ns;
 	int last_err;
 	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
 	char desc[160];
@@ -83,6 +86,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 		return h->last_err = err;
 	}
 	spanctx_keys__load(h->keys, p->dir_fd, &h->tbl);
+	h->cp = cp;
 	h->registered = 1;
 	snprintf(h->desc, sizeof(h->desc), "span table v%u: %u slots", SP_CTX_ABI,
 		 cp.slot_count);
@@ -116,6 +120,26 @@ int hookproc__registered(const struct proc *p)
 	const struct hook_state *h = runtime__state(p, RT_SPANCTX);
 
 	return h && h->registered;
+}
+
+/*
+ * The sampler's map is an LRU: with more hooked processes than it holds, those not sampled for
+ * the longest make room. A sample of a registered process that found no entry puts it back, at
+ * most once a second (each time counted and reported).
+ */
+#define REFRESH_NS 1000000000ull
+int hookproc__evicted(struct proc *p, uint64_t now_ns)
+{
+	struct hook_state *h = runtime__state(p, RT_SPANCTX);
+
+	if (!h || !h->registered || p->gone || !p->env || p->env->ctx_map_fd < 0 ||
+	    now_ns < h->next_refresh_ns)
+		return 0;
+	h->next_refresh_ns = now_ns + REFRESH_NS;
+	if (bpf_map_update_elem(p->env->ctx_map_fd, &p->pid, &h->cp, BPF_ANY))
+		return -errno;
+	h->evicted++;
+	return 1;
 }
 
 /* Label names spanprof sets itself; a process cannot override them. */
@@ -205,6 +229,9 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 	if (h->bad_labels && n < len)
 		n += snprintf(buf + n, len - n, ", %" PRIu64 " user labels dropped (empty, reserved or "
 			      "malformed names)", h->bad_labels);
+	if (h->evicted && n < len)
+		n += snprintf(buf + n, len - n, ", registered again %" PRIu64 " times (the sampler's "
+			      "table of span tables was full: samples before each unlabelled)", h->evicted);
 	if (spanctx_keys__bad(h->keys) && n < len)
 		snprintf(buf + n, len - n, ", %u malformed key names", spanctx_keys__bad(h->keys));
 }

@@ -2,8 +2,9 @@
  * named libcoreclr.so) and publishes a span table that passes user space's header checks but whose
  * records are garbage (oversized lengths, unknown keys, truncated attributes, torn writes without
  * the valid-flag protocol), or, with "bad-header", a table that must be refused. Then it burns CPU
- * so the sampler reads that garbage many times.
- * Usage: forged_table garbage|bad-header SECONDS FAKE_LIBCORECLR_PATH */
+ * so the sampler reads that garbage many times. With "idle", a valid table and no CPU use: one of
+ * many hooked processes that sit in the sampler's table of span tables.
+ * Usage: forged_table garbage|bad-header|idle SECONDS FAKE_LIBCORECLR_PATH */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ static uint64_t start_ticks(void)
 int main(int argc, char **argv)
 {
 	int bad_header = argc > 1 && !strcmp(argv[1], "bad-header");
+	int idle = argc > 1 && !strcmp(argv[1], "idle");
 	double seconds = argc > 2 ? atof(argv[2]) : 10;
 	size_t size = SLOTS_OFF + SLOTS * SLOT_SIZE;
 	int fd = memfd_create(SP_CTX_MEMFD_NAME, MFD_CLOEXEC);
@@ -71,7 +73,7 @@ int main(int argc, char **argv)
 	map[128] = 5;
 	memcpy(map + 129, "alpha", 5);
 	map[134] = 250;
-	h->keys_count = 200;
+	h->keys_count = idle ? 1 : 200;
 	h->pid = getpid();
 	memcpy(h->magic, SP_CTX_MAGIC, 8);
 
@@ -81,6 +83,10 @@ int main(int argc, char **argv)
 	rec = slot + SP_SLOT_HEAD;
 	printf("%d\n", getpid());
 	fflush(stdout);
+	if (idle) {
+		sleep((unsigned)seconds);
+		return 0;
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
