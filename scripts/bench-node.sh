@@ -35,9 +35,9 @@ hz=$(getconf CLK_TCK)
 echo "bench-node: machine $(nproc) CPUs, $(awk '/MemTotal/ { printf "%d GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), .NET $(dotnet --list-runtimes | awk '/NETCore/ { v = $2 } END { print v }')"
 echo "bench-node: agent at $HZ Hz, default windows; $LOADED services under $RATE req/s each, the rest idle; ${WARMUP}s warm-up, ${DURATION}s measured"
 for n in $NS; do
+	rm -f "$OUT"/*.ready
 	node tests/tools/pyroscope-receiver.js --port 0 --ready "$OUT/rx.ready" --out /dev/null > /dev/null 2>&1 &
 	PIDS+=($!)
-	rm -f "$OUT"/*.ready
 	urls=()
 	for i in $(seq "$n"); do
 		DOTNET_PerfMapEnabled=1 OTEL_SERVICE_NAME="svc$i" SPANSERVICE_READY="$OUT/$i.ready" \
@@ -48,6 +48,7 @@ for n in $NS; do
 		[ "$i" -gt "$LOADED" ] || urls+=("http://127.0.0.1:$(node -pe "JSON.parse(require('fs').readFileSync('$OUT/$i.ready')).port")/work/a")
 	done
 	for _ in $(seq 100); do [ -s "$OUT/rx.ready" ] && break; sleep 0.1; done
+	[ -s "$OUT/rx.ready" ] || { echo "bench-node: the receiver did not start" >&2; exit 1; }
 	# Light load: RATE requests/s to each loaded service, never more than one in flight each.
 	node -e '
 const http = require("http"), rate = +process.argv[1];
@@ -61,8 +62,9 @@ for (const u of process.argv.slice(2)) {
 		--metrics-addr 127.0.0.1:0 > "$OUT/agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)
-	for _ in $(seq 100); do grep -q 'metrics on port' "$OUT/agent.log" && break; sleep 0.1; done
+	for _ in $(seq 600); do grep -qs 'metrics on port' "$OUT/agent.log" && break; sleep 0.1; done
 	mport=$(sed -n 's/.*metrics on port \([0-9]*\).*/\1/p' "$OUT/agent.log")
+	[ -n "$mport" ] || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent did not start" >&2; exit 1; }
 	sleep "$WARMUP"
 	t0=$(tick "$agent") s0=$SECONDS rmin=999999999 rmax=0
 	while [ $((SECONDS - s0)) -lt "$DURATION" ]; do
@@ -72,8 +74,8 @@ for (const u of process.argv.slice(2)) {
 		sleep 5
 	done
 	t1=$(tick "$agent") el=$((SECONDS - s0))
-	metrics=$(curl -s "http://127.0.0.1:$mport/metrics")
 	kill -0 "$agent" || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent died" >&2; exit 1; }
+	metrics=$(curl -s "http://127.0.0.1:$mport/metrics" || true)
 	awk -v n="$n" -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$el" -v lo="$rmin" -v hi="$rmax" 'BEGIN {
 		printf "bench-node: RESULT N=%-3d agent CPU %.2f%% of one core, RSS min %.1f MiB max %.1f MiB\n", n, (b - a) / hz / s * 100, lo / 1024, hi / 1024 }'
 	echo "$metrics" | awk -v n="$n" '/^spanprof_memory_bytes/ { match($0, /structure="[^"]*"/); s = substr($0, RSTART + 11, RLENGTH - 12)

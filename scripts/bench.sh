@@ -52,8 +52,14 @@ bench_node() {
 	BUILD=$BUILD ./scripts/bench-node.sh
 }
 
+# ---- memory against samples taken: record, and the agent's windows (about 15 minutes) ----------
+bench_growth() {
+	section "growth: RSS after 10^5, 10^6, 10^7 samples"
+	BUILD=$BUILD ./scripts/bench-growth.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler hook service node}; do
+for b in ${BENCH:-perfmap sampler hook service node growth}; do
 	"bench_$b"
 done
