@@ -56,6 +56,56 @@ static void names_release(void)
 	pthread_mutex_unlock(&shared_lock);
 }
 
+/*
+ * One budget for the code ranges of every perfmap in the program (a hostile process's 5 M-line
+ * perf map, or many processes' maps): past it a perfmap takes no more ranges (counted per perfmap
+ * as budget_capped), and what they would have named shows as .NET unnamed. A perfmap gives its
+ * share back when it is freed (an exited process, an idle one whose maps the agent dropped).
+ */
+static uint64_t budget_max;	/* 0: no budget */
+static uint64_t budget_used;
+
+void perfmap__set_budget(uint64_t max_entries)
+{
+	pthread_mutex_lock(&shared_lock);
+	budget_max = max_entries;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+void perfmap__budget(uint64_t *used, uint64_t *max)
+{
+	pthread_mutex_lock(&shared_lock);
+	*used = budget_used;
+	*max = budget_max;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static bool budget_take(struct perfmap *pm)
+{
+	bool ok;
+
+	pthread_mutex_lock(&shared_lock);
+	ok = !budget_max || budget_used < budget_max;
+	if (ok)
+		budget_used++;
+	pthread_mutex_unlock(&shared_lock);
+	if (ok)
+		pm->budget_held++;
+	else
+		pm->st.budget_capped++;
+	return ok;
+}
+
+static void budget_give_back(struct perfmap *pm, uint64_t n)
+{
+	if (n > pm->budget_held)
+		n = pm->budget_held;
+	pthread_mutex_lock(&shared_lock);
+	budget_used -= n < budget_used ? n : budget_used;
+	pthread_mutex_unlock(&shared_lock);
+	pm->budget_held -= n;
+}
+
 void perfmap__shared_names(struct nametab_stats *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -217,6 +267,7 @@ void perfmap__free(struct perfmap *pm)
 	if (!pm)
 		return;
 	addrindex__free(pm->ix);
+	budget_give_back(pm, pm->budget_held);
 	nameset__clear(&pm->names);
 	names_release();
 	free(pm->map.line);
@@ -318,6 +369,9 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 		pm->st.capped++;
 		return 0;
 	}
+	/* Before the names are stored: a range past the budget costs nothing. */
+	if (!budget_take(pm))
+		return 0;
 	name_len = perfmap__split_tier(name, len, &tier, &tier_len);
 	sym.start = start;
 	sym.size = size;
@@ -325,25 +379,31 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 	sym.source = source;
 	sym.name = nameset__get(&pm->names, name, name_len);
 	sym.tier = tier_len ? nameset__get(&pm->names, tier, tier_len) : "";
-	if (!sym.name || !sym.tier)
+	if (!sym.name || !sym.tier) {
+		budget_give_back(pm, 1);
 		return -ENOMEM;
+	}
 
 	if (!pm->twins && ((source == PERFMAP_SRC_MAP && pm->have_jit) ||
 			   (source == PERFMAP_SRC_JITDUMP && pm->have_map))) {
 		err = twins_start(pm);
-		if (err)
+		if (err) {
+			budget_give_back(pm, 1);
 			return err;
+		}
 	}
 	if (pm->twins && source == PERFMAP_SRC_MAP &&
 	    twin_slot(pm->twins, pm->twin_cap, pm->ix, &sym)->jit_id) {
 		pm->st.dups++;	/* the jitdump already has it, with a time */
+		budget_give_back(pm, 1);
 		return 0;
 	}
 	id = addrindex__add(pm->ix, &sym, load_ns ? load_ns : pm->feed_now,
 			    is_stub_block(name, name_len) ? ADDRINDEX_BLOCK : 0);
-	if (id == -ENOMEM)
-		return -ENOMEM;
 	if (id < 0) {
+		budget_give_back(pm, 1);	/* not added after all */
+		if (id == -ENOMEM)
+			return -ENOMEM;
 		pm->st.capped++;
 		return 0;
 	}

@@ -42,6 +42,7 @@ struct perfmap_stats {
 	uint32_t jitdump_pid;	/* pid in the jitdump header */
 	uint32_t jitdump_stopped;	/* 1: a record with impossible framing ended the stream */
 	uint32_t map_stale;	/* 1: the perf map shrank under us (-ESTALE was returned) */
+	uint64_t budget_capped;	/* ranges not taken: the program's budget (perfmap__set_budget) was spent */
 	uint64_t held_bytes;	/* memory the perfmap holds: index, runs, buffers (not the shared names) */
 	uint64_t jitdump_partial;	/* bytes of the unfinished jitdump record (part of partial); if it
 				 * never completes the writer gave up (runtime 10.0.12 does, on a
@@ -81,6 +82,13 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
+
+/* One budget of code ranges for every perfmap of the program (0: none, the default); past it
+ * ranges are dropped and counted (budget_capped). What a perfmap took is given back when it is
+ * freed. Index and names cost about PERFMAP_BYTES_PER_RANGE a range. */
+#define PERFMAP_BYTES_PER_RANGE 180
+void perfmap__set_budget(uint64_t max_ranges);
+void perfmap__budget(uint64_t *used, uint64_t *max);
 
 /* The names every perfmap of the program shares (lib/nametab.h): distinct, references, bytes. */
 struct nametab_stats;

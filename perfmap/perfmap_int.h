@@ -52,6 +52,7 @@ struct map_reader {
 struct perfmap {
 	struct perfmap_limits lim;
 	struct addrindex *ix;
+	uint64_t budget_held;	/* ranges it took from the program's budget */
 	struct nameset names;	/* its references to names shared by every perfmap (lib/nametab.h) */
 	struct map_reader map;
 	struct jd_reader jd;

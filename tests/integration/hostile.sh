@@ -199,3 +199,15 @@ note "bursty process: $total samples in $windows windows, $named with the leaf n
 [ "$windows" -ge 3 ] || fail "the bursty process was sampled in $windows windows (want >= 3)"
 ge "$named" "$((total * 95 / 100))" || fail "only $named of $total burst samples named after their perf map was freed and read again"
 pass "idle processes cost nothing (never read; agent RSS max $((rss_max / 1024)) MiB), a bursty one's perf map freed and read again ($named/$total named)"
+
+# One budget for every process's .NET code ranges: a 400,000-line perf map with --max-symbol-mb 16
+# is read up to the budget, the rest counted, spanprof's memory bounded by it.
+start_app --pid-line --timeout 60 "$TMP/big.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
+	"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 400000 30 0.2 100
+record big.pb.gz -p "$APP_PID" -d 3 --max-symbol-mb 16
+grep -Eq "pid $APP_PID .*[1-9][0-9]* code ranges not kept: the symbol budget" "$TMP/big.txt" ||
+	{ cat "$TMP/big.txt"; fail "a 400,000-line perf map was read past a 16 MiB symbol budget"; }
+rss=$(sed -n 's/.*max RSS \([0-9]*\) MiB.*/\1/p' "$TMP/big.txt")
+note "400,000-line perf map, --max-symbol-mb 16: $(grep -o '[0-9]* code ranges;' "$TMP/big.txt" | head -1) $(grep -o '[0-9]* code ranges not kept' "$TMP/big.txt"), max RSS $rss MiB"
+[ "$rss" -le 64 ] || fail "max RSS $rss MiB with a 16 MiB symbol budget"
+pass "symbol budget: the perf map read up to it, the rest counted, max RSS $rss MiB"

@@ -512,6 +512,48 @@ static void test_perfmap_null_safe(void **state)
 	assert_int_equal(st.lines, 0);
 }
 
+
+/* One budget of code ranges for every perfmap: past it ranges are dropped and counted; what a
+ * perfmap took comes back when it is freed. */
+static void test_perfmap_shared_budget(void **state)
+{
+	struct perfmap *a = perfmap__new(NULL), *b = perfmap__new(NULL);
+	struct perfmap_stats st;
+	uint64_t used, max;
+	char line[128];
+
+	assert_non_null(a);
+	assert_non_null(b);
+	perfmap__set_budget(100);
+	for (int i = 0; i < 150; i++) {
+		int n = snprintf(line, sizeof(line), "%x 10 M%d\n", 0x1000 + i * 0x10, i);
+
+		assert_int_equal(perfmap__feed_map(a, line, (size_t)n), 0);
+	}
+	perfmap__stats(a, &st);
+	assert_int_equal(st.entries, 100);
+	assert_int_equal(st.budget_capped, 50);
+	assert_non_null(perfmap__lookup(a, 0x1000 + 99 * 0x10, 0));
+	assert_null(perfmap__lookup(a, 0x1000 + 100 * 0x10, 0));
+	assert_int_equal(perfmap__feed_map(b, "9000 10 Other\n", 14), 0);
+	perfmap__stats(b, &st);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.budget_capped, 1);
+	perfmap__budget(&used, &max);
+	assert_int_equal(used, 100);
+	assert_int_equal(max, 100);
+	perfmap__free(a);
+	perfmap__budget(&used, &max);
+	assert_int_equal(used, 0);
+	assert_int_equal(perfmap__feed_map(b, "a000 10 Again\n", 14), 0);
+	perfmap__stats(b, &st);
+	assert_int_equal(st.entries, 1);
+	perfmap__free(b);
+	perfmap__budget(&used, &max);
+	assert_int_equal(used, 0);
+	perfmap__set_budget(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +575,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_real_runtime_fixture, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_null_safe, setup, teardown),
+		cmocka_unit_test(test_perfmap_shared_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

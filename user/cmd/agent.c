@@ -436,6 +436,7 @@ int agent__run(const struct agent_opts *o)
 		.interval_ns = (uint64_t)(o->interval * 1e9),
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
+		.max_symbol_mb = o->max_symbol_mb,
 		.verbose = o->verbose,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };

@@ -41,6 +41,7 @@ struct agent_opts {
 	uint32_t ringbuf_mb;
 	uint32_t max_frames, max_stacks;
 	uint32_t max_span_tables;	/* 0: the sampler's default */
+	uint32_t max_symbol_mb;	/* 0: ENGINE_MAX_SYMBOL_MB */
 	int verbose;
 };
 

@@ -50,6 +50,8 @@ static const char usage_record[] =
 	"                         either cap samples are kept under [truncated] and counted\n"
 	"      --max-span-tables N  hooked processes the sampler reads at once (default 4096);\n"
 	"                         past it, those sampled least recently make room (counted)\n"
+	"      --max-symbol-mb N  memory for .NET code ranges of all processes (default 256);\n"
+	"                         past it, ranges are not read and their frames stay unnamed (counted)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -100,6 +102,8 @@ static const char usage_agent[] =
 	"                             cap samples are kept under [truncated] and counted\n"
 	"      --max-span-tables N    hooked processes the sampler reads at once (default 4096);\n"
 	"                             past it, those sampled least recently make room (counted)\n"
+	"      --max-symbol-mb N      memory for .NET code ranges of all processes (default 256); past\n"
+	"                             it, ranges are not read and their frames stay unnamed (counted)\n"
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 
@@ -137,7 +141,8 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
-	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES };
+	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
+	       OPT_MAX_SYMBOL_MB };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -154,6 +159,7 @@ static int cmd_record(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
+		{ "max-symbol-mb", required_argument, NULL, OPT_MAX_SYMBOL_MB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -233,6 +239,11 @@ static int cmd_record(int argc, char **argv)
 		case OPT_USER:
 			o.user = optarg;
 			break;
+		case OPT_MAX_SYMBOL_MB:
+			if (parse_uint(optarg, 1u << 20, &v) || v == 0)
+				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
+			o.max_symbol_mb = v;
+			break;
 		case OPT_MAX_FRAMES:
 		case OPT_MAX_STACKS:
 		case OPT_MAX_TABLES:
@@ -269,7 +280,7 @@ static int cmd_agent(int argc, char **argv)
 	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
-	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_OTLP,
+	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP,
 	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
@@ -302,6 +313,7 @@ static int cmd_agent(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, OPT_AMAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_AMAX_TABLES },
+		{ "max-symbol-mb", required_argument, NULL, OPT_AMAX_SYMBOL_MB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -445,6 +457,11 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		case OPT_NO_ENABLE:
 			o.enable_perfmap = 0;
+			break;
+		case OPT_AMAX_SYMBOL_MB:
+			if (parse_uint(optarg, 1u << 20, &v) || v == 0)
+				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
+			o.max_symbol_mb = v;
 			break;
 		case OPT_AMAX_FRAMES:
 		case OPT_AMAX_STACKS:

@@ -89,6 +89,7 @@ int record__run(const struct record_opts *o)
 		.pyroscope_labels = o->pyroscope_labels,
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
+		.max_symbol_mb = o->max_symbol_mb,
 		.verbose = o->verbose,
 	};
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };

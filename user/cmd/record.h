@@ -29,6 +29,7 @@ struct record_opts {
 	uint32_t max_frames;	/* --max-frames */
 	uint32_t max_stacks;	/* --max-stacks */
 	uint32_t max_span_tables;	/* --max-span-tables (0: the sampler's default) */
+	uint32_t max_symbol_mb;	/* --max-symbol-mb (0: ENGINE_MAX_SYMBOL_MB) */
 };
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a

@@ -9,6 +9,7 @@
 #include "intern.h"
 #include "profile.h"
 #include "proctab.h"
+#include "perfmap.h"
 #include "report.h"
 #include "runtime.h"
 #include "vec.h"
@@ -173,6 +174,14 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames, %" PRIu64
 			" samples past --max-stacks (kept, as [truncated])\n", st.truncated,
 			cnt.stacks_truncated);
+	{
+		uint64_t used, max;
+
+		perfmap__budget(&used, &max);
+		if (max && used >= max)
+			fprintf(f, "  symbol budget spent (--max-symbol-mb): %" PRIu64 " .NET code ranges "
+				"held; later ones not read (see the .NET lines)\n", used);
+	}
 	if (cnt.ctx_reregistered)
 		fprintf(f, "  span tables registered again after the sampler's table evicted them: %" PRIu64
 			" (more hooked processes than --max-span-tables)\n", cnt.ctx_reregistered);

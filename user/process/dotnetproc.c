@@ -482,6 +482,12 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 		snprintf(buf + n, len - n, "; passed over %u stale files of an earlier process with its pid",
 			 d->stale);
 	}
+	if (ps.budget_capped) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; %" PRIu64 " code ranges not kept: the symbol budget "
+			 "(--max-symbol-mb) is spent", ps.budget_capped);
+	}
 	if (d->released) {
 		size_t n = strlen(buf);
 

@@ -9,6 +9,7 @@
 #include "dotnetproc.h"
 #include "engine.h"
 #include "hookproc.h"
+#include "perfmap.h"
 #include "proctab.h"
 #include "util.h"
 
@@ -53,6 +54,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	/* Windows name their frames at each cut: after two of them without a sample, nothing of an
 	 * idle process's symbol data is needed until it runs again. One window (record): kept. */
 	e->env.idle_release_ns = 2 * o->interval_ns;
+	perfmap__set_budget(((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB)
+			     << 20) / PERFMAP_BYTES_PER_RANGE);
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");

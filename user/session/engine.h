@@ -17,6 +17,7 @@ struct proctab;
 /* Default caps on what a hostile process can make us hold: past them, a counted [truncated]. */
 #define ENGINE_MAX_FRAMES 100000
 #define ENGINE_MAX_STACKS 200000
+#define ENGINE_MAX_SYMBOL_MB 256
 
 struct engine_opts {
 	struct bpfsession_opts bpf;
@@ -30,6 +31,7 @@ struct engine_opts {
 	uint64_t interval_ns;	/* of every later window */
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
 	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
+	uint32_t max_symbol_mb;	/* .NET code ranges of all processes (0: ENGINE_MAX_SYMBOL_MB) */
 	int verbose;
 };
 
