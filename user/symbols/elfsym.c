@@ -954,6 +954,27 @@ int elfsym__function_start(const struct elfsym *es, uint64_t vaddr, uint64_t *st
 	return 0;
 }
 
+int elfsym__read_build_id(int fd, char *hex, size_t len)
+{
+	struct elffile f = { .fd = -1 };
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), err;
+
+	if (len)
+		hex[0] = 0;
+	if (dfd < 0)
+		return -errno;
+	err = elffile_open(&f, dfd, NULL);
+	if (!err && !f.build_id_len)
+		err = -ENOENT;
+	if (!err && 2 * f.build_id_len + 1 > len)
+		err = -ENAMETOOLONG;
+	if (!err)
+		hex_encode(hex, f.build_id, f.build_id_len);
+	elffile_close(&f);
+	elf_errno();
+	return err;
+}
+
 struct elfsym *elfsym__open(int root_fd, const char *path)
 {
 	int fd = rootfs__open(root_fd, path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);

@@ -2,6 +2,7 @@
 #ifndef SPANPROF_ELFSYM_H
 #define SPANPROF_ELFSYM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -36,6 +37,10 @@ struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd);
 void elfsym__free(struct elfsym *es);	/* NULL-safe */
 
 const char *elfsym__build_id(const struct elfsym *es);	/* lowercase hex, NULL if none */
+
+/* The build id of the ELF file open at fd (not taken; its offset is not used) into hex
+ * (lowercase, 129 bytes hold any). 0, -ENOENT none, -ENOEXEC not ELF, -ENAMETOOLONG. */
+int elfsym__read_build_id(int fd, char *hex, size_t len);
 
 /* Path (as searched, inside the root or on the host) of the debug file whose .symtab was used;
  * NULL when the symbols came from the file itself. */

@@ -14,14 +14,21 @@
 #include "intern.h"
 #include "kallsyms.h"
 #include "proctab.h"
+#include "rootfs.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "symsrv.h"
 #include "vec.h"
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
 	uint32_t base;		/* basename, a string id */
+	uint8_t awaiting;	/* its debug file was asked of the symbol servers */
+	uint8_t renamed;	/* a debug file came since its frames were named */
 };
+
+/* What named a native frame, for the counters when a debug file renames it. */
+enum { NK_NONE, NK_SYMBOL, NK_FUNCTION, NK_OFFSET };
 
 /* A mapping frames sit in, as the profile shows it. */
 struct smap {
@@ -39,7 +46,10 @@ struct frame {
 	uint32_t map;		/* smap index + 1 in the process, 0: none */
 	uint32_t base;		/* string id of the file's basename, 0: not file-backed */
 	uint8_t pending;	/* runtime code: named (again) in finish */
-	uint8_t pad[7];
+	uint8_t awaiting;	/* its file's debug file may still come: named again then */
+	uint8_t kind;		/* NK_* of a native frame */
+	uint8_t pad;
+	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
 #define TRUNCATED_ADDR UINT64_MAX	/* the key of a process's [truncated] frame */
@@ -50,6 +60,10 @@ struct proc_syms {
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
 	uint32_t npending;
+	uint32_t nawaiting;	/* frames with awaiting set */
+	struct intern *vmas;	/* the mappings met (start, end, offset, dev, ino) -> symfile */
+	uint32_t *vma_file;	/* symfile index + 1 by vmas id; 0: not file-backed ELF */
+	size_t vma_cap;
 };
 
 struct kframe {
@@ -63,10 +77,12 @@ struct symbolizer {
 	struct intern *kkeys;	/* kernel addr -> kframe index */
 	struct kframe *kframes;
 	size_t kcap;
-	struct intern *file_keys;	/* (dev, ino[, path]) -> symfile index */
+	struct intern *file_keys;	/* file identity (struct file_key + build id) -> symfile index */
 	struct symfile **files;
 	size_t files_cap;
 	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
+	uint64_t symsrv_gen;	/* symsrv__generation when the awaiting files were last looked at */
+	uint32_t nawaiting;	/* symfiles with awaiting set */
 	struct symbolizer_stats stats;
 };
 
@@ -129,8 +145,9 @@ void symbolizer__free(struct symbolizer *sym)
 }
 
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
- * mapped (no path for a container to redirect); the path inside the root is the fallback. */
-static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
+ * mapped (no path for a container to redirect); the path inside the root is the fallback.
+ * Returns an fd, or -errno. */
+static int open_file(const struct proc *p, const struct vma *v)
 {
 	char name[64], self[64];
 	struct stat st;
@@ -141,53 +158,120 @@ static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
 	if (pfd >= 0) {
 		if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
 			close(pfd);
-			errno = EINVAL;
-			return NULL;
+			return -EINVAL;
 		}
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
 		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		close(pfd);
 		if (fd >= 0)
-			return elfsym__open_fd(fd, v->path, p->root_fd);
+			return fd;
 	}
-	if (p->root_fd < 0) {
-		errno = ESRCH;
-		return NULL;
-	}
-	return elfsym__open(p->root_fd, v->path);
+	if (p->root_fd < 0)
+		return -ESRCH;
+	return rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 }
 
-/* The symbol file of a file-backed mapping, shared by every process that maps the same inode. */
-static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, const struct vma *v)
+/* What tells one file's content from another's: a file rewritten in place keeps its device and
+ * inode, not its size, times or build id. */
+struct file_key {
+	uint64_t dev, ino, size;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
+static void note_refusal(struct symbolizer *sym, const struct proc *p, const struct vma *v,
+			 const char *refused)
 {
-	struct { uint64_t dev, ino; } key = { v->dev, v->ino };
-	char buf[4096 + sizeof(key)];
-	size_t klen = sizeof(key);
+	char what[512];
+
+	sym->stats.debug_refused++;
+	if (sym->stats.n_refused_named >= SYM_REFUSED_NAMED)
+		return;
+	snprintf(what, sizeof(what), "%s (pid %u): %s", v->path, p->pid, refused);
+	sym->stats.refused_named[sym->stats.n_refused_named] = str_id(sym, what);
+	if (sym->stats.refused_named[sym->stats.n_refused_named])
+		sym->stats.n_refused_named++;
+}
+
+/* The symbol file of a file-backed mapping, shared by every process that maps the same content.
+ * Returns its index + 1, 0 when not possible (no memory), or the index of an unreadable one. */
+static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const struct vma *v)
+{
+	char buf[sizeof(struct file_key) + 2 * 64 + 4096], bid[2 * 64 + 1];
+	struct file_key key;
 	struct symfile *f;
 	const char *slash;
+	size_t klen;
+	struct stat st;
 	int64_t id;
+	int fd;
 
-	/* Inode 0 (odd filesystems): tell files apart by path too. */
+	memset(&key, 0, sizeof(key));
+	bid[0] = 0;
+	fd = open_file(p, v);
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		key = (struct file_key){ st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+					 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
+		elfsym__read_build_id(fd, bid, sizeof(bid));
+	} else {
+		key.dev = v->dev;	/* unreadable: one failed entry per mapped inode */
+		key.ino = v->ino;
+	}
 	memcpy(buf, &key, sizeof(key));
-	if (!v->ino) {
-		size_t n = strnlen(v->path, sizeof(buf) - sizeof(key));
+	klen = sizeof(key);
+	memcpy(buf + klen, bid, strlen(bid) + 1);
+	klen += strlen(bid) + 1;
+	/* Inode 0 (odd filesystems): tell files apart by path too. */
+	if (!key.ino) {
+		size_t n = strnlen(v->path, sizeof(buf) - klen);
 
-		memcpy(buf + sizeof(key), v->path, n);
+		memcpy(buf + klen, v->path, n);
 		klen += n;
 	}
 	id = intern__id(sym->file_keys, buf, klen, NULL);
 	if (id < 0 || VEC_RESERVE(sym->files, sym->files_cap, (size_t)id + 1))
-		return NULL;
+		goto close_fd;
 	if (sym->files[id])
-		return sym->files[id];
+		goto close_fd;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return NULL;
+		goto close_fd;
 	slash = strrchr(v->path, '/');
 	f->base = str_id(sym, slash ? slash + 1 : v->path);
-	f->es = open_elf(p, v);
+	if (fd >= 0) {
+		f->es = elfsym__open_fd(fd, v->path, p->root_fd);
+		fd = -1;
+	}
+	if (f->es && elfsym__debug_refused(f->es))
+		note_refusal(sym, p, v, elfsym__debug_refused(f->es));
+	if (f->es && sym->opts.symsrv && elfsym__needs_debug(f->es) &&
+	    symsrv__want(sym->opts.symsrv, elfsym__build_id(f->es), str(sym, f->base)) ==
+		    SYMSRV_PENDING) {
+		f->awaiting = 1;
+		sym->nawaiting++;
+	}
 	sym->files[id] = f;
-	return f;
+close_fd:
+	if (fd >= 0)
+		close(fd);
+	return id < 0 || !sym->files[id] ? 0 : id + 1;
+}
+
+/* The symbol file of v in p: looked up once per mapping of the process. */
+static struct symfile *symfile(struct symbolizer *sym, struct proc_syms *ps, const struct proc *p,
+			       const struct vma *v, uint32_t *file)
+{
+	struct { uint64_t start, end, pgoff, dev, ino; } key = { v->start, v->end, v->pgoff, v->dev,
+								   v->ino };
+	int added;
+	int64_t id = intern__id(ps->vmas, &key, sizeof(key), &added);
+
+	*file = 0;
+	if (id < 0 || VEC_RESERVE(ps->vma_file, ps->vma_cap, (size_t)id + 1))
+		return NULL;
+	if (added)
+		ps->vma_file[id] = symfile_id(sym, p, v);
+	*file = ps->vma_file[id];
+	return *file ? sym->files[*file - 1] : NULL;
 }
 
 static struct proc_syms *proc_syms(struct proc *p)
@@ -201,9 +285,11 @@ static struct proc_syms *proc_syms(struct proc *p)
 		return NULL;
 	ps->keys = intern__new();
 	ps->maps = intern__new();
-	if (!ps->keys || !ps->maps) {
+	ps->vmas = intern__new();
+	if (!ps->keys || !ps->maps || !ps->vmas) {
 		intern__free(ps->keys);
 		intern__free(ps->maps);
+		intern__free(ps->vmas);
 		free(ps);
 		return NULL;
 	}
@@ -235,6 +321,44 @@ static uint32_t module_offset(struct symbolizer *sym, uint32_t base, uint64_t fi
 
 	snprintf(name, sizeof(name), "%s+0x%" PRIx64, base ? str(sym, base) : "?", file_off);
 	return str_id(sym, name);
+}
+
+static uint64_t *kind_counter(struct symbolizer *sym, int kind)
+{
+	switch (kind) {
+	case NK_SYMBOL: return &sym->stats.native_named;
+	case NK_FUNCTION: return &sym->stats.native_function;
+	case NK_OFFSET: return &sym->stats.native_unnamed;
+	default: return NULL;
+	}
+}
+
+/* A native frame's name: its symbol; else "libcoreclr.so!0x4af210", the start (ELF virtual
+ * address) of the function .eh_frame says holds it, one name for all of a function's addresses;
+ * else module+offset. Counted by kind (a frame named again is moved between the counters). */
+static uint32_t native_name(struct symbolizer *sym, struct symfile *f, struct frame *fr)
+{
+	char name[320];
+	const char *s = elfsym__lookup(f->es, fr->file_off, NULL);
+	uint64_t vaddr, start;
+	uint64_t *c = kind_counter(sym, fr->kind);
+
+	if (c)
+		(*c)--;
+	if (s) {
+		fr->kind = NK_SYMBOL;
+		fr->name = str_id(sym, s);
+	} else if (elfsym__file_to_vaddr(f->es, fr->file_off, &vaddr) == 0 &&
+		   elfsym__function_start(f->es, vaddr, &start) == 0) {
+		snprintf(name, sizeof(name), "%s!0x%" PRIx64, str(sym, f->base), start);
+		fr->kind = NK_FUNCTION;
+		fr->name = str_id(sym, name);
+	} else {
+		fr->kind = NK_OFFSET;
+		fr->name = module_offset(sym, f->base, fr->file_off);
+	}
+	(*kind_counter(sym, fr->kind))++;
+	return fr->name;
 }
 
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
@@ -272,8 +396,7 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	struct symfile *f = NULL;
 	const struct vma *v;
 	struct frame *fr;
-	const char *name;
-	uint64_t sym_off;
+	uint32_t file = 0;
 	int added;
 	int64_t id;
 
@@ -306,20 +429,19 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
 	if (v && v->kind == VMA_FILE)
-		f = symfile(sym, p, v);
+		f = symfile(sym, ps, p, v, &file);
 	if (f) {
 		fr->base = f->base;
+		fr->file = file;
 		fr->file_off = addr - v->start + v->pgoff;
 	}
 	if (f && f->es) {
-		name = elfsym__lookup(f->es, fr->file_off, &sym_off);
-		if (name)
-			sym->stats.native_named++;
-		else
-			sym->stats.native_unnamed++;
 		fr->map = smap_of(sym, ps, v, f, 0);
-		fr->name = name ? str_id(sym, name) : module_offset(sym, f->base, fr->file_off);
-		return fr->name ? id : -ENOMEM;
+		if (f->awaiting) {
+			fr->awaiting = 1;
+			ps->nawaiting++;
+		}
+		return native_name(sym, f, fr) ? id : -ENOMEM;
 	}
 	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
 	if (runtime__claims(p, addr, f != NULL)) {
@@ -331,6 +453,7 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	}
 	if (f) {
 		sym->stats.native_unnamed++;
+		fr->kind = NK_OFFSET;
 		fr->map = smap_of(sym, ps, v, f, 0);
 		fr->name = module_offset(sym, f->base, fr->file_off);
 	} else {
@@ -372,6 +495,7 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 		return 0;	/* still unnamed: keeps its fallback, tried again next window */
 	if (fr->base) {
 		sym->stats.native_unnamed++;
+		fr->kind = NK_OFFSET;
 		fr->name = module_offset(sym, fr->base, fr->file_off);
 	} else {
 		sym->stats.jit_unnamed++;
@@ -386,10 +510,70 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	return fr->name ? 0 : -ENOMEM;
 }
 
+/* Debug files that arrived from the symbol servers: attach them to their files. */
+static void take_debug_files(struct symbolizer *sym)
+{
+	struct symsrv *ss = sym->opts.symsrv;
+	uint64_t gen;
+
+	if (!ss || !sym->nawaiting || (gen = symsrv__generation(ss)) == sym->symsrv_gen)
+		return;
+	sym->symsrv_gen = gen;
+	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++) {
+		struct symfile *f = sym->files[i];
+		const char *bid;
+		struct elfsym *dbg;
+
+		if (!f || !f->awaiting)
+			continue;
+		bid = elfsym__build_id(f->es);
+		switch (symsrv__want(ss, bid, str(sym, f->base))) {
+		case SYMSRV_READY:
+			dbg = symsrv__take(ss, bid);
+			if (dbg && elfsym__attach_debug(f->es, dbg) == 0) {
+				f->renamed = 1;
+				sym->stats.debug_attached++;
+			}
+			/* fall through */
+		case SYMSRV_FAILED:
+			f->awaiting = 0;
+			sym->nawaiting--;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Frames whose file was waiting for a debug file: named again once it came (or will not). */
+static int rename_frames(struct symbolizer *sym, struct proc *p)
+{
+	struct proc_syms *ps = p->syms;
+
+	for (size_t i = 0; ps && ps->nawaiting && i < intern__count(ps->keys); i++) {
+		struct frame *fr = &ps->frames[i];
+		struct symfile *f;
+
+		if (!fr->awaiting || !fr->file)
+			continue;
+		f = sym->files[fr->file - 1];
+		if (f->awaiting)
+			continue;
+		fr->awaiting = 0;
+		ps->nawaiting--;
+		if (f->renamed && !native_name(sym, f, fr))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
+	take_debug_files(sym);
+	if (rename_frames(sym, p))
+		return -ENOMEM;
 	for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
 		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
 			return -ENOMEM;
@@ -405,6 +589,11 @@ int symbolizer__finish(struct symbolizer *sym, struct proctab *pt)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+int symbolizer__awaiting(const struct symbolizer *sym)
+{
+	return sym->nawaiting;
 }
 
 int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32_t id,
@@ -454,9 +643,16 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	sym->stats.forgotten += intern__count(ps->keys);
 	intern__free(ps->keys);
 	intern__free(ps->maps);
+	intern__free(ps->vmas);
+	free(ps->vma_file);
 	free(ps->frames);
 	free(ps);
 	p->syms = NULL;
+}
+
+const char *symbolizer__string(const struct symbolizer *sym, uint32_t id)
+{
+	return str(sym, id);
 }
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)
