@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "symsrv.h"
+
 #define AGENT_MAX_HEADERS 16
 #define AGENT_OTLP_NONE	1	/* --otlp-compression none */
 #define AGENT_OTLP_GZIP	2
@@ -40,6 +42,7 @@ struct agent_opts {
 	uint32_t flush_timeout_ms;
 	uint32_t ringbuf_mb;
 	uint32_t max_frames, max_stacks;
+	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 	int verbose;
 };
 

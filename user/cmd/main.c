@@ -23,6 +23,20 @@ static const char usage_main[] =
 	"  -h, --help     this text\n"
 	"  --version      print the version\n";
 
+/* Debug files by build id: the same flags for record and agent. */
+#define SYMBOL_USAGE \
+	"      --symbol-server URL  fetch debug files of stripped libraries by build id from URL\n" \
+	"                         (debuginfod /buildid/ID/debuginfo, or SSQP as Microsoft's\n" \
+	"                         https://msdl.microsoft.com/download/symbols); repeatable, also\n" \
+	"                         $DEBUGINFOD_URLS\n" \
+	"      --symbol-cache DIR where fetched debug files are kept (default " SYMSRV_CACHE_DIR ")\n" \
+	"      --symbol-cache-mb N  cap of that directory, oldest removed (default 2048)\n"
+enum { OPT_SYM_SERVER = 1000, OPT_SYM_CACHE, OPT_SYM_CACHE_MB };
+#define SYMBOL_LONGOPTS \
+	{ "symbol-server", required_argument, NULL, OPT_SYM_SERVER }, \
+	{ "symbol-cache", required_argument, NULL, OPT_SYM_CACHE }, \
+	{ "symbol-cache-mb", required_argument, NULL, OPT_SYM_CACHE_MB }
+
 static const char usage_record[] =
 	"Usage: spanprof record [-p PID]... [-F HZ] [-d SECONDS] [-o FILE]... [--format F] [-v]\n"
 	"       spanprof record [options] [--user NAME] -- COMMAND [ARGS...]\n"
@@ -48,6 +62,8 @@ static const char usage_record[] =
 	"      --max-frames N     distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N     distinct stacks and label sets kept (default 200000); past\n"
 	"                         either cap samples are kept under [truncated] and counted\n"
+	SYMBOL_USAGE
+	"                         (record waits up to 5 s at the end for files being fetched)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -95,6 +111,7 @@ static const char usage_agent[] =
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
 	"                             cap samples are kept under [truncated] and counted\n"
+	SYMBOL_USAGE
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 
@@ -129,6 +146,33 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+/* One of SYMBOL_LONGOPTS into o: 0, or the exit code of a bad value. */
+static int symbol_opt(int c, char *arg, struct symsrv_opts *o)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_SYM_SERVER:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			return bad_usage("bad symbol server URL (want http://HOST:PORT or https://...)",
+					 arg);
+		if (o->n_urls == SYMSRV_MAX_URLS)
+			return bad_usage("too many --symbol-server options", NULL);
+		o->urls[o->n_urls++] = arg;
+		return 0;
+	case OPT_SYM_CACHE:
+		if (!arg[0])
+			return bad_usage("empty --symbol-cache", NULL);
+		o->cache_dir = arg;
+		return 0;
+	default:
+		if (parse_uint(arg, 1u << 30, &v) || v == 0)
+			return bad_usage("bad --symbol-cache-mb (MiB, at least 1)", arg);
+		o->cache_max_bytes = (uint64_t)v << 20;
+		return 0;
+	}
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
@@ -148,6 +192,7 @@ static int cmd_record(int argc, char **argv)
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -233,6 +278,12 @@ static int cmd_record(int argc, char **argv)
 				return bad_usage("bad cap (a whole number > 0)", optarg);
 			*(c == OPT_MAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
 			break;
+		case OPT_SYM_SERVER:
+		case OPT_SYM_CACHE:
+		case OPT_SYM_CACHE_MB:
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -293,6 +344,7 @@ static int cmd_agent(int argc, char **argv)
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "max-frames", required_argument, NULL, OPT_AMAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
+		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -447,6 +499,12 @@ static int cmd_agent(int argc, char **argv)
 			if (parse_uint(optarg, 1024, &v) || v == 0)
 				return bad_usage("bad ring buffer size (MiB, 1..1024)", optarg);
 			o.ringbuf_mb = v;
+			break;
+		case OPT_SYM_SERVER:
+		case OPT_SYM_CACHE:
+		case OPT_SYM_CACHE_MB:
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
 			break;
 		case 'v':
 			o.verbose++;

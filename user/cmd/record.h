@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "output.h"
+#include "symsrv.h"
 
 #define RECORD_MAX_PIDS	   1024
 #define RECORD_MAX_OUTPUTS 8
@@ -28,7 +29,10 @@ struct record_opts {
 	const char *user;	/* --user: run the command as this user */
 	uint32_t max_frames;	/* --max-frames */
 	uint32_t max_stacks;	/* --max-stacks */
+	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 };
+
+#define RECORD_SYMBOL_WAIT_MS 5000	/* at the end, for debug files still being fetched */
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a
  * command, the command's exit code (128 + signal when a signal ended it). */
