@@ -24,13 +24,12 @@ static const char usage_main[] =
 	"  --version      print the version\n";
 
 /* Debug files by build id: the same flags for record and agent. */
-#define SYMBOL_USAGE \
-	"      --symbol-server URL  fetch debug files of stripped libraries by build id from URL\n" \
-	"                         (debuginfod /buildid/ID/debuginfo, or SSQP as Microsoft's\n" \
-	"                         https://msdl.microsoft.com/download/symbols); repeatable, also\n" \
-	"                         $DEBUGINFOD_URLS\n" \
-	"      --symbol-cache DIR where fetched debug files are kept (default " SYMSRV_CACHE_DIR ")\n" \
-	"      --symbol-cache-mb N  cap of that directory, oldest removed (default 2048)\n"
+#define SYMBOL_USAGE(pad) \
+	"      --symbol-server URL  debug files of stripped libraries by build id (repeatable;\n" \
+	pad "also $DEBUGINFOD_URLS): debuginfod URL/buildid/ID/debuginfo, or SSQP as\n" \
+	pad "Microsoft's https://msdl.microsoft.com/download/symbols\n" \
+	"      --symbol-cache DIR   where they are kept (default " SYMSRV_CACHE_DIR ")\n" \
+	"      --symbol-cache-mb N  its cap, least recently used removed (default 2048)\n"
 enum { OPT_SYM_SERVER = 1000, OPT_SYM_CACHE, OPT_SYM_CACHE_MB };
 #define SYMBOL_LONGOPTS \
 	{ "symbol-server", required_argument, NULL, OPT_SYM_SERVER }, \
@@ -62,7 +61,7 @@ static const char usage_record[] =
 	"      --max-frames N     distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N     distinct stacks and label sets kept (default 200000); past\n"
 	"                         either cap samples are kept under [truncated] and counted\n"
-	SYMBOL_USAGE
+	SYMBOL_USAGE("                         ")
 	"                         (record waits up to 5 s at the end for files being fetched)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
@@ -111,7 +110,7 @@ static const char usage_agent[] =
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
 	"                             cap samples are kept under [truncated] and counted\n"
-	SYMBOL_USAGE
+	SYMBOL_USAGE("                             ")
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 

@@ -18,13 +18,14 @@
 #include "runtime.h"
 #include "symbolize.h"
 #include "symsrv.h"
+#include "util.h"
 #include "vec.h"
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
 	uint32_t base;		/* basename, a string id */
-	uint8_t awaiting;	/* its debug file was asked of the symbol servers */
-	uint8_t renamed;	/* a debug file came since its frames were named */
+	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
+	uint32_t attached_gen;	/* symbolizer attach_gen when its debug file came; 0: none */
 };
 
 /* What named a native frame, for the counters when a debug file renames it. */
@@ -46,9 +47,8 @@ struct frame {
 	uint32_t map;		/* smap index + 1 in the process, 0: none */
 	uint32_t base;		/* string id of the file's basename, 0: not file-backed */
 	uint8_t pending;	/* runtime code: named (again) in finish */
-	uint8_t awaiting;	/* its file's debug file may still come: named again then */
 	uint8_t kind;		/* NK_* of a native frame */
-	uint8_t pad;
+	uint8_t pad[2];
 	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
@@ -60,7 +60,7 @@ struct proc_syms {
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
 	uint32_t npending;
-	uint32_t nawaiting;	/* frames with awaiting set */
+	uint32_t renamed_gen;	/* frames named again for every debug file attached up to this */
 	struct intern *vmas;	/* the mappings met (start, end, offset, dev, ino) -> symfile */
 	uint32_t *vma_file;	/* symfile index + 1 by vmas id; 0: not file-backed ELF */
 	size_t vma_cap;
@@ -81,8 +81,10 @@ struct symbolizer {
 	struct symfile **files;
 	size_t files_cap;
 	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
-	uint64_t symsrv_gen;	/* symsrv__generation when the awaiting files were last looked at */
+	uint64_t symsrv_gen;	/* symsrv__generation when the files were last looked at */
+	uint64_t next_scan_ns;	/* files whose fetch failed are asked again from then */
 	uint32_t nawaiting;	/* symfiles with awaiting set */
+	uint32_t attach_gen;	/* debug files attached so far */
 	struct symbolizer_stats stats;
 };
 
@@ -274,7 +276,7 @@ static struct symfile *symfile(struct symbolizer *sym, struct proc_syms *ps, con
 	return *file ? sym->files[*file - 1] : NULL;
 }
 
-static struct proc_syms *proc_syms(struct proc *p)
+static struct proc_syms *proc_syms(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
@@ -283,6 +285,7 @@ static struct proc_syms *proc_syms(struct proc *p)
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return NULL;
+	ps->renamed_gen = sym->attach_gen;	/* its frames are named with what is there now */
 	ps->keys = intern__new();
 	ps->maps = intern__new();
 	ps->vmas = intern__new();
@@ -392,7 +395,7 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
 {
-	struct proc_syms *ps = proc_syms(p);
+	struct proc_syms *ps = proc_syms(sym, p);
 	struct symfile *f = NULL;
 	const struct vma *v;
 	struct frame *fr;
@@ -437,10 +440,6 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	}
 	if (f && f->es) {
 		fr->map = smap_of(sym, ps, v, f, 0);
-		if (f->awaiting) {
-			fr->awaiting = 1;
-			ps->nawaiting++;
-		}
 		return native_name(sym, f, fr) ? id : -ENOMEM;
 	}
 	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
@@ -510,34 +509,44 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	return fr->name ? 0 : -ENOMEM;
 }
 
-/* Debug files that arrived from the symbol servers: attach them to their files. */
+/* Debug files that arrived from the symbol servers: attached to their files. Looked at when the
+ * symbol servers have news, and every SCAN_NS for files whose fetch failed (symsrv asks again
+ * once its retry time has passed). */
+#define SCAN_NS (60 * 1000000000ull)
 static void take_debug_files(struct symbolizer *sym)
 {
 	struct symsrv *ss = sym->opts.symsrv;
-	uint64_t gen;
+	uint64_t gen, now;
 
-	if (!ss || !sym->nawaiting || (gen = symsrv__generation(ss)) == sym->symsrv_gen)
+	if (!ss)
+		return;
+	gen = symsrv__generation(ss);
+	now = now_ns();
+	if (gen == sym->symsrv_gen && now < sym->next_scan_ns)
 		return;
 	sym->symsrv_gen = gen;
+	sym->next_scan_ns = now + SCAN_NS;
+	sym->nawaiting = 0;
 	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++) {
 		struct symfile *f = sym->files[i];
 		const char *bid;
 		struct elfsym *dbg;
 
-		if (!f || !f->awaiting)
+		if (!f || !elfsym__needs_debug(f->es))
 			continue;
 		bid = elfsym__build_id(f->es);
+		f->awaiting = 0;
 		switch (symsrv__want(ss, bid, str(sym, f->base))) {
 		case SYMSRV_READY:
 			dbg = symsrv__take(ss, bid);
 			if (dbg && elfsym__attach_debug(f->es, dbg) == 0) {
-				f->renamed = 1;
+				f->attached_gen = ++sym->attach_gen;
 				sym->stats.debug_attached++;
 			}
-			/* fall through */
-		case SYMSRV_FAILED:
-			f->awaiting = 0;
-			sym->nawaiting--;
+			break;
+		case SYMSRV_PENDING:
+			f->awaiting = 1;
+			sym->nawaiting++;
 			break;
 		default:
 			break;
@@ -545,25 +554,22 @@ static void take_debug_files(struct symbolizer *sym)
 	}
 }
 
-/* Frames whose file was waiting for a debug file: named again once it came (or will not). */
+/* Frames of files whose debug file came since p's frames were last named: named again. */
 static int rename_frames(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
-	for (size_t i = 0; ps && ps->nawaiting && i < intern__count(ps->keys); i++) {
+	if (!ps || ps->renamed_gen == sym->attach_gen)
+		return 0;
+	for (size_t i = 0; i < intern__count(ps->keys); i++) {
 		struct frame *fr = &ps->frames[i];
-		struct symfile *f;
+		struct symfile *f = fr->file ? sym->files[fr->file - 1] : NULL;
 
-		if (!fr->awaiting || !fr->file)
-			continue;
-		f = sym->files[fr->file - 1];
-		if (f->awaiting)
-			continue;
-		fr->awaiting = 0;
-		ps->nawaiting--;
-		if (f->renamed && !native_name(sym, f, fr))
+		if (f && f->attached_gen > ps->renamed_gen && fr->kind != NK_NONE && f->es &&
+		    !native_name(sym, f, fr))
 			return -ENOMEM;
 	}
+	ps->renamed_gen = sym->attach_gen;
 	return 0;
 }
 

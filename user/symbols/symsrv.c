@@ -21,6 +21,7 @@
 #define MAX_ENTRIES	4096	/* distinct build ids remembered */
 #define MAX_ID_HEX	128
 #define MAX_CACHE_FILES	65536	/* looked at per eviction pass */
+#define STALE_FETCH_S	3600	/* a temporary file this old was left by a spanprof that died */
 
 enum entry_state { E_QUEUED, E_FETCHING, E_READY, E_TAKEN, E_FAILED };
 
@@ -126,6 +127,12 @@ static void evict(struct symsrv *s, const char *keep)
 	while ((de = readdir(d)) && n < MAX_CACHE_FILES) {
 		size_t l = strlen(de->d_name);
 
+		if (strncmp(de->d_name, ".fetch-", 7) == 0 &&
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_mtime + STALE_FETCH_S < time(NULL)) {
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
 		if (l < 7 || l >= sizeof(v->name) || strcmp(de->d_name + l - 6, ".debug") ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
