@@ -209,6 +209,11 @@ static int cmd_record(int argc, char **argv)
 	opterr = 0;	/* one line of our own instead of getopt's */
 	/* "+": options end at the first word that is not one: the command (with or without "--"). */
 	while ((c = getopt_long(argc, argv, "+p:F:d:o:vh", longopts, NULL)) != -1) {
+		if (c >= OPT_SYM_SERVER && c <= OPT_SYM_CACHE_MB) {
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 0x7fffffff, &v) || v == 0)
@@ -276,12 +281,6 @@ static int cmd_record(int argc, char **argv)
 			if (parse_uint(optarg, UINT32_MAX, &v) || v == 0)
 				return bad_usage("bad cap (a whole number > 0)", optarg);
 			*(c == OPT_MAX_FRAMES ? &o.max_frames : &o.max_stacks) = v;
-			break;
-		case OPT_SYM_SERVER:
-		case OPT_SYM_CACHE:
-		case OPT_SYM_CACHE_MB:
-			if (symbol_opt(c, optarg, &o.symsrv))
-				return 2;
 			break;
 		case 'v':
 			o.verbose++;
@@ -375,6 +374,11 @@ static int cmd_agent(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
+		if (c >= OPT_SYM_SERVER && c <= OPT_SYM_CACHE_MB) {
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
+			continue;
+		}
 		switch (c) {
 		case 'F':
 			if (parse_uint(optarg, 1000000, &v) || v == 0)
@@ -498,12 +502,6 @@ static int cmd_agent(int argc, char **argv)
 			if (parse_uint(optarg, 1024, &v) || v == 0)
 				return bad_usage("bad ring buffer size (MiB, 1..1024)", optarg);
 			o.ringbuf_mb = v;
-			break;
-		case OPT_SYM_SERVER:
-		case OPT_SYM_CACHE:
-		case OPT_SYM_CACHE_MB:
-			if (symbol_opt(c, optarg, &o.symsrv))
-				return 2;
 			break;
 		case 'v':
 			o.verbose++;

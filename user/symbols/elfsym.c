@@ -815,7 +815,12 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 	return 0;
 }
 
-struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
+/*
+ * Both constructors: the symbols of the ELF file at fd (taken). A binary (want_id NULL): its
+ * segments, FDEs, .symtab or a debug file's, and .dynsym. A debug file found elsewhere (want_id
+ * its binary's build id): its build id must be want_id and its .symtab is all that is read.
+ */
+static struct elfsym *load(int fd, const char *path_hint, int root_fd, const char *want_id)
 {
 	struct elffile f = { .fd = -1 }, dbg = { .fd = -1 };
 	struct rawvec rv = { 0 };
@@ -832,14 +837,22 @@ struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = elffile_open(&f, fd, es);
+	err = elffile_open(&f, fd, want_id ? NULL : es);
 	if (err)
 		goto close_files;
 	if (f.build_id_len)
 		hex_encode(es->build_id, f.build_id, f.build_id_len);
 	es->ei_class = f.ehdr.e_ident[EI_CLASS];
 	es->machine = f.ehdr.e_machine;
-	load_fdes(es, &f);
+	if (want_id) {
+		err = strcmp(es->build_id, want_id) ? -EBADMSG : !f.symtab ? -ENOEXEC : 0;
+		if (!err && path_hint && !(es->debug_path = strdup(path_hint)))
+			err = -ENOMEM;
+		if (err)
+			goto close_files;
+	} else {
+		load_fdes(es, &f);
+	}
 
 	if (f.symtab) {
 		err = load_table(es, &f, f.symtab, SRC_SYMTAB, 0, &rv);
@@ -852,7 +865,7 @@ struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
 		if (err)
 			goto close_files;
 	}
-	if (f.dynsym) {
+	if (f.dynsym && !want_id) {
 		err = load_table(es, &f, f.dynsym, SRC_DYNSYM, 1, &rv);
 		if (err)
 			goto close_files;
@@ -875,51 +888,20 @@ close_files:
 	return es;
 }
 
+struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
+{
+	return load(fd, path_hint, root_fd, NULL);
+}
+
 struct elfsym *elfsym__open_debug(int fd, const char *build_id, const char *path)
 {
-	struct elffile f = { .fd = -1 };
-	struct rawvec rv = { 0 };
-	struct elfsym *es;
-	int err;
-
-	if (fd < 0) {
-		errno = EBADF;
+	if (!build_id) {
+		if (fd >= 0)
+			close(fd);
+		errno = EBADMSG;
 		return NULL;
 	}
-	es = calloc(1, sizeof(*es));
-	if (!es) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	err = elffile_open(&f, fd, NULL);
-	if (err)
-		goto close_file;
-	if (f.build_id_len)
-		hex_encode(es->build_id, f.build_id, f.build_id_len);
-	es->ei_class = f.ehdr.e_ident[EI_CLASS];
-	es->machine = f.ehdr.e_machine;
-	err = -EBADMSG;
-	if (!build_id || strcmp(es->build_id, build_id) != 0)
-		goto close_file;
-	err = -ENOEXEC;
-	if (!f.symtab)
-		goto close_file;
-	err = load_table(es, &f, f.symtab, SRC_SYMTAB, 0, &rv);
-	if (!err)
-		err = build_table(es, &rv);
-	if (!err && path && !(es->debug_path = strdup(path)))
-		err = -ENOMEM;
-	elf_errno();
-close_file:
-	elffile_close(&f);
-	free(rv.v);
-	if (err) {
-		elfsym__free(es);
-		errno = -err;
-		return NULL;
-	}
-	return es;
+	return load(fd, path, AT_FDCWD, build_id);
 }
 
 int elfsym__attach_debug(struct elfsym *es, struct elfsym *dbg)
