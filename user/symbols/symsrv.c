@@ -18,7 +18,7 @@
 #include "symsrv.h"
 #include "util.h"
 
-#define MAX_ENTRIES	4096	/* distinct build ids remembered */
+#define MAX_ENTRIES	1024	/* distinct build ids remembered */
 #define MAX_ID_HEX	128
 #define MAX_CACHE_FILES	65536	/* looked at per eviction pass */
 #define STALE_FETCH_S	3600	/* a temporary file this old was left by a spanprof that died */
