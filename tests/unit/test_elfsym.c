@@ -1372,6 +1372,86 @@ static void test_elfsym_fuzz(void **state)
 	assert_true(loaded > 0 && refused > 0);
 }
 
+/* Offset and size of section name in path, from readelf; 0 or -1. */
+static int section_range(const char *path, const char *name, size_t *off, size_t *size)
+{
+	char cmd[PATH_MAX + 64], line[512], got[64];
+	unsigned long o, sz;
+	int found = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s'", path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *b = strchr(line, ']');
+
+		if (b && sscanf(b + 1, " %63s %*s %*x %lx %lx", got, &o, &sz) == 3 &&
+		    strcmp(got, name) == 0 && found < 0) {
+			*off = o;
+			*size = sz;
+			found = 0;
+		}
+	}
+	pclose(p);
+	return found;
+}
+
+/* Mutations inside .eh_frame_hdr and .eh_frame only: the FDE reader meets every lie there. */
+static void test_elfsym_fuzz_eh_frame(void **state)
+{
+	int iters = getenv("ELFSYM_FUZZ_ITERS") ? atoi(getenv("ELFSYM_FUZZ_ITERS")) : 3000;
+	size_t len, ranges[2][2];
+	const char *secs[] = { ".eh_frame_hdr", ".eh_frame" };
+	char path[PATH_MAX];
+	unsigned char *orig, *buf;
+	uint32_t seed = 777;
+	int loaded = 0, with_fdes = 0;
+
+	(void)state;
+	path_in(path, sizeof(path), "fx_stripped.so");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(section_range(path, secs[i], &ranges[i][0], &ranges[i][1]), 0);
+	orig = read_all(path, &len);
+	buf = malloc(len);
+	assert_non_null(buf);
+	for (int it = 0; it < iters; it++) {
+		struct elfsym_stats st;
+		struct elfsym *es;
+		int flips;
+
+		memcpy(buf, orig, len);
+		seed = seed * 1103515245 + 12345;
+		flips = 1 + (seed >> 16) % 6;
+		for (int k = 0; k < flips; k++) {
+			size_t *r;
+
+			seed = seed * 1103515245 + 12345;
+			r = ranges[(seed >> 8) & 1];
+			seed = seed * 1103515245 + 12345;
+			buf[r[0] + (seed >> 4) % r[1]] = (uint8_t)(seed >> 20);
+		}
+		es = elfsym__open_fd(memfd_with(buf, len), NULL, AT_FDCWD);
+		if (!es)
+			continue;
+		loaded++;
+		elfsym__stats(es, &st);
+		with_fdes += st.fdes > 0;
+		for (uint64_t v = 0; v < 0x3000; v += 7) {
+			uint64_t start;
+
+			if (elfsym__function_start(es, v, &start) == 0)
+				assert_true(start <= v);
+		}
+		poke(es);
+	}
+	print_message("eh_frame fuzz: %d loaded, %d with function ranges\n", loaded, with_fdes);
+	assert_true(loaded > 0);
+	free(buf);
+	free(orig);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1401,6 +1481,7 @@ int main(void)
 		cmocka_unit_test(test_elfsym_garbage),
 		cmocka_unit_test(test_elfsym_truncated),
 		cmocka_unit_test(test_elfsym_fuzz),
+		cmocka_unit_test(test_elfsym_fuzz_eh_frame),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
