@@ -22,6 +22,7 @@
 #define MAX_ID_HEX	128
 #define MAX_CACHE_FILES	65536	/* looked at per eviction pass */
 #define STALE_FETCH_S	3600	/* a temporary file this old was left by a spanprof that died */
+#define DOWN_NS		(60 * 1000000000ull)	/* an unreachable server is left alone this long */
 
 enum entry_state { E_QUEUED, E_FETCHING, E_READY, E_TAKEN, E_FAILED };
 
@@ -41,6 +42,7 @@ struct symsrv {
 	int started;
 	volatile int stop;
 	char *urls[2 * SYMSRV_MAX_URLS];
+	uint64_t down_until[2 * SYMSRV_MAX_URLS];	/* worker only: unreachable until then */
 	int n_urls;
 	char *dir;
 	uint64_t cap;
@@ -312,6 +314,10 @@ static struct elfsym *from_servers(struct symsrv *s, CURL *c, const struct entry
 	snprintf(name, sizeof(name), "%s.debug", e->id);
 	snprintf(final, sizeof(final), "%s/%s", s->dir, name);
 	for (int i = 0; i < s->n_urls && !dbg && !s->stop; i++) {
+		if (now_ns() < s->down_until[i]) {
+			*not_found = 0;	/* not asked: no answer either way */
+			continue;
+		}
 		for (int ssqp = 0; ssqp < 2 && !dbg && !s->stop; ssqp++) {
 			enum got g;
 
@@ -321,8 +327,11 @@ static struct elfsym *from_servers(struct symsrv *s, CURL *c, const struct entry
 			if (g == GOT_NOT_FOUND)
 				continue;
 			*not_found = 0;
-			if (g == GOT_UNREACHABLE)
-				break;	/* the other layout is on the same server */
+			if (g == GOT_UNREACHABLE) {
+				/* Every build id would wait for the same timeout: not for a while. */
+				s->down_until[i] = now_ns() + DOWN_NS;
+				break;
+			}
 			if (g != GOT_FILE)
 				continue;
 			dbg = elfsym__open_debug(dup(fd), e->id, final);

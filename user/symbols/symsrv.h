@@ -28,7 +28,8 @@ struct symsrv_stats {
 	uint64_t cache_hits;	/* found in the cache directory */
 	uint64_t fetched;	/* downloaded and checked */
 	uint64_t not_found;	/* build ids no server had (404 everywhere) */
-	uint64_t failed;	/* build ids given up on after an error (connect, timeout, 5xx) */
+	uint64_t failed;	/* build ids given up on after an error (connect, timeout, 5xx), or not
+				 * asked: every server was found unreachable in the last minute */
 	uint64_t invalid;	/* files refused: not ELF, no .symtab, another build id, too large */
 	uint64_t errors;	/* failed requests (one build id can cost several) */
 	uint64_t evicted;	/* cache files removed to stay under the cap */
