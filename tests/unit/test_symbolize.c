@@ -392,6 +392,25 @@ static void test_symbolize_file_replaced_same_inode(void **state)
 	assert_string_equal(name_of(p1, symbolizer__user(fx.sym, p1, addr, 1, 1)), "fx_lib_mul");
 }
 
+/* A process whose files cannot be opened any more (it exited before its samples were read) gets
+ * the symbols already read for the same device and inode. */
+static void test_symbolize_exited_process_shares_inode(void **state)
+{
+	char dir[192], link[224];
+	uint64_t addr = lib_addr(LIB_START, "fx_lib_mul", 4);
+	struct proc *p1, *p3;
+
+	fx_open(kallsyms, 0, 0);
+	p1 = get(1001);
+	assert_string_equal(name_of(p1, symbolizer__user(fx.sym, p1, addr, 1, 1)), "fx_lib_mul");
+	testutil__proc_dir(dir, sizeof(dir), proc_root, "1003");
+	snprintf(link, sizeof(link), "%s/root", dir);
+	assert_int_equal(symlink("/nonexistent-root", link), 0);
+	write_maps(1003, 0);
+	p3 = get(1003);
+	assert_string_equal(name_of(p3, symbolizer__user(fx.sym, p3, addr, 1, 1)), "fx_lib_mul");
+}
+
 /* An address of the file that no symbol covers is module+offset (file offset). */
 static void test_symbolize_no_symbol_is_module_offset(void **state)
 {
@@ -767,6 +786,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_symbolize_native_named_from_elf),
 		T(test_symbolize_file_replaced_same_inode),
+		T(test_symbolize_exited_process_shares_inode),
 		T(test_symbolize_no_symbol_is_module_offset),
 		T(test_symbolize_return_address_looked_up_before),
 		T(test_symbolize_same_address_same_id),

@@ -78,6 +78,9 @@ struct symbolizer {
 	struct kframe *kframes;
 	size_t kcap;
 	struct intern *file_keys;	/* file identity (struct file_key + build id) -> symfile index */
+	struct intern *inode_keys;	/* (dev, ino) as the maps show it -> the newest symfile read */
+	uint32_t *inode_file;		/* symfile index + 1 by inode_keys id */
+	size_t inode_cap;
 	struct symfile **files;
 	size_t files_cap;
 	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
@@ -112,8 +115,9 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	sym->opts = *opts;
 	sym->kkeys = intern__new();
 	sym->file_keys = intern__new();
+	sym->inode_keys = intern__new();
 	sym->strings = intern__new();
-	if (!sym->kkeys || !sym->file_keys || !sym->strings ||
+	if (!sym->kkeys || !sym->file_keys || !sym->inode_keys || !sym->strings ||
 	    intern__id(sym->strings, "", 0, NULL) != 0)
 		goto err_free;
 	sym->ksyms = ksyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
@@ -141,6 +145,8 @@ void symbolizer__free(struct symbolizer *sym)
 	free(sym->kframes);
 	intern__free(sym->kkeys);
 	intern__free(sym->file_keys);
+	intern__free(sym->inode_keys);
+	free(sym->inode_file);
 	intern__free(sym->strings);
 	ksyms__free(sym->ksyms);
 	free(sym);
@@ -195,18 +201,24 @@ static void note_refusal(struct symbolizer *sym, const struct proc *p, const str
 }
 
 /* The symbol file of a file-backed mapping, shared by every process that maps the same content.
- * Returns its index + 1, 0 when not possible (no memory), or the index of an unreadable one. */
+ * A process that exited before its samples were read has no file to open: it gets the newest
+ * symbol file read for the same device and inode. Returns its index + 1, or 0 (none, or no
+ * memory). */
 static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const struct vma *v)
 {
 	char buf[sizeof(struct file_key) + 2 * 64 + 4096], bid[2 * 64 + 1];
+	struct { uint64_t dev, ino; } ikey = { v->dev, v->ino };
 	struct file_key key;
 	struct symfile *f;
 	const char *slash;
+	int64_t id, iid;
 	size_t klen;
 	struct stat st;
-	int64_t id;
 	int fd;
 
+	iid = intern__id(sym->inode_keys, &ikey, sizeof(ikey), NULL);
+	if (iid < 0 || VEC_RESERVE(sym->inode_file, sym->inode_cap, (size_t)iid + 1))
+		return 0;
 	memset(&key, 0, sizeof(key));
 	bid[0] = 0;
 	fd = open_file(p, v);
@@ -215,6 +227,11 @@ static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const s
 					 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
 		elfsym__read_build_id(fd, bid, sizeof(bid));
 	} else {
+		if (fd >= 0)
+			close(fd);
+		if (sym->inode_file[iid])
+			return sym->inode_file[iid];
+		fd = -1;
 		key.dev = v->dev;	/* unreadable: one failed entry per mapped inode */
 		key.ino = v->ino;
 	}
@@ -255,7 +272,11 @@ static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const s
 close_fd:
 	if (fd >= 0)
 		close(fd);
-	return id < 0 || !sym->files[id] ? 0 : id + 1;
+	if (id < 0 || !sym->files[id])
+		return 0;
+	if (sym->files[id]->es || !sym->inode_file[iid])
+		sym->inode_file[iid] = id + 1;
+	return id + 1;
 }
 
 /* The symbol file of v in p: looked up once per mapping of the process. */
