@@ -208,6 +208,7 @@ TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kalls
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
+TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(LIB_OBJS)
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
@@ -257,12 +258,13 @@ $(TOOLS):
 
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
-               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps
+               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
+               $(BUILD)/apps/native/fake_dotnet
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
-$(BUILD)/apps/native/many_maps: tests/apps/native/many_maps.c
+$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet: $(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
@@ -283,8 +285,8 @@ unit: $(TESTS)
 # ---- fuzz and bench (perfmap) ----
 # libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
 # build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c lib/intern.c lib/hexnum.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h lib/intern.h lib/hexnum.h
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c lib/intern.c lib/nametab.c lib/hexnum.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h lib/intern.h lib/nametab.h lib/hexnum.h
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)

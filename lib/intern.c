@@ -18,7 +18,8 @@ struct entry {
 struct intern {
 	struct entry *ents;	/* by id */
 	uint32_t n, cap_ents;
-	uint32_t *slots;	/* id + 1, 0 = empty */
+	uint64_t *slots;	/* hash32 << 32 | id + 1, 0 = empty: a probe compares the hash
+				 * without touching ents[] */
 	uint32_t nslots;	/* power of two */
 	char **chunks;
 	uint32_t nchunks, chunk_used, chunk_size;
@@ -83,27 +84,28 @@ static const char *entry_bytes(const struct intern *in, const struct entry *e)
 static int64_t lookup(const struct intern *in, const void *key, size_t len, uint64_t h,
 		      uint32_t *slot)
 {
-	uint32_t mask = in->nslots - 1, i = (uint32_t)h & mask;
+	uint32_t mask = in->nslots - 1, i = (uint32_t)h & mask, h32 = (uint32_t)(h >> 32);
 
 	for (;; i = (i + 1) & mask) {
-		uint32_t v = in->slots[i];
+		uint64_t v = in->slots[i];
 		const struct entry *e;
 
 		if (!v) {
 			*slot = i;
 			return -ENOENT;
 		}
-		e = &in->ents[v - 1];
-		if (e->hash32 == (uint32_t)(h >> 32) && e->len == len &&
-		    (!len || memcmp(entry_bytes(in, e), key, len) == 0))
-			return v - 1;
+		if ((uint32_t)(v >> 32) != h32)
+			continue;
+		e = &in->ents[(uint32_t)v - 1];
+		if (e->len == len && (!len || memcmp(entry_bytes(in, e), key, len) == 0))
+			return (uint32_t)v - 1;
 	}
 }
 
 static int grow_slots(struct intern *in)
 {
 	uint32_t n = in->nslots * 2, mask = n - 1;
-	uint32_t *slots = calloc(n, sizeof(*slots));
+	uint64_t *slots = calloc(n, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
@@ -114,7 +116,7 @@ static int grow_slots(struct intern *in)
 
 		while (slots[i])
 			i = (i + 1) & mask;
-		slots[i] = id + 1;
+		slots[i] = (uint64_t)e->hash32 << 32 | (id + 1);
 	}
 	free(in->slots);
 	in->slots = slots;
@@ -189,7 +191,7 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 		return -ENOMEM;
 	e.hash32 = (uint32_t)(h >> 32);
 	in->ents[in->n] = e;
-	in->slots[slot] = in->n + 1;
+	in->slots[slot] = (uint64_t)e.hash32 << 32 | (in->n + 1);
 	if (added)
 		*added = 1;
 	return in->n++;

@@ -1,5 +1,6 @@
 /* perfmap.c: perfmap object, perf-<pid>.map line reader, name interning and twin dedup. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,12 +25,44 @@ static inline uint64_t mix64(uint64_t h)
 	return h;
 }
 
-/* The one stored copy of s[0..len), NUL-terminated; NULL when out of memory. */
-static const char *intern(struct intern *names, const char *s, size_t len)
-{
-	int64_t id = intern__id(names, s, len, NULL);
+/*
+ * Names are shared by every perfmap of the program (lib/nametab.h): most of a .NET process's
+ * methods are the framework's, the same in every process. The table lives while a perfmap does.
+ */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nametab *shared_names;
+static uint32_t shared_users;
 
-	return id < 0 ? NULL : intern__key(names, id, NULL);
+static struct nametab *names_hold(void)
+{
+	struct nametab *t;
+
+	pthread_mutex_lock(&shared_lock);
+	if (!shared_names)
+		shared_names = nametab__new();
+	if ((t = shared_names))
+		shared_users++;
+	pthread_mutex_unlock(&shared_lock);
+	return t;
+}
+
+static void names_release(void)
+{
+	pthread_mutex_lock(&shared_lock);
+	if (shared_users && !--shared_users) {
+		nametab__free(shared_names);
+		shared_names = NULL;
+	}
+	pthread_mutex_unlock(&shared_lock);
+}
+
+void perfmap__shared_names(struct nametab_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&shared_lock);
+	if (shared_names)
+		nametab__stats(shared_names, out);
+	pthread_mutex_unlock(&shared_lock);
 }
 
 /* ---- twins: one piece of code logged to both files ---------------------------------------- */
@@ -164,14 +197,15 @@ struct perfmap *perfmap__new(const struct perfmap_limits *limits)
 	if (!pm->lim.max_range)
 		pm->lim.max_range = PERFMAP_DEF_MAX_RANGE;
 	pm->ix = addrindex__new();
-	pm->names = intern__new();
-	if (!pm->ix || !pm->names)
+	pm->names.tab = names_hold();
+	if (!pm->ix || !pm->names.tab)
 		goto err_free_pm;
 	return pm;
 
 err_free_pm:
 	addrindex__free(pm->ix);
-	intern__free(pm->names);
+	if (pm->names.tab)
+		names_release();
 	free(pm);
 err_nomem:
 	errno = ENOMEM;
@@ -183,12 +217,12 @@ void perfmap__free(struct perfmap *pm)
 	if (!pm)
 		return;
 	addrindex__free(pm->ix);
-	intern__free(pm->names);
+	nameset__clear(&pm->names);
+	names_release();
 	free(pm->map.line);
 	jd_reader_free(&pm->jd);
 	free(pm->twins);
 	free(pm->twin_prev);
-	free(pm->rbuf);
 	free(pm);
 }
 
@@ -289,8 +323,8 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 	sym.size = size;
 	sym.load_ns = load_ns;
 	sym.source = source;
-	sym.name = intern(pm->names, name, name_len);
-	sym.tier = tier_len ? intern(pm->names, tier, tier_len) : "";
+	sym.name = nameset__get(&pm->names, name, name_len);
+	sym.tier = tier_len ? nameset__get(&pm->names, tier, tier_len) : "";
 	if (!sym.name || !sym.tier)
 		return -ENOMEM;
 
@@ -433,7 +467,8 @@ static int64_t read_fd(struct perfmap *pm, int fd, uint64_t *off, const uint64_t
 {
 	struct stat sb;
 	int64_t total = 0;
-	int err;
+	uint8_t *buf;
+	int err = 0;
 
 	if (!pm)
 		return -EINVAL;
@@ -446,35 +481,34 @@ static int64_t read_fd(struct perfmap *pm, int fd, uint64_t *off, const uint64_t
 			*stale = true;
 		return -ESTALE;	/* truncated: the file was rewritten, e.g. for a reused pid */
 	}
-	if (!pm->rbuf) {
-		pm->rbuf = malloc(READ_BUF);
-		if (!pm->rbuf)
-			return -ENOMEM;
-	}
+	if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == *off)
+		return 0;	/* nothing new: the common poll */
+	/* Held only while reading: fifty idle processes would otherwise keep fifty buffers. */
+	if (!(buf = malloc(READ_BUF)))
+		return -ENOMEM;
+	buf[0] = 0;
 	while (*fed < pm->lim.max_file_bytes) {
 		uint64_t room = pm->lim.max_file_bytes - *fed;
-		ssize_t n = pread(fd, pm->rbuf, room < READ_BUF ? (size_t)room : READ_BUF,
-				  (off_t)*off);
+		ssize_t n = pread(fd, buf, room < READ_BUF ? (size_t)room : READ_BUF, (off_t)*off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			goto out;
 		}
 		if (n == 0)
 			break;
 		*off += (uint64_t)n;
 		total += n;
-		err = feed(pm, pm->rbuf, (size_t)n);
-		if (err)
-			return err;
+		if ((err = feed(pm, buf, (size_t)n)))
+			goto out;
 	}
-	if (*fed >= pm->lim.max_file_bytes && (uint64_t)sb.st_size > *off) {
-		err = feed(pm, pm->rbuf, 1);	/* over the cap: dropped, counted once */
-		if (err)
-			return err;
-	}
-	return total;
+	if (*fed >= pm->lim.max_file_bytes && (uint64_t)sb.st_size > *off)
+		err = feed(pm, buf, 1);	/* over the cap: dropped, counted once */
+out:
+	free(buf);
+	return err ? err : total;
 }
 
 int64_t perfmap__read_map_fd(struct perfmap *pm, int fd)
@@ -512,4 +546,8 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
 	out->entries = sh.entries - sh.hidden;
 	out->jitdump_partial = jd_reader_partial(&pm->jd);
 	out->partial = pm->map.len + out->jitdump_partial;
+	/* What this perfmap holds on its own (the names it refers to are shared: counted apart). */
+	out->held_bytes = sizeof(*pm) + sh.bytes + nameset__bytes(&pm->names) + pm->map.cap +
+			  pm->jd.pend_cap + (uint64_t)pm->twin_cap * sizeof(*pm->twins) +
+			  (uint64_t)pm->twin_prev_cap * sizeof(*pm->twin_prev);
 }

@@ -42,6 +42,7 @@ struct perfmap_stats {
 	uint32_t jitdump_pid;	/* pid in the jitdump header */
 	uint32_t jitdump_stopped;	/* 1: a record with impossible framing ended the stream */
 	uint32_t map_stale;	/* 1: the perf map shrank under us (-ESTALE was returned) */
+	uint64_t held_bytes;	/* memory the perfmap holds: index, runs, buffers (not the shared names) */
 	uint64_t jitdump_partial;	/* bytes of the unfinished jitdump record (part of partial); if it
 				 * never completes the writer gave up (runtime 10.0.12 does, on a
 				 * 64 KiB stub block: see perfmap/README.md) */
@@ -80,6 +81,10 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
+
+/* The names every perfmap of the program shares (lib/nametab.h): distinct, references, bytes. */
+struct nametab_stats;
+void perfmap__shared_names(struct nametab_stats *out);
 
 /* Perf map lines carry no time, so a line is ranked against overlapping jitdump records by the
  * CLOCK_MONOTONIC time it was fed (an upper bound of its load time). Tests and replays can pin

@@ -8,6 +8,7 @@
 
 #include "addrindex.h"
 #include "intern.h"
+#include "nametab.h"
 #include "perfmap.h"
 
 #define PERFMAP_DEF_MAX_FILE	(1ULL << 30)
@@ -51,7 +52,7 @@ struct map_reader {
 struct perfmap {
 	struct perfmap_limits lim;
 	struct addrindex *ix;
-	struct intern *names;	/* each distinct name stored once (lib/intern.h) */
+	struct nameset names;	/* its references to names shared by every perfmap (lib/nametab.h) */
 	struct map_reader map;
 	struct jd_reader jd;
 	uint64_t map_off;	/* fd offsets for the read_*_fd helpers */
@@ -66,7 +67,6 @@ struct perfmap {
 	uint64_t pinned_now;	/* perfmap__set_feed_time */
 	uint64_t feed_now;	/* time of the feed in progress */
 	struct perfmap_stats st;
-	uint8_t *rbuf;		/* read buffer for the fd helpers */
 };
 
 /* Insert one code range from either reader: validates, splits the tier, interns, dedups.

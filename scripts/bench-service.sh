@@ -1,208 +1,212 @@
-#!/bin/sh
-# bench-service.sh: SpanService request throughput without the hook, with it, and with it while spanprof
-# records the service (the application's whole cost of being profiled), interleaved, as ratios.
+#!/usr/bin/env bash
+# bench-service.sh: what being profiled costs SpanService, side by side: spanprof against Linux perf
+# and dotnet-trace, each arm in a fresh service process, the order of the arms rotated every round.
 #
-# Each run is a fresh SpanService process (the hook can only load at startup), driven by LoadGen for
-# WARMUP s unmeasured and DURATION s measured. Rounds alternate their order (off,on / on,off / ...)
-# so a linear drift of the machine's speed cancels in the mean. The chunk size of the service's hot
-# loops is fixed from the first (discarded) run, so every run does exactly the same work per request.
+# Arms (MODES, default: all but perfmap):
+#   off           no hook, no profiler
+#   hook          the hook only (span table kept, nobody reads it)
+#   record        spanprof record -p PID -F HZ, no hook (it turns perf maps on at attach)
+#   spanprof      the hook plus spanprof record -p PID -F HZ
+#   agent         the hook plus spanprof agent at its defaults (19 Hz, host-wide .NET, LoadGen
+#                 included), pushing to a local Pyroscope receiver
+#   perf          DOTNET_PerfMapEnabled=1 plus perf record -F HZ -g -p PID
+#   dotnet-trace  dotnet-trace collect -p PID --profile dotnet-sampled-thread-time --duration
+#   perfmap       DOTNET_PerfMapEnabled=1 only: what writing perf maps costs by itself
 #
-# Arms (MODES, default "off on prof"): off = no hook; on = hook loaded; prof = hook loaded and
-# `spanprof record -p PID -F PROF_HZ` running through the measured window.
+# Figures per arm, as ratios to `off` of the same round (median, min, max, mean with a 95 %
+# confidence interval over the rounds):
+#   rps         requests/s (higher is better)
+#   p99         p99 latency
+#   svc-cpu     the service's CPU per request (utime+stime over the measured LoadGen run)
+#   machine-cpu the service's plus the profiler's processes' CPU per request
+# The bars of issue 11 are checked at the end and printed as met / NOT met; nothing exits non-zero
+# for a figure (only for a failed run).
 #
-# Settings (environment): BUILD (build), ROUNDS (3), DURATION (10), WARMUP (3), CONCURRENCY (200),
-#   PATHS (/work/a,/work/b,/work/labels?tenant=acme), CHUNK_US (100: small hot chunks, so per-request
-#   costs such as the hook's context switches weigh more than with the service's 2000 default),
-#   PIN (0; 1 = service on CPU 1 and LoadGen on CPU 0 with taskset), BG_DUTY (0: the span-less
-#   background thread is off, its constant CPU would only dilute the per-request figure).
-#
-# Two figures: requests/s (what the service delivers) and requests per CPU-second of the service
-# process (utime+stime from /proc over the measured LoadGen run). The second is what the hook costs
-# and stays meaningful when other work shares the machine; the first moves with any such work.
-# Exit status: 0 when every run completed and the figures were printed; 1 on any failure.
-set -eu
-
-BUILD=${BUILD:-build}
-ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-3}
-CONCURRENCY=${CONCURRENCY:-200}
-PATHS=${PATHS:-/work/a,/work/b,/work/labels?tenant=acme}
-CHUNK_US=${CHUNK_US:-100}
-PIN=${PIN:-0}
-BG_DUTY=${BG_DUTY:-0}
-MODES=${MODES:-off on prof}
-PROF_HZ=${PROF_HZ:-99}
-
+# Settings (environment): BUILD (build), ROUNDS (5), DURATION (15), WARMUP (5), CONCURRENCY (64),
+#   HZ (99), PATHS (/work/a,/work/b,/work/labels?tenant=acme), CHUNK_US (100), PIN (1: service on
+#   CPU 1, LoadGen on CPU 0, profilers unpinned), BG_DUTY (0), MODES.
+set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-15}
+WARMUP=${WARMUP:-5}
+CONCURRENCY=${CONCURRENCY:-64}
+HZ=${HZ:-99}
+PATHS=${PATHS:-/work/a,/work/b,/work/labels?tenant=acme}
+CHUNK_US=${CHUNK_US:-100}
+PIN=${PIN:-1}
+BG_DUTY=${BG_DUTY:-0}
+MODES=${MODES:-off hook record spanprof agent perf dotnet-trace}
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
 SPANPROF=$BUILD/spanprof
+TRACE_DIR=$BUILD/tools/dotnet-trace
+TICK=$(getconf CLK_TCK)
 
 die() { echo "bench-service: $*" >&2; exit 1; }
-
-# build_if_stale "DIRS" PROJ OUT DLL: builds PROJ into OUT unless DLL is newer than every source in DIRS.
-build_if_stale() {
-	dirs=$1 proj=$2 out=$3 dll=$4
-	# shellcheck disable=SC2086
-	if [ -f "$dll" ] && [ -z "$(find $dirs -newer "$dll" \( -name '*.cs' -o -name '*.csproj' \) -not -path '*/obj/*' -not -path '*/bin/*' | head -n 1)" ]; then
-		return 0
-	fi
-	echo "bench-service: building $proj"
-	dotnet build "$proj" -c Release -o "$out" -nologo -v q >"$TMP/build.log" 2>&1 ||
-		{ tail -n 20 "$TMP/build.log" >&2; die "build of $proj failed"; }
-}
-
+for f in "$HOOK_DLL" "$SVC_DLL" "$GEN_DLL" "$SPANPROF"; do [ -e "$f" ] || die "$f missing: run make all apps"; done
 if [ "$PIN" = 1 ]; then
 	[ "$(nproc)" -ge 2 ] || die "PIN=1 needs 2 CPUs"
-	PIN_SVC="taskset -c 1"
-	PIN_GEN="taskset -c 0"
+	PIN_SVC=(taskset -c 1) PIN_GEN=(taskset -c 0)
 else
-	PIN_SVC=""
-	PIN_GEN=""
+	PIN_SVC=() PIN_GEN=()
 fi
+case " $MODES " in *" perf "*) command -v perf > /dev/null || die "perf missing (apt-get install linux-perf)";; esac
+case " $MODES " in *" dotnet-trace "*)
+	if [ ! -x "$TRACE_DIR/dotnet-trace" ]; then
+		echo "bench-service: installing dotnet-trace into $TRACE_DIR (local NuGet feed)"
+		dotnet tool install --tool-path "$TRACE_DIR" dotnet-trace > /dev/null || die "dotnet tool install dotnet-trace failed"
+	fi;;
+esac
 
 TMP=$(mktemp -d /tmp/bench-service.XXXXXX)
-SVC_PID=""
+PIDS=()	# the receiver; RUN_PIDS: the current run's service and profiler
+RUN_PIDS=()
 cleanup() {
-	if [ -n "$SVC_PID" ]; then kill -TERM "$SVC_PID" 2>/dev/null || true; wait "$SVC_PID" 2>/dev/null || true; fi
+	for p in "${RUN_PIDS[@]}" "${PIDS[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
+	wait 2> /dev/null || true
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-[ -f hook/SpanProf.Hook.csproj ] || die "hook/SpanProf.Hook.csproj not found: nothing to compare against"
-build_if_stale hook hook/SpanProf.Hook.csproj "$BUILD/hook" "$HOOK_DLL"
-build_if_stale "tests/apps/SpanService hook" tests/apps/SpanService/SpanService.csproj "$BUILD/apps/SpanService" "$SVC_DLL"
-build_if_stale tests/apps/LoadGen tests/apps/LoadGen/LoadGen.csproj "$BUILD/apps/LoadGen" "$GEN_DLL"
-
-# json_num FILE KEY: the first numeric value of "KEY": in a one-line JSON file.
 json_num() { grep -o "\"$2\":[0-9.eE+-]*" "$1" | head -n 1 | cut -d: -f2; }
-json_bool() { grep -o "\"$2\":\(true\|false\)" "$1" | head -n 1 | cut -d: -f2; }
-
-HZ=$(getconf CLK_TCK)
-# cpu_ticks PID: user + system CPU time of the process so far, in clock ticks.
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-
-# loadgen PORT SECONDS OUT: one LoadGen run against the service.
-loadgen() {
-	# shellcheck disable=SC2086
-	$PIN_GEN dotnet "$GEN_DLL" --url "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" \
-		--duration "$2" --paths "$PATHS" >"$3" 2>"$TMP/loadgen.err" || { cat "$TMP/loadgen.err" >&2; return 1; }
+# ticks PID...: user + system CPU of these processes so far (clock ticks; 0 for a gone one).
+ticks() {
+	local t=0 p
+	for p in "$@"; do t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2> /dev/null | awk '{ print $12 + $13 }' || echo 0))); done
+	echo "$t"
 }
+
+RX_PORT=""
+case " $MODES " in *" agent "*)
+	node tests/tools/pyroscope-receiver.js --port 0 --ready "$TMP/rx.ready" --out /dev/null > /dev/null 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 100); do [ -s "$TMP/rx.ready" ] && break; sleep 0.1; done
+	RX_PORT=$(cat "$TMP/rx.ready");;
+esac
 
 ITERS=""
-CPU_S=0
-# run_one MODE(off|on) WARMUP DURATION OUTFILE: one service process, one LoadGen run.
+# run_one ARM: one fresh service, warm-up, the profiler started, one measured LoadGen run. Sets
+# RPS P99 SVC_US MACH_US (CPU microseconds per request).
 run_one() {
-	mode=$1 warm=$2 dur=$3 out=$4
-	ready=$TMP/ready.json
-	rm -f "$ready"
-	# SpanService references the hook for SpanProf.Label, whose first call would start the hook:
-	# SPANPROF_HOOK_DISABLE=1 keeps the "without" runs unhooked (Label is then a no-op scope).
-	if [ "$mode" != off ]; then hooks=$HOOK_DLL disable=""; else hooks="" disable=1; fi
-	# shellcheck disable=SC2086
-	env DOTNET_STARTUP_HOOKS="$hooks" SPANPROF_HOOK_DISABLE="$disable" SPANSERVICE_READY="$ready" SPANSERVICE_CHUNK_US="$CHUNK_US" \
-		SPANSERVICE_ITERS="$ITERS" SPANSERVICE_BG_DUTY="$BG_DUTY" SPANSERVICE_SPANS= \
-		$PIN_SVC dotnet "$SVC_DLL" --port 0 >"$TMP/service.log" 2>&1 &
-	SVC_PID=$!
-	i=0
-	while [ ! -s "$ready" ]; do
-		kill -0 "$SVC_PID" 2>/dev/null || { cat "$TMP/service.log" >&2; die "service ($mode) exited during startup"; }
-		i=$((i + 1))
-		[ $i -le 300 ] || die "service ($mode) not ready after 30 s"
-		sleep 0.1
+	local arm=$1 hooks="" disable=1 perfmap=0 svc prof=() port
+	case $arm in hook | spanprof | agent) hooks=$HOOK_DLL disable="" ;; esac
+	case $arm in perf | perfmap) perfmap=1 ;; esac
+	rm -f "$TMP/ready.json" "$TMP/perf.data"
+	# SpanService references the hook for SpanProf.Label: SPANPROF_HOOK_DISABLE=1 keeps the arms
+	# without the hook unhooked (Label is then a no-op scope).
+	env DOTNET_STARTUP_HOOKS="$hooks" SPANPROF_HOOK_DISABLE="$disable" DOTNET_PerfMapEnabled=$perfmap \
+		SPANSERVICE_READY="$TMP/ready.json" SPANSERVICE_CHUNK_US="$CHUNK_US" SPANSERVICE_ITERS="$ITERS" \
+		SPANSERVICE_BG_DUTY="$BG_DUTY" SPANSERVICE_SPANS= \
+		"${PIN_SVC[@]}" dotnet "$SVC_DLL" --port 0 > "$TMP/service.log" 2>&1 &
+	svc=$!
+	RUN_PIDS=($svc)
+	for _ in $(seq 300); do [ -s "$TMP/ready.json" ] && break; kill -0 "$svc" 2> /dev/null || break; sleep 0.1; done
+	[ -s "$TMP/ready.json" ] || { cat "$TMP/service.log" >&2; die "service ($arm) not ready"; }
+	port=$(json_num "$TMP/ready.json" port)
+	[ -n "$ITERS" ] || ITERS=$(json_num "$TMP/ready.json" iters)
+	gen() { "${PIN_GEN[@]}" dotnet "$GEN_DLL" --url "http://127.0.0.1:$port" --concurrency "$CONCURRENCY" \
+		--duration "$1" --paths "$PATHS" > "$2" 2> "$TMP/loadgen.err" || { cat "$TMP/loadgen.err" >&2; die "LoadGen failed ($arm)"; }; }
+	[ "$WARMUP" = 0 ] || gen "$WARMUP" "$TMP/warm.json"
+	case $arm in
+	record | spanprof)
+		"$SPANPROF" record -p "$svc" -F "$HZ" -d $((DURATION + 60)) -o "$TMP/prof.pb.gz" > "$TMP/prof.txt" 2>&1 &
+		prof=($!) ;;
+	agent)
+		"$SPANPROF" agent --pyroscope-url "http://127.0.0.1:$RX_PORT" > "$TMP/prof.txt" 2>&1 &
+		prof=($!) ;;
+	perf)
+		perf record -F "$HZ" -g -p "$svc" -o "$TMP/perf.data" > "$TMP/prof.txt" 2>&1 &
+		prof=($!) ;;
+	dotnet-trace)
+		"$TRACE_DIR/dotnet-trace" collect -p "$svc" --profile dotnet-sampled-thread-time \
+			--duration "00:00:00:$((DURATION + 3))" -o "$TMP/trace.nettrace" > "$TMP/prof.txt" 2>&1 &
+		prof=($!) ;;
+	esac
+	RUN_PIDS+=("${prof[@]}")
+	[ ${#prof[@]} = 0 ] || sleep 2	# attach, BPF load, perf map enabling: before the measured run
+	for p in "${prof[@]}"; do kill -0 "$p" 2> /dev/null || { cat "$TMP/prof.txt" >&2; die "$arm: the profiler exited early"; }; done
+	local s0 p0 s1 p1
+	s0=$(ticks "$svc") p0=$(ticks "${prof[@]}")
+	gen "$DURATION" "$TMP/run.json"
+	s1=$(ticks "$svc") p1=$(ticks "${prof[@]}")
+	for p in "${prof[@]}"; do
+		[ "$arm" = dotnet-trace ] || kill -INT "$p" 2> /dev/null || true
+		# perf record exits non-zero after SIGINT: its data file says whether it worked.
+		if ! wait "$p" && ! { [ "$arm" = perf ] && [ -s "$TMP/perf.data" ]; }; then
+			cat "$TMP/prof.txt" >&2
+			die "$arm: the profiler failed"
+		fi
 	done
-	port=$(json_num "$ready" port)
-	mapped=$(json_bool "$ready" hook_mapped)
-	[ -n "$ITERS" ] || ITERS=$(json_num "$ready" iters)
-	if [ "$mode" != off ] && [ "$mapped" != true ]; then die "hook loaded but its spanprof-ctx mapping is missing"; fi
-	if [ "$mode" = off ] && [ "$mapped" != false ]; then die "hook mapping present in a run without the hook"; fi
-	if [ "$warm" != 0 ]; then
-		loadgen "$port" "$warm" "$TMP/warmup.json" || die "LoadGen warm-up failed ($mode)"
-	fi
-	prof_pid=""
-	if [ "$mode" = prof ]; then
-		"$SPANPROF" record -p "$SVC_PID" -F "$PROF_HZ" -d $((dur + 30)) --bpf-stats \
-			-o "$TMP/prof.pb.gz" >"$TMP/prof.txt" 2>&1 &
-		prof_pid=$!
-		sleep 1	# BPF load and process scan happen before the measured window
-	fi
-	cpu0=$(cpu_ticks "$SVC_PID")
-	loadgen "$port" "$dur" "$out" || die "LoadGen failed ($mode)"
-	cpu1=$(cpu_ticks "$SVC_PID")
-	if [ -n "$prof_pid" ]; then
-		kill -INT "$prof_pid"
-		wait "$prof_pid" || { cat "$TMP/prof.txt" >&2; die "spanprof failed"; }
-		grep -E 'samples taken|span context|sampler cost|user space' "$TMP/prof.txt" | sed 's/^/bench-service:   spanprof: /'
-	fi
-	CPU_S=$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-	kill -TERM "$SVC_PID"
-	wait "$SVC_PID" || { cat "$TMP/service.log" >&2; die "service ($mode) exited with an error"; }
-	SVC_PID=""
-	at_exit=$(sed -n 's/^spanservice: stopped .*hook_mapped=\([01]\).*/\1/p' "$TMP/service.log")
-	if [ "$mode" != off ] && [ "$at_exit" != 1 ]; then die "hook mapping gone at exit of a run with the hook"; fi
-	if [ "$mode" = off ] && [ "$at_exit" != 0 ]; then die "hook mapping appeared during a run without the hook"; fi
-	errors=$(json_num "$out" errors)
-	[ "$errors" = 0 ] || echo "bench-service: warning: $errors failed requests in a $mode run" >&2
+	kill -TERM "$svc"
+	wait "$svc" || true
+	RUN_PIDS=()
+	local ok
+	ok=$(json_num "$TMP/run.json" ok)
+	[ "$(json_num "$TMP/run.json" errors)" = 0 ] || echo "bench-service: warning: failed requests in a $arm run" >&2
+	RPS=$(json_num "$TMP/run.json" rps) P99=$(json_num "$TMP/run.json" p99)
+	SVC_US=$(awk -v t=$((s1 - s0)) -v n="$ok" -v hz="$TICK" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
+	MACH_US=$(awk -v t=$((s1 - s0 + p1 - p0)) -v n="$ok" -v hz="$TICK" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
 }
 
-[ -x "$SPANPROF" ] || case " $MODES " in *" prof "*) die "$SPANPROF missing: run make";; esac
-echo "bench-service: SpanService throughput, arms: $MODES (prof = hook + spanprof at ${PROF_HZ} Hz)"
-echo "bench-service: rounds=$ROUNDS duration=${DURATION}s warmup=${WARMUP}s concurrency=$CONCURRENCY chunk_us=$CHUNK_US pin=$PIN cpus=$(nproc) bg_duty=$BG_DUTY%"
-echo "bench-service: paths=$PATHS"
-
-# Discarded run: jits everything once and fixes the work per chunk for all measured runs.
-run_one off 1 2 "$TMP/calibrate.json"
+echo "bench-service: machine $(nproc) CPUs, kernel $(uname -r), .NET $(dotnet --list-runtimes | awk '/NETCore/ { v = $2 } END { print v }'), perf $(perf --version 2> /dev/null | awk '{ print $3 }'), spanprof $("$SPANPROF" --version 2> /dev/null | head -1)"
+echo "bench-service: arms: $MODES; rounds=$ROUNDS duration=${DURATION}s warmup=${WARMUP}s concurrency=$CONCURRENCY hz=$HZ chunk_us=$CHUNK_US pin=$PIN paths=$PATHS"
+run_one off	# discarded: jits everything once and fixes the work per chunk for every run
 echo "bench-service: hot loop iterations per chunk: $ITERS"
 
-: >"$TMP/results"
-r=1
-while [ $r -le "$ROUNDS" ]; do
-	# Rotate the order of the arms every round so a drift of the machine's speed cancels.
+: > "$TMP/results"
+for r in $(seq "$ROUNDS"); do
 	order=$(echo $MODES | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
-	for mode in $order; do
-		run_one "$mode" "$WARMUP" "$DURATION" "$TMP/run.json"
-		rps=$(json_num "$TMP/run.json" rps)
-		p50=$(json_num "$TMP/run.json" p50)
-		p99=$(json_num "$TMP/run.json" p99)
-		errors=$(json_num "$TMP/run.json" errors)
-		ok=$(json_num "$TMP/run.json" ok)
-		cpu_us=$(awk -v c="$CPU_S" -v n="$ok" 'BEGIN { printf "%.1f", (n > 0 ? c * 1e6 / n : 0) }')
-		printf 'bench-service: round %d %-4s %8.1f req/s  %7.1f service-CPU-us/req  p50 %7.2f ms  p99 %7.2f ms  errors %s\n' \
-			"$r" "$mode" "$rps" "$cpu_us" "$p50" "$p99" "$errors"
-		echo "$r $mode $rps $p50 $p99 $cpu_us" >>"$TMP/results"
+	for arm in $order; do
+		run_one "$arm"
+		printf 'bench-service: round %d %-12s %8.1f req/s  p99 %7.2f ms  service %7.1f CPU-us/req  machine %7.1f CPU-us/req\n' \
+			"$r" "$arm" "$RPS" "$P99" "$SVC_US" "$MACH_US"
+		echo "$r $arm $RPS $P99 $SVC_US $MACH_US" >> "$TMP/results"
 	done
-	r=$((r + 1))
 done
 
-# Every arm against "off": throughput ratio and requests per service CPU-second ratio.
-awk '
-	{ rps[$1, $2] = $3; p99[$1, $2] = $5; cpu[$1, $2] = $6; if ($1 > n) n = $1; arms[$2] = 1 }
-	function median(v,    i, j, t, w) {
-		for (i = 1; i <= n; i++) w[i] = v[i]
+# Ratios to `off` within each round; median/min/max and the mean's 95 % confidence interval
+# (Student t over the rounds). Then the bars.
+awk -v arms="$MODES" '
+	BEGIN { t95[1] = 12.71; t95[2] = 4.30; t95[3] = 3.18; t95[4] = 2.78; t95[5] = 2.57; t95[6] = 2.45
+		t95[7] = 2.36; t95[8] = 2.31; t95[9] = 2.26; t95[10] = 2.23; t95[15] = 2.13; t95[20] = 2.09
+		na = split(arms, arm, " "); split("rps p99 svc-cpu machine-cpu", fig, " ") }
+	{ v[$1, $2, 1] = $3; v[$1, $2, 2] = $4; v[$1, $2, 3] = $5; v[$1, $2, 4] = $6; if ($1 > n) n = $1 }
+	function tval(df) { while (df > 1 && !(df in t95)) df--; return df >= 1 ? t95[df] : 0 }
+	function stats(a, f,    r, x, w, i, j, t, s, ss, m, sd) {
+		for (r = 1; r <= n; r++) { x = v[r, a, f] / v[r, "off", f]; w[r] = x; s += x; ss += x * x }
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && w[j - 1] > w[j]; j--) { t = w[j]; w[j] = w[j - 1]; w[j - 1] = t }
-		return n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
-	}
-	function ratio(arm, what,    r, v, s, lo, hi, x) {
-		for (r = 1; r <= n; r++) {
-			x = what == "rps" ? rps[r, arm] / rps[r, "off"] : cpu[r, "off"] / cpu[r, arm]
-			v[r] = x; s += x
-			if (r == 1 || x < lo) lo = x
-			if (r == 1 || x > hi) hi = x
-		}
-		printf "bench-service: RESULT %s/off %s = %.4f (median %.4f, min %.4f, max %.4f, n=%d)\n", arm,
-			what == "rps" ? "throughput ratio (req/s)" : "CPU-efficiency ratio (req per service CPU-s)", s / n, median(v), lo, hi, n
+		m = s / n; sd = n > 1 && ss > n * m * m ? sqrt((ss - n * m * m) / (n - 1)) : 0
+		MED[a, f] = n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+		MIN[a, f] = w[1]; MAX[a, f] = w[n]; MEAN[a, f] = m; CI[a, f] = n > 1 ? tval(n - 1) * sd / sqrt(n) : 0
 	}
 	END {
-		for (a in arms) {
-			m = 0; c = 0; p = 0
-			for (r = 1; r <= n; r++) { m += rps[r, a]; c += cpu[r, a]; p += p99[r, a] }
-			printf "bench-service: %-4s mean %.1f req/s, %.1f service-CPU-us/req, p99 %.2f ms\n", a, m / n, c / n, p / n
+		printf "bench-service: ratios to off over %d rounds: median [min, max] mean +- 95%% CI\n", n
+		printf "bench-service: %-12s %-34s %-34s %-34s %-34s\n", "arm", "rps", "p99", "service CPU/req", "machine CPU/req"
+		for (i = 1; i <= na; i++) {
+			a = arm[i]; if (a == "off") continue
+			line = ""
+			for (f = 1; f <= 4; f++) {
+				stats(a, f)
+				line = line sprintf("%.4f [%.4f, %.4f] %.4f+-%.4f  ", MED[a, f], MIN[a, f], MAX[a, f], MEAN[a, f], CI[a, f])
+			}
+			printf "bench-service: %-12s %s\n", a, line
 		}
-		if (!("off" in arms)) exit
-		for (a in arms) if (a != "off") { ratio(a, "rps"); ratio(a, "cpu") }
+		if (("spanprof", 4) in MED && ("dotnet-trace", 4) in MED) {
+			o = MED["spanprof", 4] - 1; d = MED["dotnet-trace", 4] - 1
+			printf "bench-service: BAR spanprof machine-CPU overhead %+.2f%% <= 1/10 of dotnet-trace %+.2f%%: %s\n", o * 100, d * 100, (o <= d / 10 ? "met" : "NOT met")
+		}
+		if (("spanprof", 4) in MED && ("perf", 4) in MED) {
+			o = MED["spanprof", 4] - 1; p = MED["perf", 4] - 1
+			printf "bench-service: BAR spanprof machine-CPU overhead %+.2f%% below perf %+.2f%%: %s\n", o * 100, p * 100, (o < p ? "met" : "NOT met")
+		}
+		if (("spanprof", 1) in MED)
+			printf "bench-service: BAR spanprof throughput ratio %.4f >= 0.99: %s\n", MED["spanprof", 1], (MED["spanprof", 1] >= 0.99 ? "met" : "NOT met")
+		if (("spanprof", 4) in CI)
+			printf "bench-service: resolution: machine-CPU 95%% CI half-width %.2f%% (target <= 0.5%%)\n", CI["spanprof", 4] * 100
 	}' "$TMP/results"

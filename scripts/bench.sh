@@ -40,14 +40,20 @@ bench_hook() {
 	./scripts/bench-hook.sh
 }
 
-# ---- the application's cost: service throughput without hook / with hook / with hook + spanprof ---
+# ---- the application's cost, side by side: off, hook, record, spanprof, agent, perf, dotnet-trace ---
 bench_service() {
-	section "service throughput (off / hook / hook + spanprof)"
+	section "service: spanprof against perf and dotnet-trace (ratios to no profiler)"
 	BUILD=$BUILD ./scripts/bench-service.sh
+}
+
+# ---- the agent at node scale: 1, 10, 25, 50 .NET services (about 30 minutes) --------------------
+bench_node() {
+	section "node: the agent with N .NET services"
+	BUILD=$BUILD ./scripts/bench-node.sh
 }
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler hook service}; do
+for b in ${BENCH:-perfmap sampler hook service node}; do
 	"bench_$b"
 done

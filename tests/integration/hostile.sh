@@ -146,3 +146,56 @@ cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/mm.txt")
 note "60,000 mappings: spanprof used $cpu ms of CPU while sampling 8 s"
 [ "$cpu" -le 400 ] || fail "$cpu ms of CPU in 8 s for one process with 60,000 mappings"
 pass "60,000 mappings: $cpu ms of CPU in an 8 s recording"
+
+# Idle processes cost nothing: four idle processes that pass for .NET, each with a 200,000-line
+# perf map, are never read; a fifth runs bursts 4 s apart, and its perf map is freed while it is
+# idle (two windows without a sample) and read again at its next burst, whose frames are named.
+FAKE=$BUILD/apps/native/fake_dotnet
+need_built "$FAKE"
+mkdir -p "$TMP/idle-jd" "$TMP/idle-out"
+idle_pids=()
+for i in 1 2 3 4; do
+	start_app --pid-line --timeout 60 "$TMP/idle$i.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
+		"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 200000 40 0 0
+	idle_pids+=("$APP_PID")
+done
+start_app --pid-line --timeout 60 "$TMP/burst.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
+	"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 200000 40 4 400
+burst=$APP_PID
+"$SPANPROF" agent -F 199 --interval 1 --output-dir "$TMP/idle-out" -v > "$TMP/idle.agent" 2>&1 &
+agent=$!
+register "$agent"
+rss_max=0
+for _ in $(seq 36); do	# 18 s: four bursts, each after more than two idle windows
+	r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$agent/status")
+	[ "$r" -gt "$rss_max" ] && rss_max=$r
+	sleep 0.5
+done
+kill -TERM "$agent"
+wait "$agent" || { cat "$TMP/idle.agent"; fail "agent exited non-zero"; }
+note "agent with 4 idle + 1 bursty fake .NET processes (200,000-line perf maps): RSS max $((rss_max / 1024)) MiB"
+for p in "${idle_pids[@]}"; do
+	grep -q "\.NET pid $p .*not sampled yet: nothing read; 0 code ranges" "$TMP/idle.agent" ||
+		{ grep "pid $p " "$TMP/idle.agent"; fail "idle process $p: its perf map was read"; }
+done
+grep -Eq "\.NET pid $burst .*symbols freed [1-9][0-9]* times while idle" "$TMP/idle.agent" ||
+	{ grep "pid $burst " "$TMP/idle.agent"; fail "the bursty process's perf map was never freed while it was idle"; }
+windows=0 named=0 total=0
+for f in $(find "$TMP/idle-out" -name '*.pb.gz' | sort); do
+	pprof_json "$f" > "$TMP/idle.json" || fail "pprof-format could not decode $f"
+	read -r t n < <(node -e '
+const p = JSON.parse(require("fs").readFileSync(process.argv[1]));
+let t = 0, n = 0;
+for (const s of p.samples) {
+  if (s.labels.pid !== process.argv[2]) continue;
+  const v = s.values[0]; t += v;
+  if (s.stack.length && s.stack[s.stack.length - 1].includes("Burst::Spin")) n += v;
+}
+console.log(t, n);' "$TMP/idle.json" "$burst")
+	[ "$t" -gt 0 ] || continue
+	windows=$((windows + 1)) total=$((total + t)) named=$((named + n))
+done
+note "bursty process: $total samples in $windows windows, $named with the leaf named from its perf map; $(grep -o "pid $burst .*symbols freed [0-9]* times" "$TMP/idle.agent" | grep -o 'freed.*')"
+[ "$windows" -ge 3 ] || fail "the bursty process was sampled in $windows windows (want >= 3)"
+ge "$named" "$((total * 95 / 100))" || fail "only $named of $total burst samples named after their perf map was freed and read again"
+pass "idle processes cost nothing (never read; agent RSS max $((rss_max / 1024)) MiB), a bursty one's perf map freed and read again ($named/$total named)"

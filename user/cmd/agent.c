@@ -13,11 +13,13 @@
 
 #include "agent.h"
 #include "dirout.h"
+#include "dotnetproc.h"
 #include "engine.h"
 #include "exporter.h"
 #include "hookproc.h"
 #include "identity.h"
 #include "metrics.h"
+#include "nametab.h"
 #include "otelctx.h"
 #include "otlp.h"
 #include "proctab.h"
@@ -316,7 +318,9 @@ static void publish_metrics(struct agent *a)
 	struct metrics_buf *mb = a->mb;
 	struct engine_counters c;
 	struct proctab *pt = engine__procs(a->e);
-	uint32_t dotnet = 0, hooked = 0;
+	uint32_t dotnet = 0, hooked = 0, maps_held = 0;
+	uint64_t maps_bytes = 0;
+	struct nametab_stats names;
 	const char *text;
 	size_t len;
 
@@ -350,16 +354,26 @@ static void publish_metrics(struct agent *a)
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
 
+		struct perfmap_stats ps;
+
 		if (!p || !runtime__has(p, RT_DOTNET))
 			continue;
 		dotnet++;
 		hooked += hookproc__registered(p);
+		dotnetproc__stats(p, &ps);
+		maps_bytes += ps.held_bytes;
+		maps_held += ps.held_bytes > 0;
 	}
+	perfmap__shared_names(&names);
 	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
 	  proctab__live(pt));
 	G("processes", NULL, ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
+	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
 	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
+	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
+	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
+	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
 	{
 		struct symbolizer_stats st;
 		struct symsrv_stats ss;
@@ -534,6 +548,8 @@ int agent__run(const struct agent_opts *o)
 			a.windows_built, a.window_samples, c.bpf[SP_CNT_SENT],
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
 			c.not_target, c.malformed, c.dropped_nomem, c.refused);
+		if (o->verbose)
+			report__dotnet_processes(stderr, a.e, "spanprof:   ");
 	}
 	{
 		for (int i = 0; i < a.nex; i++) {

@@ -106,7 +106,8 @@ static const char usage_agent[] =
 	"      --full-span-labels     trace_id, span_id (active span), local_root_span_id instead of\n"
 	"                             Pyroscope's span_id = local root span\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
-	"      --ringbuf-mb N         ring buffer size in MiB (default 8)\n"
+	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
+	"                             CPU, a power of two: 1 on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
 	"                             cap samples are kept under [truncated] and counted\n"
@@ -354,7 +355,7 @@ static int cmd_agent(int argc, char **argv)
 		.output_max_bytes = 1024ull << 20,
 		.queue_bytes = 64u << 20,
 		.flush_timeout_ms = 5000,
-		.ringbuf_mb = 8,
+		.ringbuf_mb = 0,	/* sized to the CPUs and -F */
 	};
 	unsigned long v;
 	double d;

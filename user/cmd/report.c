@@ -170,13 +170,27 @@ void report__symbols(FILE *f, struct engine *e)
 	}
 }
 
+void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
+{
+	struct proctab *pt = engine__procs(e);
+
+	for (uint32_t i = 0; i < proctab__count(pt); i++) {
+		struct proc *p = proctab__at(pt, i);
+		char desc[768];
+
+		if (!p || !runtime__has(p, RT_DOTNET))
+			continue;
+		runtime__describe(p, desc, sizeof(desc));
+		fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+	}
+}
+
 void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		   const struct report_info *ri)
 {
 	struct engine_counters cnt;
 	const uint64_t *c;
 	uint64_t period_ns = 1000000000ull / ri->freq, lost;
-	struct proctab *pt = engine__procs(e);
 	struct symbolizer_stats st;
 
 	engine__counters(e, &cnt);
@@ -215,15 +229,7 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		st.jit_unnamed, st.unknown, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
 	report__symbols(f, e);
-	for (uint32_t i = 0; i < proctab__count(pt); i++) {
-		struct proc *p = proctab__at(pt, i);
-		char desc[768];
-
-		if (!p || !runtime__has(p, RT_DOTNET))
-			continue;
-		runtime__describe(p, desc, sizeof(desc));
-		fprintf(f, "  .NET pid %u (%s): %s\n", p->pid, p->comm, desc);
-	}
+	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");
 	print_top(f, prof, NULL, NULL, 10, period_ns, "  ");

@@ -24,6 +24,8 @@ void report__symbols(FILE *f, struct engine *e);
 
 void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		   const struct report_info *ri);
+/* One line per .NET process in the table (exited ones too): what its runtimes say of it. */
+void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix);
 /* -v: every counter on one line. */
 void report__progress(FILE *f, struct engine *e, double elapsed_s);
 

@@ -31,6 +31,7 @@ struct dotnet_state {
 	int enable_tried;
 	uint64_t last_open_ns;
 	uint32_t restarts;
+	uint32_t released;	/* times its symbol data was freed while it was idle */
 	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
 };
 
@@ -68,7 +69,7 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 		free(d);
 		return NULL;
 	}
-	set_state(d, DOTNETPROC_WAITING, "no perf map yet");
+	set_state(d, DOTNETPROC_WAITING, "not sampled yet: nothing read");
 	return d;
 }
 
@@ -299,8 +300,9 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 }
 
 /*
- * The runtime truncated a file: perf maps were disabled and enabled again (by another tool), and
- * it writes every live method anew. Start over with both files from their beginning.
+ * Both files from their beginning into a new perfmap: the runtime truncated one (perf maps were
+ * disabled and enabled again, by another tool, and it writes every live method anew), or what
+ * was read was freed while the process was idle.
  */
 static int64_t restart(struct proc *p, struct dotnet_state *d)
 {
@@ -315,7 +317,6 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 		n = perfmap__read_map_fd(pm, d->files.map_fd);
 	if (n >= 0 && d->files.jitdump_fd >= 0)
 		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
-	d->restarts++;
 	return n;
 }
 
@@ -323,11 +324,34 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
  * Open the files through the process's root (container-safe), enable perf maps when allowed, and
  * read what was appended since the last call. RT_WAIT while there is nothing to read.
  */
+/* Idle (no sample for env->idle_release_ns): free what was read; the files stay open and are
+ * read again from their start at the next sample. */
+static int idle(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (!o->idle_release_ns || !p->last_sample_ns || p->gone ||
+	    now_ns() < p->last_sample_ns + o->idle_release_ns)
+		return 0;
+	if (d->pm) {
+		perfmap__free(d->pm);
+		d->pm = NULL;
+		d->released++;
+	}
+	return 1;
+}
+
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
 	int have, missing;
 	int64_t n;
+
+	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
+	if (!p->sampled || idle(p, d, o))
+		return RT_WAIT;
+	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0)
+		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
+	if (!d->pm && (n = restart(p, d)) < 0)
+		return (int)n;
 
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
 	missing = d->files.map_fd < 0 || d->files.jitdump_fd < 0;
@@ -340,15 +364,19 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		try_enable(p, d, o);	/* once, and only when o allows it */
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
-		if (n == -ESTALE)
+		if (n == -ESTALE) {
+			d->restarts++;
 			n = restart(p, d);
+		}
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
 	if (d->files.jitdump_fd >= 0) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
-		if (n == -ESTALE)
+		if (n == -ESTALE) {
+			d->restarts++;
 			n = restart(p, d);
+		}
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
@@ -374,11 +402,11 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 		     struct rt_symbol *out)
 {
 	struct dotnet_state *d = state;
-	const struct perfmap_sym *s = perfmap__lookup(d->pm, addr, time_ns);
+	const struct perfmap_sym *s = d->pm ? perfmap__lookup(d->pm, addr, time_ns) : NULL;
 
 	/* Code logged after the sample: a perf map enabled late logs existing code with the time of
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
-	if (!s && time_ns)
+	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
 	if (!s)
 		return -ENOENT;
@@ -453,6 +481,11 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; passed over %u stale files of an earlier process with its pid",
 			 d->stale);
+	}
+	if (d->released) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; symbols freed %u times while idle", d->released);
 	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);

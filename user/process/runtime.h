@@ -19,6 +19,10 @@ struct runtime_env {
 	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
 	int ctx_map_fd;		/* the sampler's ctx_procs map */
 	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */
+	/* A process not sampled for this long holds no symbol data: its runtimes free what they
+	 * read and read it again at its next sample (0: kept). Longer than a window, so frames
+	 * are always named before their data goes. */
+	uint64_t idle_release_ns;
 	int verbose;
 };
 
@@ -88,7 +92,7 @@ void runtime__maps_changed(struct proc *p);
 /* Poll every attached instance that is due (one backoff policy for all). */
 void runtime__poll(struct proc *p, uint64_t now_ns);
 /* Make every instance of p due now, except those done until the mappings change (a sample
- * arrived from it for the first time). */
+ * arrived from it for the first time, or after idle_release_ns without one). */
 void runtime__wake(struct proc *p);
 /* Symbol for addr from the runtimes that claim it: 0, or -ENOENT. in_file: addr is in a
  * file-backed mapping whose ELF symbols did not name it (ReadyToRun code is such a file). */

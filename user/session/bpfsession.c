@@ -180,6 +180,9 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	}
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
+	if (!s->o.ringbuf_mb)
+		s->o.ringbuf_mb = bpfsession__auto_ringbuf_mb(o->freq);
+	o = &s->o;
 	s->skel->rodata->wakeup_bytes = (uint64_t)(o->ringbuf_mb << 20) / 4;
 	bpf_map__set_max_entries(s->skel->maps.pid_filter,
 				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? o->npids : 1);
@@ -285,6 +288,24 @@ void bpfsession__detach(struct bpfsession *s)
 	s->nlinks = 0;
 	bpf_link__destroy(s->fork_link);
 	s->fork_link = NULL;
+}
+
+/*
+ * Room for RINGBUF_AUTO_S seconds of the largest samples from every CPU at freq, as a power of two
+ * (the kernel wants one): 1 MiB on a small node at the agent's 19 Hz, more with many CPUs. The data
+ * pages are mapped twice, so each MiB costs two of resident memory once the ring has wrapped.
+ */
+#define RINGBUF_AUTO_S	 2
+#define RINGBUF_AUTO_MAX 64
+uint32_t bpfsession__auto_ringbuf_mb(uint32_t freq)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t need = (uint64_t)(ncpu > 0 ? ncpu : 1) * freq * SP_SAMPLE_MAX * RINGBUF_AUTO_S;
+	uint32_t mb = 1;
+
+	while (((uint64_t)mb << 20) < need && mb < RINGBUF_AUTO_MAX)
+		mb *= 2;
+	return mb;
 }
 
 int bpfsession__ncpus(const struct bpfsession *s)

@@ -12,7 +12,7 @@ struct bpfsession_opts {
 	const uint32_t *pids;	/* only these processes; NULL / 0: every process */
 	int npids;
 	uint32_t freq;		/* Hz per CPU */
-	uint32_t ringbuf_mb;
+	uint32_t ringbuf_mb;	/* 0: bpfsession__auto_ringbuf_mb(freq) */
 	uint32_t ctx_procs_max;	/* hooked processes the sampler can hold (0: default) */
 	int bpf_stats;		/* measure run time (BPF_ENABLE_STATS) */
 	int follow_forks;	/* children of the given pids are profiled too */
@@ -39,6 +39,8 @@ int bpfsession__attach(struct bpfsession *s);
 int bpfsession__poll(struct bpfsession *s, int timeout_ms);
 int bpfsession__drain(struct bpfsession *s);	/* consume what is there now; 0 or -errno */
 void bpfsession__detach(struct bpfsession *s);	/* stop sampling (the ring stays readable) */
+/* A ring buffer size for freq on this machine's CPUs (MiB, a power of two). */
+uint32_t bpfsession__auto_ringbuf_mb(uint32_t freq);
 int bpfsession__ncpus(const struct bpfsession *s);	/* CPUs attached */
 int bpfsession__ctx_map_fd(const struct bpfsession *s);
 uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s);

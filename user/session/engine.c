@@ -52,6 +52,9 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
 				       .perfmaps_ours = o->perfmaps_ours,
 				       .verbose = o->verbose };
+	/* Windows name their frames at each cut: after two of them without a sample, nothing of an
+	 * idle process's symbol data is needed until it runs again. One window (record): kept. */
+	e->env.idle_release_ns = 2 * o->interval_ns;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");
@@ -112,9 +115,12 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 	p = proctab__get(e->procs, smp->tgid, smp->proc_start_ticks, pcomm);
 	if (!p)
 		goto nomem;
-	if (!p->sampled) {
+	if (!p->sampled || (e->env.idle_release_ns && p->last_sample_ns &&
+			    smp->time_ns > p->last_sample_ns + e->env.idle_release_ns)) {
 		p->sampled = 1;
-		runtime__wake(p);	/* e.g. perf maps are turned on only in sampled processes */
+		/* e.g. perf maps are turned on and read only in sampled processes, and read again
+		 * in one that was idle */
+		runtime__wake(p);
 		runtime__poll(p, now_ns());
 	}
 	if (e->o.dotnet_only && !runtime__has(p, RT_DOTNET)) {

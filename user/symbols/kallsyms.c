@@ -12,18 +12,18 @@
 #define MAX_MODULE_NAME 255u	/* MODULE_NAME_LEN is 56; "[__builtin__ftrace]" and friends fit */
 #define MAX_MODULES	65535u
 
+/* 12 bytes a symbol (the kernel has 100,000s): its address is addrs[i], its name in the pool. */
 struct ksym {
-	uint64_t addr;
-	uint64_t end;		/* exclusive */
-	const char *name;
+	uint32_t name_off;	/* into pool */
+	uint32_t size;		/* to the end (exclusive), at most UINT32_MAX */
 	uint32_t module;	/* index into modules; 0 = vmlinux */
 };
 
 struct ksyms {
 	struct ksym *syms;
-	uint64_t *addrs;	/* syms[i].addr again, packed: the binary search touches fewer lines */
+	uint64_t *addrs;	/* start of syms[i], packed apart: the binary search touches fewer lines */
 	size_t n;
-	char *pool;		/* every kept name, NUL-terminated */
+	char *pool;		/* the name of every kept symbol, NUL-terminated, nothing else */
 	char **modules;		/* modules[0] is NULL (vmlinux) */
 	size_t n_modules;
 	struct ksyms_stats stats;
@@ -236,6 +236,38 @@ static int ent_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* Keep only the names of the n kept symbols, in a pool of exactly their size (it was sized for
+ * the whole file: aliases and data symbols are dropped). */
+static int compact_pool(struct ksyms *ks, size_t n)
+{
+	size_t len = 0, off = 0;
+	char *pool;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(ks->pool + ks->syms[i].name_off) + 1;
+	if (len > UINT32_MAX || !(pool = malloc(len ? len : 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(ks->pool + ks->syms[i].name_off) + 1;
+
+		memcpy(pool + off, ks->pool + ks->syms[i].name_off, l);
+		ks->syms[i].name_off = (uint32_t)off;
+		off += l;
+	}
+	free(ks->pool);
+	ks->pool = pool;
+	ks->n = n;
+	if (n) {	/* the arrays were sized for every line */
+		void *a = realloc(ks->syms, n * sizeof(*ks->syms)), *b;
+
+		if (a)
+			ks->syms = a;
+		if ((b = realloc(ks->addrs, n * sizeof(*ks->addrs))))
+			ks->addrs = b;
+	}
+	return 0;
+}
+
 static int build_table(struct builder *b)
 {
 	struct ksyms *ks = b->ks;
@@ -274,17 +306,13 @@ static int build_table(struct builder *b)
 			if (j < b->n && b->ents[j].addr < end)
 				end = b->ents[j].addr;
 		}
+		ks->addrs[n] = e->addr;
 		ks->syms[n++] = (struct ksym){
-			.addr = e->addr, .end = end, .module = e->module,
-			.name = (const char *)(uintptr_t)e->name_off,	/* pool may still move */
+			.name_off = e->name_off, .module = e->module,
+			.size = end - e->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - e->addr),
 		};
 	}
-	for (i = 0; i < n; i++) {
-		ks->syms[i].name = ks->pool + (uintptr_t)ks->syms[i].name;
-		ks->addrs[i] = ks->syms[i].addr;
-	}
-	ks->n = n;
-	return 0;
+	return compact_pool(ks, n);
 }
 
 struct ksyms *ksyms__parse(const char *buf, size_t len)
@@ -396,13 +424,13 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 	if (lo == 0)
 		return NULL;
 	s = &ks->syms[lo - 1];
-	if (addr >= s->end)
+	if (addr - ks->addrs[lo - 1] >= s->size)
 		return NULL;
 	if (sym_off)
-		*sym_off = addr - s->addr;
+		*sym_off = addr - ks->addrs[lo - 1];
 	if (module)
 		*module = ks->modules[s->module];
-	return s->name;
+	return ks->pool + s->name_off;
 }
 
 uint64_t ksyms__count(const struct ksyms *ks)

@@ -15,8 +15,9 @@ public static class Program
 {
     private const string Usage =
         "usage: LoadGen --url http://127.0.0.1:PORT [--concurrency N] [--duration SEC] [--warmup SEC]\n" +
-        "               [--paths /a,/b?x=1] [--max-requests N] [--timeout SEC]\n" +
+        "               [--paths /a,/b?x=1] [--max-requests N] [--timeout SEC] [--rate R]\n" +
         "  Drives N concurrent closed-loop clients (each sends its next request when the last one ends),\n" +
+        "  or with --rate, R requests per second in all, each client on its own schedule (light load),\n" +
         "  paths taken round-robin, for --warmup seconds unmeasured and then --duration seconds measured.\n" +
         "  Prints one JSON line. Exit 0 if any measured request succeeded, 1 otherwise, 2 on bad usage.\n" +
         "  Only loopback targets are accepted.";
@@ -150,8 +151,22 @@ public sealed class Worker
     public async Task Loop(HttpClient client, CancellationToken stop, Run run)
     {
         int next = _id % _s.Paths.Length; /* stagger the paths across workers */
+        /* --rate: this client's share of R requests/s, each on its own schedule (not after the last
+         * answer), so a slow answer does not lower the offered load. */
+        double period = _s.Rate > 0 ? _s.Concurrency / _s.Rate : 0;
+        long due = Stopwatch.GetTimestamp();
         while (!stop.IsCancellationRequested && run.TryIssue())
         {
+            if (period > 0)
+            {
+                due += (long)(period * Stopwatch.Frequency);
+                TimeSpan wait = Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), due);
+                if (wait > TimeSpan.Zero)
+                {
+                    try { await Task.Delay(wait, stop); }
+                    catch (OperationCanceledException) { break; }
+                }
+            }
             string path = _s.Paths[next];
             next = (next + 1) % _s.Paths.Length;
             long t0 = Stopwatch.GetTimestamp();
@@ -199,6 +214,7 @@ public sealed class Settings
     public string[] Paths { get; private set; } = { "/healthz" };
     public long MaxRequests { get; private set; }
     public double TimeoutSec { get; private set; } = 30;
+    public double Rate { get; private set; } /* requests/s in all; 0: closed loop */
 
     public static Settings Parse(string[] args)
     {
@@ -221,6 +237,7 @@ public sealed class Settings
                 case "--warmup": s.WarmupSec = Number(Value(), a, 0, 3600); break;
                 case "--max-requests": s.MaxRequests = (long)Number(Value(), a, 0, 1e12); break;
                 case "--timeout": s.TimeoutSec = Number(Value(), a, 0.1, 3600); break;
+                case "--rate": s.Rate = Number(Value(), a, 0.01, 1e6); break;
                 case "--paths":
                     s.Paths = Value().Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
                     if (s.Paths.Length == 0 || s.Paths.Any(p => !p.StartsWith('/')))

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench-node.sh: the agent at the scale of a node. For each N in NS, N small ASP.NET services
+# (SpanService with the hook, perf maps on from the start), LOADED of them under light load (RATE
+# requests/s each, from one node.js client: no extra .NET process), the rest idle; `spanprof agent`
+# at HZ (19, its default) pushing to a local Pyroscope receiver. After WARMUP s, the agent's CPU
+# (% of one core) and RSS over DURATION s, and where its memory goes (/metrics
+# spanprof_memory_bytes by structure).
+#
+#   BUILD=build NS="1 10 25 50" DURATION=300 scripts/bench-node.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+NS=${NS:-1 10 25 50}
+LOADED=${LOADED:-10}
+RATE=${RATE:-20}
+HZ=${HZ:-19}
+DURATION=${DURATION:-300}
+WARMUP=${WARMUP:-60}
+SVC=$BUILD/apps/SpanService/SpanService.dll
+HOOK=$BUILD/hook/SpanProf.Hook.dll
+for f in "$SVC" "$HOOK" "$BUILD/spanprof"; do [ -e "$f" ] || { echo "bench-node: $f missing: run make all apps" >&2; exit 1; }; done
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/bench-node.XXXXXX")
+PIDS=() SVCPIDS=()
+stop_all() {
+	kill "${PIDS[@]}" "${SVCPIDS[@]}" 2> /dev/null || true
+	wait 2> /dev/null || true
+	for p in "${SVCPIDS[@]}"; do rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump" "/tmp/perfinfo-$p.map"; done
+	PIDS=() SVCPIDS=()
+}
+trap 'stop_all; rm -rf "$OUT"' EXIT
+tick() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+
+echo "bench-node: machine $(nproc) CPUs, $(awk '/MemTotal/ { printf "%d GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), .NET $(dotnet --list-runtimes | awk '/NETCore/ { v = $2 } END { print v }')"
+echo "bench-node: agent at $HZ Hz, default windows; $LOADED services under $RATE req/s each, the rest idle; ${WARMUP}s warm-up, ${DURATION}s measured"
+for n in $NS; do
+	node tests/tools/pyroscope-receiver.js --port 0 --ready "$OUT/rx.ready" --out /dev/null > /dev/null 2>&1 &
+	PIDS+=($!)
+	rm -f "$OUT"/*.ready
+	urls=()
+	for i in $(seq "$n"); do
+		DOTNET_PerfMapEnabled=1 OTEL_SERVICE_NAME="svc$i" SPANSERVICE_READY="$OUT/$i.ready" \
+			DOTNET_STARTUP_HOOKS="$PWD/$HOOK" dotnet "$SVC" --port 0 > "$OUT/$i.log" 2>&1 &
+		SVCPIDS+=($!)
+		for _ in $(seq 600); do [ -s "$OUT/$i.ready" ] && break; sleep 0.1; done
+		[ -s "$OUT/$i.ready" ] || { cat "$OUT/$i.log" >&2; echo "bench-node: service $i not ready" >&2; exit 1; }
+		[ "$i" -gt "$LOADED" ] || urls+=("http://127.0.0.1:$(node -pe "JSON.parse(require('fs').readFileSync('$OUT/$i.ready')).port")/work/a")
+	done
+	for _ in $(seq 100); do [ -s "$OUT/rx.ready" ] && break; sleep 0.1; done
+	# Light load: RATE requests/s to each loaded service, never more than one in flight each.
+	node -e '
+const http = require("http"), rate = +process.argv[1];
+for (const u of process.argv.slice(2)) {
+  let busy = false;
+  setInterval(() => { if (busy) return; busy = true;
+    http.get(u, r => { r.resume(); r.on("end", () => busy = false); }).on("error", () => busy = false); }, 1000 / rate);
+}' "$RATE" "${urls[@]}" &
+	PIDS+=($!)
+	"$BUILD/spanprof" agent -F "$HZ" --pyroscope-url "http://127.0.0.1:$(cat "$OUT/rx.ready")" \
+		--metrics-addr 127.0.0.1:0 > "$OUT/agent.log" 2>&1 &
+	agent=$!
+	PIDS+=($agent)
+	for _ in $(seq 100); do grep -q 'metrics on port' "$OUT/agent.log" && break; sleep 0.1; done
+	mport=$(sed -n 's/.*metrics on port \([0-9]*\).*/\1/p' "$OUT/agent.log")
+	sleep "$WARMUP"
+	t0=$(tick "$agent") s0=$SECONDS rmin=999999999 rmax=0
+	while [ $((SECONDS - s0)) -lt "$DURATION" ]; do
+		r=$(rss "$agent")
+		[ "$r" -lt "$rmin" ] && rmin=$r
+		[ "$r" -gt "$rmax" ] && rmax=$r
+		sleep 5
+	done
+	t1=$(tick "$agent") el=$((SECONDS - s0))
+	metrics=$(curl -s "http://127.0.0.1:$mport/metrics")
+	kill -0 "$agent" || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent died" >&2; exit 1; }
+	awk -v n="$n" -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$el" -v lo="$rmin" -v hi="$rmax" 'BEGIN {
+		printf "bench-node: RESULT N=%-3d agent CPU %.2f%% of one core, RSS min %.1f MiB max %.1f MiB\n", n, (b - a) / hz / s * 100, lo / 1024, hi / 1024 }'
+	echo "$metrics" | awk -v n="$n" '/^spanprof_memory_bytes/ { match($0, /structure="[^"]*"/); s = substr($0, RSTART + 11, RLENGTH - 12)
+		printf "bench-node:   N=%d memory %-16s %8.1f KiB\n", n, s, $NF / 1024 }
+		/^spanprof_processes\{kind="dotnet"\}/ { printf "bench-node:   N=%d .NET processes seen: %s\n", n, $NF }
+		/^spanprof_samples_received_total/ { printf "bench-node:   N=%d samples received: %s\n", n, $NF }'
+	stop_all
+done
