@@ -211,6 +211,14 @@ static void check_layout(int ssqp)
 	assert_int_equal(elfsym__attach_debug(es, d), 0);
 	assert_string_equal(elfsym__lookup_vaddr(es, hidden_vaddr, NULL), "fx_lib_hidden");
 	elfsym__free(es);
+	/* A second file with this build id (another container's copy) gets its own, from the cache. */
+	assert_int_equal(settle(s, bid), SYMSRV_READY);
+	d = symsrv__take(s, bid);
+	assert_non_null(d);
+	elfsym__free(d);
+	symsrv__stats(s, &st);
+	assert_int_equal(st.cache_hits, 1);
+	assert_int_equal(st.fetched, 1);
 	symsrv__free(s);
 	unserve(srv);
 	snprintf(cached, sizeof(cached), "%s/%s.debug", cache, bid);

@@ -25,6 +25,7 @@ struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
 	uint32_t base;		/* basename, a string id */
 	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
+	uint8_t no_debug;	/* a debug file of its build id came and did not fit: not asked again */
 	uint32_t attached_gen;	/* symbolizer attach_gen when its debug file came; 0: none */
 };
 
@@ -553,7 +554,7 @@ static void take_debug_files(struct symbolizer *sym)
 		const char *bid;
 		struct elfsym *dbg;
 
-		if (!f || !elfsym__needs_debug(f->es))
+		if (!f || f->no_debug || !elfsym__needs_debug(f->es))
 			continue;
 		bid = elfsym__build_id(f->es);
 		f->awaiting = 0;
@@ -563,6 +564,8 @@ static void take_debug_files(struct symbolizer *sym)
 			if (dbg && elfsym__attach_debug(f->es, dbg) == 0) {
 				f->attached_gen = ++sym->attach_gen;
 				sym->stats.debug_attached++;
+			} else {
+				f->no_debug = 1;
 			}
 			break;
 		case SYMSRV_PENDING:

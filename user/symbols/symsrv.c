@@ -541,14 +541,17 @@ enum symsrv_state symsrv__want(struct symsrv *s, const char *build_id, const cha
 		s->st.requested++;
 		s->st.pending++;
 		pthread_cond_signal(&s->wake);
-	} else if (e->state == E_FAILED && now_ns() - e->failed_ns >= s->retry_ms * 1000000ull) {
-		e->state = E_QUEUED;	/* the negative entry expired: once more */
+	} else if ((e->state == E_FAILED && now_ns() - e->failed_ns >= s->retry_ms * 1000000ull) ||
+		   e->state == E_TAKEN) {
+		/* The negative entry expired: once more. Taken: another file with the same build id
+		 * (another container's copy) wants its own, which the cache gives. */
+		e->state = E_QUEUED;
 		s->st.pending++;
 		pthread_cond_signal(&s->wake);
 	}
 	switch (e->state) {
 	case E_READY: r = SYMSRV_READY; break;
-	case E_TAKEN: case E_FAILED: r = SYMSRV_FAILED; break;
+	case E_FAILED: r = SYMSRV_FAILED; break;
 	default: r = SYMSRV_PENDING; break;
 	}
 unlock:

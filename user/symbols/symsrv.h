@@ -58,7 +58,8 @@ enum symsrv_state {
 };
 
 /* The debug file of build_id (lowercase hex) for a file called name (for messages): queued when
- * new. Never blocks on I/O. */
+ * new, when its failure is older than retry_ms, and when it was taken already (a second file with
+ * that build id: the cache gives it again). Never blocks on I/O. */
 enum symsrv_state symsrv__want(struct symsrv *s, const char *build_id, const char *name);
 
 /* The debug symbols of a READY build id, once: the caller owns them. NULL otherwise. */
