@@ -380,11 +380,7 @@ static void *worker(void *arg)
 		if (!dbg && c)
 			dbg = from_servers(s, c, &copy, &not_found);
 
-		pthread_mutex_lock(&s->mu);
-		e = NULL;
-		for (size_t i = 0; i < s->n && !e; i++)	/* the table may have moved */
-			if (strcmp(s->e[i].id, copy.id) == 0)
-				e = &s->e[i];
+		pthread_mutex_lock(&s->mu);	/* e stays valid: the table never moves */
 		if (dbg) {
 			e->state = E_READY;
 			e->dbg = dbg;
