@@ -34,8 +34,9 @@ const total = sum(samples);
 const leafRe = o.leaf ? new RegExp(o.leaf) : null;
 const leafOf = (s) => s.stack[s.stack.length - 1] || '';
 
-// A frame is unnamed when it is an address or module+offset fallback.
-const unnamed = (f) => f === '[unknown]' || /^0x[0-9a-f]+$/.test(f) || /\+0x[0-9a-f]+$/.test(f);
+// A frame is unnamed when it is an address, a module+offset fallback or a function known only by
+// its start (module!0x...).
+const unnamed = (f) => f === '[unknown]' || /^0x[0-9a-f]+$/.test(f) || /[+!]0x[0-9a-f]+$/.test(f);
 
 function inOrder(stack, chain) {
   let i = 0;

@@ -257,6 +257,8 @@ static void assert_agrees_with_nm(struct elfsym *es, const char *path, int dynam
 	assert_agrees_with_nm_n(es, &path, &dynamic, 1);
 }
 
+static void nm_size(const char *fixture, const char *name, uint64_t *value, uint64_t *size);
+
 static struct elfsym *open_fx(const char *name)
 {
 	char path[PATH_MAX];
@@ -791,6 +793,94 @@ static void test_elfsym_debug_host_fallback(void **state)
 	close(rfd);
 }
 
+
+/* A container's binary (no build id) whose .gnu_debuglink names a file that exists only on the
+ * host, at the path the binary has inside its root: never used, the refusal counted and named. */
+static void test_elfsym_debuglink_outside_root_refused(void **state)
+{
+	char root[PATH_MAX], dir[PATH_MAX], so[PATH_MAX + 16], host_dbg[PATH_MAX + 32];
+	struct elfsym_stats st;
+	struct elfsym *es;
+	uint64_t v, size;
+	int rfd;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/root_dl", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/dl_hostonly", tmpdir);	/* the same path inside and out */
+	assert_int_equal(testutil__run("rm -rf %s %s && mkdir -p %s%s %s && cp %s/fx_dl.so %s%s/ && "
+				       "cp %s/fx_dl.so.debug %s/fx_dl.so %s/", root, dir, root, dir, dir, tmpdir,
+				       root, dir, tmpdir, tmpdir, dir), 0);
+	snprintf(so, sizeof(so), "%s/fx_dl.so", dir);
+	snprintf(host_dbg, sizeof(host_dbg), "%s/fx_dl.so.debug", dir);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	es = elfsym__open(rfd, so);
+	if (!es)
+		fail_msg("elfsym__open(%s in %s): %s", so, root, strerror(errno));
+	elfsym__stats(es, &st);
+	if (elfsym__debug_file(es))
+		fail_msg("used the host's %s for a binary inside a root", elfsym__debug_file(es));
+	assert_int_equal(st.symtab, 0);
+	assert_true(st.debug_outside_refused >= 1);
+	assert_non_null(elfsym__debug_refused(es));
+	assert_string_equal(elfsym__debug_refused(es), host_dbg);
+	nm_size("fx_dl_full.so", "fx_lib_hidden", &v, &size);
+	assert_null(elfsym__lookup_vaddr(es, v, NULL));
+	elfsym__free(es);
+
+	/* The same file opened as a host file (the root is /) still finds it. */
+	es = elfsym__open(AT_FDCWD, so);
+	assert_non_null(es);
+	assert_non_null(elfsym__debug_file(es));
+	assert_string_equal(elfsym__lookup_vaddr(es, v, NULL), "fx_lib_hidden");
+	elfsym__free(es);
+	close(rfd);
+}
+
+/* A debug file from elsewhere (a cache, a symbol server) is attached by build id only. */
+static void test_elfsym_attach_debug(void **state)
+{
+	char path[PATH_MAX];
+	struct elfsym *es, *dbg;
+	uint64_t v, size;
+
+	(void)state;
+	nm_size("fx_bid_full.so", "fx_lib_hidden", &v, &size);
+	es = open_fx("fx_bid.so");
+	assert_true(elfsym__needs_debug(es));
+	assert_null(elfsym__lookup_vaddr(es, v, NULL));
+
+	path_in(path, sizeof(path), "fx_other.debug");
+	dbg = elfsym__open_debug(open(path, O_RDONLY | O_CLOEXEC), elfsym__build_id(es), path);
+	assert_null(dbg);
+	assert_int_equal(errno, EBADMSG);
+	path_in(path, sizeof(path), "fx_bid.so");	/* right build id, no .symtab */
+	dbg = elfsym__open_debug(open(path, O_RDONLY | O_CLOEXEC), elfsym__build_id(es), path);
+	assert_null(dbg);
+	assert_int_equal(errno, ENOEXEC);
+	/* Another binary's debug file, opened for its own build id: attach refuses it. */
+	path_in(path, sizeof(path), "fx_other.debug");
+	{
+		char other[256];
+
+		testutil__build_id(path, other, sizeof(other));
+		dbg = elfsym__open_debug(open(path, O_RDONLY | O_CLOEXEC), other, path);
+		assert_non_null(dbg);
+		assert_int_equal(elfsym__attach_debug(es, dbg), -EINVAL);
+	}
+	path_in(path, sizeof(path), "fx_bid.debug");
+	dbg = elfsym__open_debug(open(path, O_RDONLY | O_CLOEXEC), elfsym__build_id(es), path);
+	assert_non_null(dbg);
+	assert_int_equal(elfsym__attach_debug(es, dbg), 0);
+	assert_false(elfsym__needs_debug(es));
+	assert_string_equal(elfsym__lookup_vaddr(es, v, NULL), "fx_lib_hidden");
+	assert_string_equal(elfsym__debug_file(es), path);
+	/* Exported names still resolve. */
+	nm_size("fx_bid_full.so", "fx_lib_add", &v, &size);
+	assert_string_equal(elfsym__lookup_vaddr(es, v + 1, NULL), "fx_lib_add");
+	elfsym__free(es);
+}
+
 /* ---- real libraries ------------------------------------------------------------------------ */
 
 /* The executable PT_LOAD of path as readelf prints it. Returns 0 or -1. */
@@ -899,6 +989,119 @@ static void test_elfsym_timing(void **state)
 		assert_true(best < 1000);
 		elfsym__free(es);
 	}
+}
+
+
+/* ---- function ranges (.eh_frame) ----------------------------------------------------------- */
+
+/* Value and size of a .symtab function of a fixture, as nm -S prints them. */
+static void nm_size(const char *fixture, const char *name, uint64_t *value, uint64_t *size)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 64], line[512], got[256], type;
+	uint64_t v, sz;
+	FILE *p;
+
+	path_in(path, sizeof(path), fixture);
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %c %255s", &v, &sz, &type, got) == 4 &&
+		    strcmp(got, name) == 0) {
+			pclose(p);
+			*value = v;
+			*size = sz;
+			return;
+		}
+	pclose(p);
+	fail_msg("nm: no sized %s in %s", name, fixture);
+}
+
+/* Stripped: a local function no symbol names has one function start for all its addresses,
+ * and an unsized exported routine before it does not swallow it. */
+static void test_elfsym_fde_grouping(void **state)
+{
+	const char *locals[] = { "fx_lib_hidden", "fx_asm_hidden" };
+	struct elfsym *es, *full;
+	struct elfsym_stats st;
+	uint64_t v, size, start, open_v, open_size;
+	size_t i;
+
+	(void)state;
+	es = open_fx("fx_stripped.so");
+	full = open_fx("fx_lib.so");
+	elfsym__stats(es, &st);
+	assert_true(st.fdes > 5);
+	assert_int_equal(st.fde_malformed, 0);
+	for (i = 0; i < sizeof(locals) / sizeof(locals[0]); i++) {
+		nm_size("fx_lib.so", locals[i], &v, &size);
+		assert_true(size > 1);
+		for (uint64_t d = 0; d < size; d++) {
+			if (elfsym__lookup_vaddr(es, v + d, NULL))
+				fail_msg("%s+%" PRIu64 " named %s in the stripped file", locals[i], d,
+					 elfsym__lookup_vaddr(es, v + d, NULL));
+			assert_int_equal(elfsym__function_start(es, v + d, &start), 0);
+			assert_int_equal(start, v);
+		}
+		/* The unstripped file names it; the function before it has another start. */
+		assert_string_equal(elfsym__lookup_vaddr(full, v, NULL), locals[i]);
+		if (elfsym__function_start(es, v - 1, &start) == 0)
+			assert_true(start != v);
+	}
+	/* fx_asm_open (exported, unsized, no CFI) still names its own bytes. */
+	nm_size("fx_lib.so", "fx_asm_hidden", &v, &size);
+	assert_int_equal(elfsym__function_start(es, v, &start), 0);
+	open_v = 0;
+	{
+		struct nmsym *dyn = NULL;
+		char path[PATH_MAX];
+		int n = nm_load((path_in(path, sizeof(path), "fx_stripped.so"), path), 1, &dyn);
+
+		for (int k = 0; k < n; k++)
+			if (strcmp(dyn[k].name, "fx_asm_open") == 0)
+				open_v = dyn[k].value;
+		free(dyn);
+	}
+	assert_true(open_v && open_v < v);
+	open_size = v - open_v;
+	assert_string_equal(elfsym__lookup_vaddr(es, open_v + 2, NULL), "fx_asm_open");
+	assert_true(open_size >= 3);
+	assert_int_equal(elfsym__function_start(es, 0, &start), -ENOENT);
+	elfsym__free(full);
+	elfsym__free(es);
+}
+
+/* libcoreclr ships with 9 exported functions: every other code address has its FDE. */
+static void test_elfsym_fde_coreclr(void **state)
+{
+	uint64_t x_off = 0, x_vaddr = 0, x_filesz = 0, start, prev = 0, distinct = 0, covered = 0;
+	struct elfsym_stats st;
+	struct elfsym *es;
+
+	(void)state;
+	if (access(CORECLR_PATH, R_OK) != 0) {
+		print_message("skipped: %s not installed\n", CORECLR_PATH);
+		skip();
+	}
+	es = elfsym__open(AT_FDCWD, CORECLR_PATH);
+	assert_non_null(es);
+	elfsym__stats(es, &st);
+	assert_int_equal(exec_segment(CORECLR_PATH, &x_off, &x_vaddr, &x_filesz), 0);
+	for (uint64_t v = x_vaddr; v < x_vaddr + x_filesz; v += 16) {
+		if (elfsym__function_start(es, v, &start))
+			continue;
+		assert_true(start <= v);
+		covered++;
+		if (start != prev)
+			distinct++;
+		prev = start;
+	}
+	print_message("libcoreclr: %" PRIu64 " FDEs, %" PRIu64 " functions met, %.1f%% of code covered\n",
+		      st.fdes, distinct, 100.0 * covered * 16 / x_filesz);
+	assert_true(st.fdes > 10000);
+	assert_int_equal(st.fde_malformed, 0);
+	assert_true(covered * 16 > x_filesz / 2);
+	elfsym__free(es);
 }
 
 /* ---- opening safely ------------------------------------------------------------------------ */
@@ -1169,6 +1372,86 @@ static void test_elfsym_fuzz(void **state)
 	assert_true(loaded > 0 && refused > 0);
 }
 
+/* Offset and size of section name in path, from readelf; 0 or -1. */
+static int section_range(const char *path, const char *name, size_t *off, size_t *size)
+{
+	char cmd[PATH_MAX + 64], line[512], got[64];
+	unsigned long o, sz;
+	int found = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s'", path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *b = strchr(line, ']');
+
+		if (b && sscanf(b + 1, " %63s %*s %*x %lx %lx", got, &o, &sz) == 3 &&
+		    strcmp(got, name) == 0 && found < 0) {
+			*off = o;
+			*size = sz;
+			found = 0;
+		}
+	}
+	pclose(p);
+	return found;
+}
+
+/* Mutations inside .eh_frame_hdr and .eh_frame only: the FDE reader meets every lie there. */
+static void test_elfsym_fuzz_eh_frame(void **state)
+{
+	int iters = getenv("ELFSYM_FUZZ_ITERS") ? atoi(getenv("ELFSYM_FUZZ_ITERS")) : 3000;
+	size_t len, ranges[2][2];
+	const char *secs[] = { ".eh_frame_hdr", ".eh_frame" };
+	char path[PATH_MAX];
+	unsigned char *orig, *buf;
+	uint32_t seed = 777;
+	int loaded = 0, with_fdes = 0;
+
+	(void)state;
+	path_in(path, sizeof(path), "fx_stripped.so");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(section_range(path, secs[i], &ranges[i][0], &ranges[i][1]), 0);
+	orig = read_all(path, &len);
+	buf = malloc(len);
+	assert_non_null(buf);
+	for (int it = 0; it < iters; it++) {
+		struct elfsym_stats st;
+		struct elfsym *es;
+		int flips;
+
+		memcpy(buf, orig, len);
+		seed = seed * 1103515245 + 12345;
+		flips = 1 + (seed >> 16) % 6;
+		for (int k = 0; k < flips; k++) {
+			size_t *r;
+
+			seed = seed * 1103515245 + 12345;
+			r = ranges[(seed >> 8) & 1];
+			seed = seed * 1103515245 + 12345;
+			buf[r[0] + (seed >> 4) % r[1]] = (uint8_t)(seed >> 20);
+		}
+		es = elfsym__open_fd(memfd_with(buf, len), NULL, AT_FDCWD);
+		if (!es)
+			continue;
+		loaded++;
+		elfsym__stats(es, &st);
+		with_fdes += st.fdes > 0;
+		for (uint64_t v = 0; v < 0x3000; v += 7) {
+			uint64_t start;
+
+			if (elfsym__function_start(es, v, &start) == 0)
+				assert_true(start <= v);
+		}
+		poke(es);
+	}
+	print_message("eh_frame fuzz: %d loaded, %d with function ranges\n", loaded, with_fdes);
+	assert_true(loaded > 0);
+	free(buf);
+	free(orig);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1187,13 +1470,18 @@ int main(void)
 		cmocka_unit_test(test_elfsym_build_id_debug_dir),
 		cmocka_unit_test(test_elfsym_build_id_mismatch),
 		cmocka_unit_test(test_elfsym_debug_host_fallback),
+		cmocka_unit_test(test_elfsym_debuglink_outside_root_refused),
+		cmocka_unit_test(test_elfsym_attach_debug),
 		cmocka_unit_test(test_elfsym_coreclr_layout),
 		cmocka_unit_test(test_elfsym_timing),
+		cmocka_unit_test(test_elfsym_fde_grouping),
+		cmocka_unit_test(test_elfsym_fde_coreclr),
 		cmocka_unit_test(test_elfsym_symlink_refused),
 		cmocka_unit_test(test_elfsym_non_regular_refused),
 		cmocka_unit_test(test_elfsym_garbage),
 		cmocka_unit_test(test_elfsym_truncated),
 		cmocka_unit_test(test_elfsym_fuzz),
+		cmocka_unit_test(test_elfsym_fuzz_eh_frame),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

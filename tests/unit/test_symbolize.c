@@ -348,6 +348,69 @@ static void test_symbolize_native_named_from_elf(void **state)
 	assert_string_equal(name_of(p, id), "fixture::Lib::add(int, int)");
 }
 
+/* A library rewritten in place (cp over it: same inode) is new content: a process that maps it
+ * afterwards gets the new file's names, not the cached old ones. */
+static void test_symbolize_file_replaced_same_inode(void **state)
+{
+	char saved[256], other_src[256], other[256];
+	uint64_t addr = lib_addr(LIB_START, "fx_lib_mul", 4);
+	struct stat before, after;
+	struct proc *p1, *p2;
+	const char *got;
+	int64_t id;
+
+	snprintf(saved, sizeof(saved), "%s/libfx.saved", tmp);
+	snprintf(other_src, sizeof(other_src), "%s/other.c", tmp);
+	snprintf(other, sizeof(other), "%s/libother.so", tmp);
+	testutil__write_file(NULL, other_src,
+			     "static volatile int s;\n"
+			     "#define F(n) __attribute__((noinline, used)) int other_##n(int x) "
+			     "{ s += x * n; return s ^ (x << n); }\n"
+			     "F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11) F(12)\n"
+			     "F(13) F(14) F(15) F(16) F(17) F(18) F(19) F(20) F(21) F(22)\n");
+	assert_int_equal(testutil__cc("-O0 -fPIC -shared -Wl,--build-id=sha1", other, other_src), 0);
+	assert_int_equal(testutil__run("cp %s %s", lib_path, saved), 0);
+
+	fx_open(kallsyms, 0, 0);
+	p1 = get(1001);
+	id = symbolizer__user(fx.sym, p1, addr, 1, 1);
+	assert_string_equal(name_of(p1, id), "fx_lib_mul");
+
+	assert_int_equal(stat(lib_path, &before), 0);
+	assert_int_equal(testutil__run("cp %s %s", other, lib_path), 0);	/* truncates, rewrites */
+	assert_int_equal(stat(lib_path, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+
+	p2 = get(1002);
+	id = symbolizer__user(fx.sym, p2, addr, 1, 1);
+	got = name_of(p2, id);
+	assert_int_equal(testutil__run("cp %s %s", saved, lib_path), 0);
+	if (strcmp(got, "fx_lib_mul") == 0)
+		fail_msg("the replaced library's old symbols were used");
+	assert_true(strncmp(got, "other_", 6) == 0 || strstr(got, "libfx.so") != NULL);
+	/* The process that saw the old file keeps its frame. */
+	assert_string_equal(name_of(p1, symbolizer__user(fx.sym, p1, addr, 1, 1)), "fx_lib_mul");
+}
+
+/* A process whose files cannot be opened any more (it exited before its samples were read) gets
+ * the symbols already read for the same device and inode. */
+static void test_symbolize_exited_process_shares_inode(void **state)
+{
+	char dir[192], link[224];
+	uint64_t addr = lib_addr(LIB_START, "fx_lib_mul", 4);
+	struct proc *p1, *p3;
+
+	fx_open(kallsyms, 0, 0);
+	p1 = get(1001);
+	assert_string_equal(name_of(p1, symbolizer__user(fx.sym, p1, addr, 1, 1)), "fx_lib_mul");
+	testutil__proc_dir(dir, sizeof(dir), proc_root, "1003");
+	snprintf(link, sizeof(link), "%s/root", dir);
+	assert_int_equal(symlink("/nonexistent-root", link), 0);
+	write_maps(1003, 0);
+	p3 = get(1003);
+	assert_string_equal(name_of(p3, symbolizer__user(fx.sym, p3, addr, 1, 1)), "fx_lib_mul");
+}
+
 /* An address of the file that no symbol covers is module+offset (file offset). */
 static void test_symbolize_no_symbol_is_module_offset(void **state)
 {
@@ -722,6 +785,8 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_symbolize_native_named_from_elf),
+		T(test_symbolize_file_replaced_same_inode),
+		T(test_symbolize_exited_process_shares_inode),
 		T(test_symbolize_no_symbol_is_module_offset),
 		T(test_symbolize_return_address_looked_up_before),
 		T(test_symbolize_same_address_same_id),

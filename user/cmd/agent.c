@@ -294,6 +294,8 @@ static int export_window(struct agent *a)
 		fprintf(stderr, "spanprof: window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
 			" series, built in %.1f ms (%.1f ms CPU)\n", a->windows_built, n,
 			(uint64_t)nseries, ms, report__cpu_ms() - t0);
+	if (a->o->verbose)
+		report__symbols(stderr, a->e);
 	return n < 0 ? (int)n : 0;
 }
 
@@ -375,6 +377,29 @@ static void publish_metrics(struct agent *a)
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
+	{
+		struct symbolizer_stats st;
+		struct symsrv_stats ss;
+
+		symbolizer__stats(engine__symbolizer(a->e), &st);
+		C("debug_files_refused_total", "Debug files outside a process's root without its "
+		  "build id, refused.", NULL, st.debug_refused);
+		if (engine__symsrv(a->e)) {
+			const char *res[] = { "cache", "fetched", "not_found", "failed", "invalid" };
+			uint64_t v[5];
+
+			symsrv__stats(engine__symsrv(a->e), &ss);
+			v[0] = ss.cache_hits, v[1] = ss.fetched, v[2] = ss.not_found, v[3] = ss.failed;
+			v[4] = ss.invalid;
+			for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+				C("symbol_fetch_total", "Debug files asked of the symbol servers, by result.",
+				  ((const char *[]){ "result", res[i], NULL }), v[i]);
+			C("symbol_fetch_errors_total", "Failed symbol server requests.", NULL, ss.errors);
+			C("symbol_cache_evicted_total", "Cached debug files removed to stay under the cap.",
+			  NULL, ss.evicted);
+			G("symbol_fetch_pending", "Debug files queued or being fetched.", NULL, ss.pending);
+		}
+	}
 	C("windows_total", "Windows built and exported.", NULL, a->windows_built);
 	C("window_samples_total", "Samples in exported windows.", NULL, a->window_samples);
 	G("window_build_seconds", "Time to build and hand over the last window.", NULL,
@@ -437,6 +462,7 @@ int agent__run(const struct agent_opts *o)
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
 		.max_symbol_mb = o->max_symbol_mb,
+		.symsrv = o->symsrv,
 		.verbose = o->verbose,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };

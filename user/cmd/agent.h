@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "symsrv.h"
+
 #define AGENT_MAX_HEADERS 16
 #define AGENT_OTLP_NONE	1	/* --otlp-compression none */
 #define AGENT_OTLP_GZIP	2
@@ -42,6 +44,7 @@ struct agent_opts {
 	uint32_t max_frames, max_stacks;
 	uint32_t max_span_tables;	/* 0: the sampler's default */
 	uint32_t max_symbol_mb;	/* 0: ENGINE_MAX_SYMBOL_MB */
+	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 	int verbose;
 };
 

@@ -23,6 +23,19 @@ static const char usage_main[] =
 	"  -h, --help     this text\n"
 	"  --version      print the version\n";
 
+/* Debug files by build id: the same flags for record and agent. */
+#define SYMBOL_USAGE(pad) \
+	"      --symbol-server URL  debug files of stripped libraries by build id (repeatable;\n" \
+	pad "also $DEBUGINFOD_URLS): debuginfod URL/buildid/ID/debuginfo, or SSQP as\n" \
+	pad "Microsoft's https://msdl.microsoft.com/download/symbols\n" \
+	"      --symbol-cache DIR   where they are kept (default " SYMSRV_CACHE_DIR ")\n" \
+	"      --symbol-cache-mb N  its cap, least recently used removed (default 2048)\n"
+enum { OPT_SYM_SERVER = 1000, OPT_SYM_CACHE, OPT_SYM_CACHE_MB };
+#define SYMBOL_LONGOPTS \
+	{ "symbol-server", required_argument, NULL, OPT_SYM_SERVER }, \
+	{ "symbol-cache", required_argument, NULL, OPT_SYM_CACHE }, \
+	{ "symbol-cache-mb", required_argument, NULL, OPT_SYM_CACHE_MB }
+
 static const char usage_record[] =
 	"Usage: spanprof record [-p PID]... [-F HZ] [-d SECONDS] [-o FILE]... [--format F] [-v]\n"
 	"       spanprof record [options] [--user NAME] -- COMMAND [ARGS...]\n"
@@ -52,6 +65,8 @@ static const char usage_record[] =
 	"                         past it, those sampled least recently make room (counted)\n"
 	"      --max-symbol-mb N  memory for .NET code ranges of all processes (default 256);\n"
 	"                         past it, ranges are not read and their frames stay unnamed (counted)\n"
+	SYMBOL_USAGE("                         ")
+	"                         (record waits up to 5 s at the end for files being fetched)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
 	"  -h, --help             this text\n";
 
@@ -104,6 +119,7 @@ static const char usage_agent[] =
 	"                             past it, those sampled least recently make room (counted)\n"
 	"      --max-symbol-mb N      memory for .NET code ranges of all processes (default 256); past\n"
 	"                             it, ranges are not read and their frames stay unnamed (counted)\n"
+	SYMBOL_USAGE("                             ")
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";
 
@@ -138,6 +154,33 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+/* One of SYMBOL_LONGOPTS into o: 0, or the exit code of a bad value. */
+static int symbol_opt(int c, char *arg, struct symsrv_opts *o)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_SYM_SERVER:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			return bad_usage("bad symbol server URL (want http://HOST:PORT or https://...)",
+					 arg);
+		if (o->n_urls == SYMSRV_MAX_URLS)
+			return bad_usage("too many --symbol-server options", NULL);
+		o->urls[o->n_urls++] = arg;
+		return 0;
+	case OPT_SYM_CACHE:
+		if (!arg[0])
+			return bad_usage("empty --symbol-cache", NULL);
+		o->cache_dir = arg;
+		return 0;
+	default:
+		if (parse_uint(arg, 1u << 30, &v) || v == 0)
+			return bad_usage("bad --symbol-cache-mb (MiB, at least 1)", arg);
+		o->cache_max_bytes = (uint64_t)v << 20;
+		return 0;
+	}
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
@@ -160,6 +203,7 @@ static int cmd_record(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_MAX_SYMBOL_MB },
+		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -177,6 +221,11 @@ static int cmd_record(int argc, char **argv)
 	opterr = 0;	/* one line of our own instead of getopt's */
 	/* "+": options end at the first word that is not one: the command (with or without "--"). */
 	while ((c = getopt_long(argc, argv, "+p:F:d:o:vh", longopts, NULL)) != -1) {
+		if (c >= OPT_SYM_SERVER && c <= OPT_SYM_CACHE_MB) {
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 0x7fffffff, &v) || v == 0)
@@ -314,6 +363,7 @@ static int cmd_agent(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_AMAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_AMAX_SYMBOL_MB },
+		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -345,6 +395,11 @@ static int cmd_agent(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
+		if (c >= OPT_SYM_SERVER && c <= OPT_SYM_CACHE_MB) {
+			if (symbol_opt(c, optarg, &o.symsrv))
+				return 2;
+			continue;
+		}
 		switch (c) {
 		case 'F':
 			if (parse_uint(optarg, 1000000, &v) || v == 0)

@@ -90,6 +90,7 @@ int record__run(const struct record_opts *o)
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
 		.max_symbol_mb = o->max_symbol_mb,
+		.symsrv = o->symsrv,
 		.verbose = o->verbose,
 	};
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
@@ -160,6 +161,11 @@ int record__run(const struct record_opts *o)
 	engine__stop(e);
 	ri.t_end = now_ns();
 	ri.cpu_loop_end = report__cpu_ms();
+	if (symbolizer__awaiting(engine__symbolizer(e))) {
+		fprintf(stderr, "spanprof: waiting up to %d s for debug files from the symbol servers\n",
+			RECORD_SYMBOL_WAIT_MS / 1000);
+		engine__wait_symbols(e, RECORD_SYMBOL_WAIT_MS);
+	}
 	w = engine__cut(e);
 	prof = profile__new(&po);
 	if (!w || !prof || engine__build(e, w, every_process, NULL, &prof, 1) < 0) {

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "output.h"
+#include "symsrv.h"
 
 #define RECORD_MAX_PIDS	   1024
 #define RECORD_MAX_OUTPUTS 8
@@ -30,7 +31,10 @@ struct record_opts {
 	uint32_t max_stacks;	/* --max-stacks */
 	uint32_t max_span_tables;	/* --max-span-tables (0: the sampler's default) */
 	uint32_t max_symbol_mb;	/* --max-symbol-mb (0: ENGINE_MAX_SYMBOL_MB) */
+	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 };
+
+#define RECORD_SYMBOL_WAIT_MS 5000	/* at the end, for debug files still being fetched */
 
 /* Run a recording. Returns the process exit code: 0, 1 (runtime failure), 2 (bad setup); with a
  * command, the command's exit code (128 + signal when a signal ended it). */

@@ -33,8 +33,17 @@ void report__progress(FILE *f, struct engine *e, double elapsed_s)
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		fprintf(f, " %s=%" PRIu64, sp_counter_names[i], c.bpf[i]);
 	fprintf(f, " received=%" PRIu64 " malformed=%" PRIu64 " dropped_nomem=%" PRIu64
-		" not_target=%" PRIu64 " processes=%u\n", c.received, c.malformed, c.dropped_nomem,
+		" not_target=%" PRIu64 " processes=%u", c.received, c.malformed, c.dropped_nomem,
 		c.not_target, proctab__live(engine__procs(e)));
+	if (engine__symsrv(e)) {
+		struct symsrv_stats ss;
+
+		symsrv__stats(engine__symsrv(e), &ss);
+		fprintf(f, " debug_fetched=%" PRIu64 " debug_cached=%" PRIu64 " debug_not_found=%"
+			PRIu64 " debug_failed=%" PRIu64 " debug_pending=%" PRIu64, ss.fetched,
+			ss.cache_hits, ss.not_found, ss.failed, ss.pending);
+	}
+	fputc('\n', f);
 }
 
 static void print_top(FILE *f, const struct profile *prof, const char *key, const char *value,
@@ -135,6 +144,33 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 	intern__free(names);
 }
 
+void report__symbols(FILE *f, struct engine *e)
+{
+	const struct symbolizer *sym = engine__symbolizer(e);
+	struct symbolizer_stats st;
+	struct symsrv_stats ss;
+	char last[256];
+
+	symbolizer__stats(sym, &st);
+	if (engine__symsrv(e)) {
+		symsrv__stats(engine__symsrv(e), &ss);
+		symsrv__last_error(engine__symsrv(e), last, sizeof(last));
+		fprintf(f, "  symbol servers (%d): %" PRIu64 " debug files asked, %" PRIu64 " from the "
+			"cache, %" PRIu64 " fetched (%.1f MiB), %" PRIu64 " not found, %" PRIu64
+			" failed, %" PRIu64 " refused as invalid, %" PRIu64 " evicted, %" PRIu64
+			" still pending; %" PRIu64 " put to use%s%s\n", ss.n_urls, ss.requested,
+			ss.cache_hits, ss.fetched, ss.bytes / 1048576.0, ss.not_found, ss.failed,
+			ss.invalid, ss.evicted, ss.pending, st.debug_attached,
+			last[0] ? "; last error: " : "", last);
+	}
+	if (st.debug_refused) {
+		fprintf(f, "  debug files refused (outside the process's root, no matching build id): %"
+			PRIu64 "\n", st.debug_refused);
+		for (uint32_t i = 0; i < st.n_refused_named; i++)
+			fprintf(f, "    %s\n", symbolizer__string(sym, st.refused_named[i]));
+	}
+}
+
 void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
 {
 	struct proctab *pt = engine__procs(e);
@@ -198,11 +234,13 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", undecodable %" PRIu64 ", process not hooked %" PRIu64 "\n",
 		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
 		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
-	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", module+offset %" PRIu64
-		", .NET named %" PRIu64 ", .NET unnamed %" PRIu64 ", no mapping %" PRIu64
-		", kernel %" PRIu64 "%s\n", st.frames, st.native_named, st.native_unnamed,
-		st.jit_named, st.jit_unnamed, st.unknown, st.kernel,
+	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", function start (no "
+		"symbol, lib!0x...) %" PRIu64 ", module+offset %" PRIu64 ", .NET named %" PRIu64
+		", .NET unnamed %" PRIu64 ", no mapping %" PRIu64 ", kernel %" PRIu64 "%s\n",
+		st.frames, st.native_named, st.native_function, st.native_unnamed, st.jit_named,
+		st.jit_unnamed, st.unknown, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
+	report__symbols(f, e);
 	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");

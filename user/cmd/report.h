@@ -19,6 +19,9 @@ struct report_info {
 double report__cpu_ms(void);
 /* The end-of-run report: samples, losses by cause, span outcomes, frames, .NET processes, cost,
  * top functions (and per span with by_span). */
+/* The symbol servers' counters and the debug files refused, one line each (when any). */
+void report__symbols(FILE *f, struct engine *e);
+
 void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		   const struct report_info *ri);
 /* One line per .NET process in the table (exited ones too): what its runtimes say of it. */

@@ -24,6 +24,7 @@ struct engine {
 	struct bpfsession *bpf;
 	struct proctab *procs;
 	struct symbolizer *sym;
+	struct symsrv *symsrv;
 	struct aggregator *agg;
 	struct engine_counters c;
 	uint64_t attached_ns;
@@ -35,6 +36,7 @@ static int handle_sample(void *ctx, const void *data, size_t size);
 struct engine *engine__open(const struct engine_opts *o, int *rc)
 {
 	struct engine *e = calloc(1, sizeof(*e));
+	char err[512];
 	struct symbolizer_opts so = { .show_tiers = o->show_tiers,
 				      .maps_refresh_ns = MAPS_REFRESH_NS,
 				      .max_frames = o->max_frames ? o->max_frames : ENGINE_MAX_FRAMES };
@@ -62,6 +64,13 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 		*rc = 2;
 		goto err_free;
 	}
+	e->symsrv = symsrv__new(&o->symsrv, err, sizeof(err));
+	if (!e->symsrv && errno != ENODATA) {
+		fprintf(stderr, "spanprof: %s\n", err[0] ? err : strerror(errno));
+		*rc = 2;
+		goto err_free;
+	}
+	so.symsrv = e->symsrv;
 	e->sym = symbolizer__new(&so);
 	if (!e->sym) {
 		fprintf(stderr, "spanprof: cannot start the symbolizer: %s\n", strerror(errno));
@@ -367,6 +376,7 @@ void engine__free(struct engine *e)
 	}
 	bpfsession__free(e->bpf);
 	symbolizer__free(e->sym);
+	symsrv__free(e->symsrv);
 	proctab__free(e->procs);
 	aggregate__free(e->agg);
 	free(e);
@@ -387,6 +397,16 @@ struct proctab *engine__procs(const struct engine *e)
 const struct symbolizer *engine__symbolizer(const struct engine *e)
 {
 	return e->sym;
+}
+
+const struct symsrv *engine__symsrv(const struct engine *e)
+{
+	return e->symsrv;
+}
+
+uint64_t engine__wait_symbols(struct engine *e, uint32_t timeout_ms)
+{
+	return symsrv__wait(e->symsrv, timeout_ms);
 }
 
 const struct bpfsession *engine__bpf(const struct engine *e)

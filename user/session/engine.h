@@ -10,6 +10,7 @@
 #include "bpfsession.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "symsrv.h"
 
 struct proc;
 struct proctab;
@@ -32,6 +33,7 @@ struct engine_opts {
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
 	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
 	uint32_t max_symbol_mb;	/* .NET code ranges of all processes (0: ENGINE_MAX_SYMBOL_MB) */
+	struct symsrv_opts symsrv;	/* debug files by build id; no server (nor $DEBUGINFOD_URLS): off */
 	int verbose;
 };
 
@@ -82,6 +84,10 @@ void engine__free(struct engine *e);
 void engine__counters(struct engine *e, struct engine_counters *out);
 struct proctab *engine__procs(const struct engine *e);
 const struct symbolizer *engine__symbolizer(const struct engine *e);
+const struct symsrv *engine__symsrv(const struct engine *e);	/* NULL: no symbol server */
+/* Wait up to timeout_ms for debug files still being fetched (frames are named with them at the
+ * next cut). Returns how many are still pending. */
+uint64_t engine__wait_symbols(struct engine *e, uint32_t timeout_ms);
 const struct bpfsession *engine__bpf(const struct engine *e);
 uint64_t engine__attached_ns(const struct engine *e);	/* CLOCK_MONOTONIC at attach */
 

@@ -3,6 +3,8 @@
 #include "rootfs.h"
 #include "vec.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -25,12 +27,19 @@
 					 * arrays by the name's length, on the caller's thread */
 #define BACKWALK	16		/* earlier symbols tried when the nearest one does not cover */
 #define DEBUG_DIR	"/usr/lib/debug"
+#define MAX_FDES	(2u << 20)	/* functions with an FDE kept per file */
+#define MAX_REFUSED	256u		/* bytes of the first refused debug file's path kept */
 
 /* libstdc++'s demangler (the binary links -lstdc++); declared here to keep this file C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 enum { SRC_SYMTAB = 0, SRC_DYNSYM = 1 };
 enum { SYM_DEMANGLE_TRIED = 1u << 0, SYM_NAME_OWNED = 1u << 1 };
+
+/* One function as .eh_frame describes it: [start, end) from its FDE. */
+struct fde {
+	uint64_t start, end;
+};
 
 struct sym {
 	uint64_t addr;
@@ -75,7 +84,13 @@ struct elfsym {
 	size_t n_segs;
 	char *strtabs[3];	/* copies of the string tables the names point into */
 	char *debug_path;
+	struct fde *fdes;	/* sorted by start, not overlapping */
+	size_t n_fdes;
+	struct elfsym *dbg;	/* symbols of a debug file attached later (elfsym__attach_debug) */
 	char build_id[2 * MAX_BUILD_ID + 1];
+	char refused[MAX_REFUSED];	/* the first debug file refused outside the root */
+	unsigned char ei_class;
+	uint16_t machine;
 	struct elfsym_stats stats;
 };
 
@@ -96,6 +111,7 @@ struct elffile {
 	Elf_Scn *symtab;
 	Elf_Scn *dynsym;
 	Elf_Scn *debuglink;
+	Elf_Scn *eh_frame;
 	unsigned char build_id[MAX_BUILD_ID];
 	size_t build_id_len;
 };
@@ -225,10 +241,14 @@ static int elffile_open(struct elffile *f, int fd, struct elfsym *es)
 		else if (sh.sh_type == SHT_NOTE && !f->build_id_len &&
 			 in_file(f, sh.sh_offset, sh.sh_size))
 			find_build_id(f, elf_getdata(scn, NULL));
-		else if (sh.sh_type == SHT_PROGBITS && !f->debuglink &&
-			 (name = elf_strptr(f->elf, shstrndx, sh.sh_name)) &&
-			 strcmp(name, ".gnu_debuglink") == 0)
-			f->debuglink = scn;
+		else if (sh.sh_type == SHT_PROGBITS &&
+			 (name = elf_strptr(f->elf, shstrndx, sh.sh_name))) {
+			if (!f->debuglink && strcmp(name, ".gnu_debuglink") == 0)
+				f->debuglink = scn;
+			else if (!f->eh_frame && strcmp(name, ".eh_frame") == 0 &&
+				 in_file(f, sh.sh_offset, sh.sh_size))
+				f->eh_frame = scn;
+		}
 	}
 
 	/* Files whose section headers were removed still have their notes in PT_NOTE. */
@@ -387,6 +407,191 @@ static int load_table(struct elfsym *es, struct elffile *f, Elf_Scn *scn, int sr
 	return 0;
 }
 
+/* ---- function ranges from .eh_frame -------------------------------------------------------- */
+
+/* Bytes of a pointer in DWARF EH encoding enc (its format, low 4 bits); 0 when not fixed-size. */
+static size_t eh_ptr_size(unsigned enc, size_t addr_size)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr: return addr_size;
+	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
+	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
+	case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
+	default: return 0;
+	}
+}
+
+/* The FDE pointer encoding of a CIE (its 'R' augmentation), or -1 when it cannot be known. */
+static int cie_fde_encoding(const Dwarf_CIE *cie, size_t addr_size)
+{
+	const uint8_t *d = cie->augmentation_data;
+	size_t k = 0, n = cie->augmentation_data_size, sz;
+	const char *a = cie->augmentation;
+
+	if (!a || a[0] != 'z')
+		return a && a[0] == '\0' ? DW_EH_PE_absptr : -1;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'R':
+			return k < n ? d[k] : -1;
+		case 'L':
+			k++;
+			break;
+		case 'P':
+			if (k >= n || !(sz = eh_ptr_size(d[k], addr_size)) || (d[k] & 0x70) == DW_EH_PE_aligned)
+				return -1;
+			k += 1 + sz;
+			break;
+		case 'S': case 'B':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+static uint64_t rd_uint(const unsigned char *p, size_t size, int msb)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < size; i++)
+		v |= (uint64_t)p[msb ? i : size - 1 - i] << (8 * (size - 1 - i));
+	return v;
+}
+
+/*
+ * Where no symbol names an address, its function is still known: .eh_frame has one FDE per
+ * function. The search table of .eh_frame_hdr (PT_GNU_EH_FRAME) lists every FDE's start and
+ * place, sorted; libdw's dwarf_next_cfi reads the FDE and its CIE, whose pointer encoding gives
+ * the size of the address_range that follows the start. Only the table layout GNU ld, gold and
+ * lld write is read (a udata4 count, datarel sdata4 pairs): anything else leaves the file
+ * without ranges, counted.
+ */
+static void load_fdes(struct elfsym *es, struct elffile *f)
+{
+	int msb = f->ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
+	size_t addr_size = f->ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
+	const unsigned char *p = NULL;
+	size_t phnum, i, n = 0, k, ptr_size, off;
+	uint64_t hdr_vaddr = 0, cie_off = UINT64_MAX;
+	int cie_enc = -1;
+	Elf_Data *d, *eh;
+	GElf_Shdr eh_sh;
+	GElf_Phdr ph;
+
+	if (!f->eh_frame || !gelf_getshdr(f->eh_frame, &eh_sh) || eh_sh.sh_size > MAX_TABLE ||
+	    elf_getphdrnum(f->elf, &phnum) != 0)
+		return;
+	for (i = 0; i < phnum && !p; i++) {
+		if (!gelf_getphdr(f->elf, i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		if (!in_file(f, ph.p_offset, ph.p_filesz) || ph.p_filesz < 12 ||
+		    ph.p_filesz > MAX_TABLE) {
+			es->stats.fde_malformed++;
+			return;
+		}
+		d = elf_getdata_rawchunk(f->elf, ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		if (!d || !d->d_buf || d->d_size != ph.p_filesz) {
+			es->stats.fde_malformed++;
+			return;
+		}
+		p = d->d_buf;
+		n = d->d_size;
+		hdr_vaddr = ph.p_vaddr;
+	}
+	eh = p ? elf_rawdata(f->eh_frame, NULL) : NULL;
+	if (!eh || !eh->d_buf)
+		return;
+	ptr_size = eh_ptr_size(p[1], addr_size);	/* eh_frame_ptr: only skipped */
+	if (p[0] != 1 || !ptr_size || p[2] != DW_EH_PE_udata4 ||
+	    p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || 4 + ptr_size + 4 > n) {
+		es->stats.fde_malformed++;
+		return;
+	}
+	off = 4 + ptr_size;
+	k = rd_uint(p + off, 4, msb);
+	off += 4;
+	if (k > (n - off) / 8) {
+		es->stats.fde_malformed++;
+		k = (n - off) / 8;
+	}
+	if (k > MAX_FDES) {
+		es->stats.capped++;
+		k = MAX_FDES;
+	}
+	es->fdes = k ? calloc(k, sizeof(*es->fdes)) : NULL;
+	for (i = 0; es->fdes && i < k; i++) {
+		uint64_t start = hdr_vaddr + (int64_t)(int32_t)rd_uint(p + off + 8 * i, 4, msb);
+		uint64_t fde_vaddr = hdr_vaddr + (int64_t)(int32_t)rd_uint(p + off + 8 * i + 4, 4, msb);
+		Dwarf_CFI_Entry entry, cie;
+		Dwarf_Off next;
+		size_t sz;
+		uint64_t len;
+
+		if (fde_vaddr < eh_sh.sh_addr || fde_vaddr - eh_sh.sh_addr >= eh->d_size ||
+		    dwarf_next_cfi(f->ehdr.e_ident, eh, true, fde_vaddr - eh_sh.sh_addr, &next,
+				   &entry) != 0 || dwarf_cfi_cie_p(&entry))
+			goto bad;
+		if (entry.fde.CIE_pointer != cie_off) {	/* FDEs share few CIEs: keep the last */
+			cie_off = entry.fde.CIE_pointer;
+			cie_enc = dwarf_next_cfi(f->ehdr.e_ident, eh, true, cie_off, &next, &cie) == 0 &&
+				  dwarf_cfi_cie_p(&cie) ? cie_fde_encoding(&cie.cie, addr_size) : -1;
+		}
+		/* initial_location, then address_range in the same format. */
+		if (cie_enc < 0 || !(sz = eh_ptr_size(cie_enc, addr_size)) ||
+		    entry.fde.end < entry.fde.start || (size_t)(entry.fde.end - entry.fde.start) < 2 * sz)
+			goto bad;
+		len = rd_uint(entry.fde.start + sz, sz, msb);
+		/* Sorted and disjoint, or it is not the table it claims to be. */
+		if (len == 0 || start + len < start ||
+		    (es->n_fdes && start < es->fdes[es->n_fdes - 1].end))
+			goto bad;
+		es->fdes[es->n_fdes++] = (struct fde){ start, start + len };
+		continue;
+bad:
+		es->stats.fde_malformed++;
+	}
+	es->stats.fdes = es->n_fdes;
+	elf_errno();
+}
+
+/* Index of the FDE holding vaddr, or -1. */
+static ssize_t fde_find(const struct elfsym *es, uint64_t vaddr)
+{
+	size_t lo = 0, hi = es->n_fdes;
+
+	while (lo < hi) {	/* first FDE starting past vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (es->fdes[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && vaddr < es->fdes[lo - 1].end ? (ssize_t)lo - 1 : -1;
+}
+
+/* Where the function holding addr ends by .eh_frame: its FDE's end, else the next FDE's start;
+ * UINT64_MAX when no FDE says. */
+static uint64_t fde_bound(const struct elfsym *es, uint64_t addr)
+{
+	ssize_t i = fde_find(es, addr);
+	size_t lo = 0, hi = es->n_fdes;
+
+	if (i >= 0)
+		return es->fdes[i].end;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (es->fdes[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < es->n_fdes ? es->fdes[lo].start : UINT64_MAX;
+}
+
 /* ---- debug files ---------------------------------------------------------------------------- */
 
 static int crc_matches(int fd, uint32_t want)
@@ -403,21 +608,36 @@ static int crc_matches(int fd, uint32_t want)
 	return n == 0 && (uint32_t)crc == want;
 }
 
-/* Try one candidate debug file: open inside the root (then the host), check it, keep its
- * .symtab handle in dbg. Returns 1 when dbg is usable, 0 otherwise (dbg closed). */
-static int try_debug(struct elfsym *es, const struct elffile *main_f, int root_fd,
+static void refuse_outside(struct elfsym *es, const char *path)
+{
+	es->stats.debug_outside_refused++;
+	if (!es->refused[0])
+		snprintf(es->refused, sizeof(es->refused), "%s", path);
+}
+
+/* Try one candidate debug file: open inside the root, then outside it (spanprof's own root)
+ * unless that is the same directory. Outside the root a file is taken only on the binary's build
+ * id: a .gnu_debuglink of a container's binary must not name the host's files. Keeps its .symtab
+ * handle in dbg. Returns 1 when dbg is usable, 0 otherwise (dbg closed). */
+static int try_debug(struct elfsym *es, const struct elffile *main_f, int root_fd, int same_root,
 		     const char *path, const uint32_t *crc, struct elffile *dbg)
 {
 	int pass, fd;
 
 	for (pass = 0; pass < 2; pass++) {
-		int rfd = pass == 0 ? root_fd : AT_FDCWD;
+		int outside = pass == 1;
 
-		if (pass == 1 && root_fd == AT_FDCWD)
+		if (outside && same_root)
 			break;
-		fd = rootfs__open(rfd, path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
+		fd = rootfs__open(outside ? AT_FDCWD : root_fd, path, O_RDONLY, S_IFREG,
+				  ELFSYM_MAX_FILE, 0);
 		if (fd < 0)
 			continue;
+		if (outside && !main_f->build_id_len) {
+			close(fd);
+			refuse_outside(es, path);
+			continue;
+		}
 		if (elffile_open(dbg, fd, NULL) != 0)
 			goto reject;
 		if (dbg->ehdr.e_ident[EI_CLASS] != main_f->ehdr.e_ident[EI_CLASS] ||
@@ -428,8 +648,13 @@ static int try_debug(struct elfsym *es, const struct elffile *main_f, int root_f
 		/* A build id on both sides must agree, whichever way the file was found. */
 		if (main_f->build_id_len &&
 		    (dbg->build_id_len != main_f->build_id_len ||
-		     memcmp(dbg->build_id, main_f->build_id, main_f->build_id_len) != 0))
+		     memcmp(dbg->build_id, main_f->build_id, main_f->build_id_len) != 0)) {
+			if (outside) {
+				refuse_outside(es, path);
+				goto close_dbg;
+			}
 			goto reject;
+		}
 		es->debug_path = strdup(path);
 		if (!es->debug_path)
 			goto close_dbg;
@@ -472,10 +697,21 @@ static int read_debuglink(struct elffile *f, char *name, size_t name_size, uint3
 	return 1;
 }
 
+/* 1 when root_fd is spanprof's own root (a host process): looking outside it finds nothing new. */
+static int is_own_root(int root_fd)
+{
+	struct stat a, b;
+
+	return root_fd == AT_FDCWD ||
+	       (fstat(root_fd, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
+		a.st_ino == b.st_ino);
+}
+
 static int find_debug(struct elfsym *es, struct elffile *f, int root_fd, const char *path_hint,
 		      struct elffile *dbg)
 {
 	char link[256], dir[PATH_MAX], path[sizeof(dir) + sizeof(link) + 32];
+	int same_root = is_own_root(root_fd);
 	const char *slash;
 	uint32_t crc;
 
@@ -484,7 +720,7 @@ static int find_debug(struct elfsym *es, struct elffile *f, int root_fd, const c
 
 		hex_encode(hex, f->build_id, f->build_id_len);
 		snprintf(path, sizeof(path), DEBUG_DIR "/.build-id/%.2s/%s.debug", hex, hex + 2);
-		if (try_debug(es, f, root_fd, path, NULL, dbg))
+		if (try_debug(es, f, root_fd, same_root, path, NULL, dbg))
 			return 1;
 	}
 	if (!read_debuglink(f, link, sizeof(link), &crc))
@@ -495,13 +731,13 @@ static int find_debug(struct elfsym *es, struct elffile *f, int root_fd, const c
 	memcpy(dir, path_hint, slash - path_hint);
 	dir[slash - path_hint] = '\0';
 	snprintf(path, sizeof(path), "%s/%s", dir, link);
-	if (try_debug(es, f, root_fd, path, &crc, dbg))
+	if (try_debug(es, f, root_fd, same_root, path, &crc, dbg))
 		return 1;
 	snprintf(path, sizeof(path), "%s/.debug/%s", dir, link);
-	if (try_debug(es, f, root_fd, path, &crc, dbg))
+	if (try_debug(es, f, root_fd, same_root, path, &crc, dbg))
 		return 1;
 	snprintf(path, sizeof(path), DEBUG_DIR "%s/%s", dir, link);
-	return try_debug(es, f, root_fd, path, &crc, dbg);
+	return try_debug(es, f, root_fd, same_root, path, &crc, dbg);
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -557,11 +793,14 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 		if (size) {
 			es->syms[n].end = best->addr + size < best->addr ? UINT64_MAX : best->addr + size;
 		} else {
-			/* Unsized (assembly) symbol: runs to the next symbol, never past its section. */
+			/* Unsized (assembly) symbol: runs to the next symbol, never past its section,
+			 * nor into the next function .eh_frame knows (a stripped file's hidden ones). */
 			uint64_t end = j < rv->n ? rv->v[j].addr : UINT64_MAX;
 
 			if (best->bound < end)
 				end = best->bound;
+			if (fde_bound(es, best->addr) < end)
+				end = fde_bound(es, best->addr);
 			es->syms[n].end = end == UINT64_MAX ? best->addr + 1 : end;
 		}
 		n++;
@@ -576,7 +815,12 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 	return 0;
 }
 
-struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
+/*
+ * Both constructors: the symbols of the ELF file at fd (taken). A binary (want_id NULL): its
+ * segments, FDEs, .symtab or a debug file's, and .dynsym. A debug file found elsewhere (want_id
+ * its binary's build id): its build id must be want_id and its .symtab is all that is read.
+ */
+static struct elfsym *load(int fd, const char *path_hint, int root_fd, const char *want_id)
 {
 	struct elffile f = { .fd = -1 }, dbg = { .fd = -1 };
 	struct rawvec rv = { 0 };
@@ -593,11 +837,22 @@ struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = elffile_open(&f, fd, es);
+	err = elffile_open(&f, fd, want_id ? NULL : es);
 	if (err)
 		goto close_files;
 	if (f.build_id_len)
 		hex_encode(es->build_id, f.build_id, f.build_id_len);
+	es->ei_class = f.ehdr.e_ident[EI_CLASS];
+	es->machine = f.ehdr.e_machine;
+	if (want_id) {
+		err = strcmp(es->build_id, want_id) ? -EBADMSG : !f.symtab ? -ENOEXEC : 0;
+		if (!err && path_hint && !(es->debug_path = strdup(path_hint)))
+			err = -ENOMEM;
+		if (err)
+			goto close_files;
+	} else {
+		load_fdes(es, &f);
+	}
 
 	if (f.symtab) {
 		err = load_table(es, &f, f.symtab, SRC_SYMTAB, 0, &rv);
@@ -610,7 +865,7 @@ struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
 		if (err)
 			goto close_files;
 	}
-	if (f.dynsym) {
+	if (f.dynsym && !want_id) {
 		err = load_table(es, &f, f.dynsym, SRC_DYNSYM, 1, &rv);
 		if (err)
 			goto close_files;
@@ -631,6 +886,75 @@ close_files:
 		return NULL;
 	}
 	return es;
+}
+
+struct elfsym *elfsym__open_fd(int fd, const char *path_hint, int root_fd)
+{
+	return load(fd, path_hint, root_fd, NULL);
+}
+
+struct elfsym *elfsym__open_debug(int fd, const char *build_id, const char *path)
+{
+	if (!build_id) {
+		if (fd >= 0)
+			close(fd);
+		errno = EBADMSG;
+		return NULL;
+	}
+	return load(fd, path, AT_FDCWD, build_id);
+}
+
+int elfsym__attach_debug(struct elfsym *es, struct elfsym *dbg)
+{
+	if (!es || !dbg || es->dbg || !es->build_id[0] || strcmp(es->build_id, dbg->build_id) != 0 ||
+	    es->ei_class != dbg->ei_class || es->machine != dbg->machine) {
+		elfsym__free(dbg);
+		return -EINVAL;
+	}
+	es->dbg = dbg;
+	es->stats.symtab += dbg->stats.symtab;
+	return 0;
+}
+
+int elfsym__needs_debug(const struct elfsym *es)
+{
+	return es && es->build_id[0] && es->stats.symtab == 0 && !es->dbg;
+}
+
+const char *elfsym__debug_refused(const struct elfsym *es)
+{
+	return es && es->refused[0] ? es->refused : NULL;
+}
+
+int elfsym__function_start(const struct elfsym *es, uint64_t vaddr, uint64_t *start)
+{
+	ssize_t i = es ? fde_find(es, vaddr) : -1;
+
+	if (i < 0)
+		return -ENOENT;
+	*start = es->fdes[i].start;
+	return 0;
+}
+
+int elfsym__read_build_id(int fd, char *hex, size_t len)
+{
+	struct elffile f = { .fd = -1 };
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), err;
+
+	if (len)
+		hex[0] = 0;
+	if (dfd < 0)
+		return -errno;
+	err = elffile_open(&f, dfd, NULL);
+	if (!err && !f.build_id_len)
+		err = -ENOENT;
+	if (!err && 2 * f.build_id_len + 1 > len)
+		err = -ENAMETOOLONG;
+	if (!err)
+		hex_encode(hex, f.build_id, f.build_id_len);
+	elffile_close(&f);
+	elf_errno();
+	return err;
 }
 
 struct elfsym *elfsym__open(int root_fd, const char *path)
@@ -659,6 +983,8 @@ void elfsym__free(struct elfsym *es)
 	for (i = 0; i < sizeof(es->strtabs) / sizeof(es->strtabs[0]); i++)
 		free(es->strtabs[i]);
 	free(es->debug_path);
+	free(es->fdes);
+	elfsym__free(es->dbg);
 	free(es);
 }
 
@@ -669,6 +995,8 @@ const char *elfsym__build_id(const struct elfsym *es)
 
 const char *elfsym__debug_file(const struct elfsym *es)
 {
+	if (es && !es->debug_path && es->dbg)
+		return es->dbg->debug_path;
 	return es ? es->debug_path : NULL;
 }
 
@@ -732,6 +1060,12 @@ const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sy
 	size_t lo = 0, hi, steps;
 	ssize_t i;
 
+	if (es && es->dbg) {
+		const char *name = elfsym__lookup_vaddr(es->dbg, vaddr, sym_off);
+
+		if (name)
+			return name;
+	}
 	if (!es || es->n == 0)
 		return NULL;
 	hi = es->n;

@@ -2,6 +2,7 @@
 #ifndef SPANPROF_ELFSYM_H
 #define SPANPROF_ELFSYM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -21,7 +22,8 @@ struct elfsym;
  * .symtab, look for a debug file that has one: /usr/lib/debug/.build-id/xx/yyyy.debug (its build
  * id must match), then the .gnu_debuglink name in the file's directory, its .debug/ subdirectory
  * and /usr/lib/debug/<dir>/ (its CRC32 must match); each first inside the root, then on the
- * host. NULL and errno on failure: ENOENT/ELOOP/EACCES... from the open, EINVAL not a regular
+ * host, where a file is taken only when the binary has a build id and the file has the same
+ * (elfsym__debug_refused names the first one refused). Function ranges come from .eh_frame. NULL and errno on failure: ENOENT/ELOOP/EACCES... from the open, EINVAL not a regular
  * file, EFBIG over ELFSYM_MAX_FILE, ENOEXEC not a usable ELF file (garbage, truncated, not
  * ET_EXEC/ET_DYN), ENOMEM. A valid file without any function symbol loads with count 0.
  */
@@ -36,9 +38,37 @@ void elfsym__free(struct elfsym *es);	/* NULL-safe */
 
 const char *elfsym__build_id(const struct elfsym *es);	/* lowercase hex, NULL if none */
 
+/* The build id of the ELF file open at fd (not taken; its offset is not used) into hex
+ * (lowercase, 129 bytes hold any). 0, -ENOENT none, -ENOEXEC not ELF, -ENAMETOOLONG. */
+int elfsym__read_build_id(int fd, char *hex, size_t len);
+
 /* Path (as searched, inside the root or on the host) of the debug file whose .symtab was used;
  * NULL when the symbols came from the file itself. */
 const char *elfsym__debug_file(const struct elfsym *es);
+
+/* The first debug file found outside the file's root and refused (no build id to match, or
+ * another build id), NULL if none. */
+const char *elfsym__debug_refused(const struct elfsym *es);
+
+/* 1 when es has a build id but no .symtab of its own or from a debug file: a debug file fetched
+ * by build id (elfsym__open_debug, elfsym__attach_debug) would name more. */
+int elfsym__needs_debug(const struct elfsym *es);
+
+/*
+ * The symbols of a debug file found by build id elsewhere (a cache, a symbol server): takes fd.
+ * Its build id must be build_id (lowercase hex) and it must have a .symtab. path is kept for
+ * elfsym__debug_file. NULL and errno: EBADMSG another build id, ENOEXEC no .symtab or not ELF,
+ * the others as elfsym__open_fd. Safe on another thread than the one using other elfsyms.
+ */
+struct elfsym *elfsym__open_debug(int fd, const char *build_id, const char *path);
+
+/* Lookups on es consult dbg first from now on. Takes dbg (freed on error). 0, or -EINVAL: not
+ * the same build id, class or machine, or es has one already. */
+int elfsym__attach_debug(struct elfsym *es, struct elfsym *dbg);
+
+/* The start (ELF virtual address) of the function holding vaddr by the file's .eh_frame FDEs,
+ * for naming an address no symbol covers: one name per function. 0, or -ENOENT. */
+int elfsym__function_start(const struct elfsym *es, uint64_t vaddr, uint64_t *start);
 
 /*
  * Map a file offset (addr - map_start + map_pgoff, from /proc/<pid>/maps) to the ELF virtual
@@ -66,6 +96,9 @@ struct elfsym_stats {
 	uint64_t aliases;	/* dropped because another name at the same address was preferred */
 	uint64_t capped;	/* dropped because a cap (symbols, segments) was hit */
 	uint64_t debug_rejected;	/* debug files found but refused (build id / CRC mismatch, no .symtab) */
+	uint64_t debug_outside_refused;	/* found outside the file's root without its build id */
+	uint64_t fdes;		/* function ranges kept from .eh_frame */
+	uint64_t fde_malformed;	/* .eh_frame_hdr / FDEs unreadable, unsorted or of an unknown layout */
 	uint64_t segments;	/* PT_LOAD segments kept */
 };
 void elfsym__stats(const struct elfsym *es, struct elfsym_stats *out);

@@ -14,14 +14,23 @@
 #include "intern.h"
 #include "kallsyms.h"
 #include "proctab.h"
+#include "rootfs.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "symsrv.h"
+#include "util.h"
 #include "vec.h"
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
 	uint32_t base;		/* basename, a string id */
+	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
+	uint8_t no_debug;	/* a debug file of its build id came and did not fit: not asked again */
+	uint32_t attached_gen;	/* symbolizer attach_gen when its debug file came; 0: none */
 };
+
+/* What named a native frame, for the counters when a debug file renames it. */
+enum { NK_NONE, NK_SYMBOL, NK_FUNCTION, NK_OFFSET };
 
 /* A mapping frames sit in, as the profile shows it. */
 struct smap {
@@ -39,7 +48,9 @@ struct frame {
 	uint32_t map;		/* smap index + 1 in the process, 0: none */
 	uint32_t base;		/* string id of the file's basename, 0: not file-backed */
 	uint8_t pending;	/* runtime code: named (again) in finish */
-	uint8_t pad[7];
+	uint8_t kind;		/* NK_* of a native frame */
+	uint8_t pad[2];
+	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
 #define TRUNCATED_ADDR UINT64_MAX	/* the key of a process's [truncated] frame */
@@ -50,6 +61,10 @@ struct proc_syms {
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
 	uint32_t npending;
+	uint32_t renamed_gen;	/* frames named again for every debug file attached up to this */
+	struct intern *vmas;	/* the mappings met (start, end, offset, dev, ino) -> symfile */
+	uint32_t *vma_file;	/* symfile index + 1 by vmas id; 0: not file-backed ELF */
+	size_t vma_cap;
 };
 
 struct kframe {
@@ -63,10 +78,17 @@ struct symbolizer {
 	struct intern *kkeys;	/* kernel addr -> kframe index */
 	struct kframe *kframes;
 	size_t kcap;
-	struct intern *file_keys;	/* (dev, ino[, path]) -> symfile index */
+	struct intern *file_keys;	/* file identity (struct file_key + build id) -> symfile index */
+	struct intern *inode_keys;	/* (dev, ino) as the maps show it -> the newest symfile read */
+	uint32_t *inode_file;		/* symfile index + 1 by inode_keys id */
+	size_t inode_cap;
 	struct symfile **files;
 	size_t files_cap;
 	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
+	uint64_t symsrv_gen;	/* symsrv__generation when the files were last looked at */
+	uint64_t next_scan_ns;	/* files whose fetch failed are asked again from then */
+	uint32_t nawaiting;	/* symfiles with awaiting set */
+	uint32_t attach_gen;	/* debug files attached so far */
 	struct symbolizer_stats stats;
 };
 
@@ -94,8 +116,9 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	sym->opts = *opts;
 	sym->kkeys = intern__new();
 	sym->file_keys = intern__new();
+	sym->inode_keys = intern__new();
 	sym->strings = intern__new();
-	if (!sym->kkeys || !sym->file_keys || !sym->strings ||
+	if (!sym->kkeys || !sym->file_keys || !sym->inode_keys || !sym->strings ||
 	    intern__id(sym->strings, "", 0, NULL) != 0)
 		goto err_free;
 	sym->ksyms = ksyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
@@ -123,14 +146,17 @@ void symbolizer__free(struct symbolizer *sym)
 	free(sym->kframes);
 	intern__free(sym->kkeys);
 	intern__free(sym->file_keys);
+	intern__free(sym->inode_keys);
+	free(sym->inode_file);
 	intern__free(sym->strings);
 	ksyms__free(sym->ksyms);
 	free(sym);
 }
 
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
- * mapped (no path for a container to redirect); the path inside the root is the fallback. */
-static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
+ * mapped (no path for a container to redirect); the path inside the root is the fallback.
+ * Returns an fd, or -errno. */
+static int open_file(const struct proc *p, const struct vma *v)
 {
 	char name[64], self[64];
 	struct stat st;
@@ -141,56 +167,138 @@ static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
 	if (pfd >= 0) {
 		if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
 			close(pfd);
-			errno = EINVAL;
-			return NULL;
+			return -EINVAL;
 		}
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
 		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		close(pfd);
 		if (fd >= 0)
-			return elfsym__open_fd(fd, v->path, p->root_fd);
+			return fd;
 	}
-	if (p->root_fd < 0) {
-		errno = ESRCH;
-		return NULL;
-	}
-	return elfsym__open(p->root_fd, v->path);
+	if (p->root_fd < 0)
+		return -ESRCH;
+	return rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 }
 
-/* The symbol file of a file-backed mapping, shared by every process that maps the same inode. */
-static struct symfile *symfile(struct symbolizer *sym, const struct proc *p, const struct vma *v)
+/* What tells one file's content from another's: a file rewritten in place keeps its device and
+ * inode, not its size, times or build id. */
+struct file_key {
+	uint64_t dev, ino, size;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
+static void note_refusal(struct symbolizer *sym, const struct proc *p, const struct vma *v,
+			 const char *refused)
 {
-	struct { uint64_t dev, ino; } key = { v->dev, v->ino };
-	char buf[4096 + sizeof(key)];
-	size_t klen = sizeof(key);
+	char what[512];
+
+	sym->stats.debug_refused++;
+	if (sym->stats.n_refused_named >= SYM_REFUSED_NAMED)
+		return;
+	snprintf(what, sizeof(what), "%s (pid %u): %s", v->path, p->pid, refused);
+	sym->stats.refused_named[sym->stats.n_refused_named] = str_id(sym, what);
+	if (sym->stats.refused_named[sym->stats.n_refused_named])
+		sym->stats.n_refused_named++;
+}
+
+/* The symbol file of a file-backed mapping, shared by every process that maps the same content.
+ * A process that exited before its samples were read has no file to open: it gets the newest
+ * symbol file read for the same device and inode. Returns its index + 1, or 0 (none, or no
+ * memory). */
+static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const struct vma *v)
+{
+	char buf[sizeof(struct file_key) + 2 * 64 + 4096], bid[2 * 64 + 1];
+	struct { uint64_t dev, ino; } ikey = { v->dev, v->ino };
+	struct file_key key;
 	struct symfile *f;
 	const char *slash;
-	int64_t id;
+	int64_t id, iid;
+	size_t klen;
+	struct stat st;
+	int fd;
 
-	/* Inode 0 (odd filesystems): tell files apart by path too. */
+	iid = intern__id(sym->inode_keys, &ikey, sizeof(ikey), NULL);
+	if (iid < 0 || VEC_RESERVE(sym->inode_file, sym->inode_cap, (size_t)iid + 1))
+		return 0;
+	memset(&key, 0, sizeof(key));
+	bid[0] = 0;
+	fd = open_file(p, v);
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		key = (struct file_key){ st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+					 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
+		elfsym__read_build_id(fd, bid, sizeof(bid));
+	} else {
+		if (fd >= 0)
+			close(fd);
+		if (sym->inode_file[iid])
+			return sym->inode_file[iid];
+		fd = -1;
+		key.dev = v->dev;	/* unreadable: one failed entry per mapped inode */
+		key.ino = v->ino;
+	}
 	memcpy(buf, &key, sizeof(key));
-	if (!v->ino) {
-		size_t n = strnlen(v->path, sizeof(buf) - sizeof(key));
+	klen = sizeof(key);
+	memcpy(buf + klen, bid, strlen(bid) + 1);
+	klen += strlen(bid) + 1;
+	/* Inode 0 (odd filesystems): tell files apart by path too. */
+	if (!key.ino) {
+		size_t n = strnlen(v->path, sizeof(buf) - klen);
 
-		memcpy(buf + sizeof(key), v->path, n);
+		memcpy(buf + klen, v->path, n);
 		klen += n;
 	}
 	id = intern__id(sym->file_keys, buf, klen, NULL);
 	if (id < 0 || VEC_RESERVE(sym->files, sym->files_cap, (size_t)id + 1))
-		return NULL;
+		goto close_fd;
 	if (sym->files[id])
-		return sym->files[id];
+		goto close_fd;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return NULL;
+		goto close_fd;
 	slash = strrchr(v->path, '/');
 	f->base = str_id(sym, slash ? slash + 1 : v->path);
-	f->es = open_elf(p, v);
+	if (fd >= 0) {
+		f->es = elfsym__open_fd(fd, v->path, p->root_fd);
+		fd = -1;
+	}
+	if (f->es && elfsym__debug_refused(f->es))
+		note_refusal(sym, p, v, elfsym__debug_refused(f->es));
+	if (f->es && sym->opts.symsrv && elfsym__needs_debug(f->es) &&
+	    symsrv__want(sym->opts.symsrv, elfsym__build_id(f->es), str(sym, f->base)) ==
+		    SYMSRV_PENDING) {
+		f->awaiting = 1;
+		sym->nawaiting++;
+	}
 	sym->files[id] = f;
-	return f;
+close_fd:
+	if (fd >= 0)
+		close(fd);
+	if (id < 0 || !sym->files[id])
+		return 0;
+	if (sym->files[id]->es || !sym->inode_file[iid])
+		sym->inode_file[iid] = id + 1;
+	return id + 1;
 }
 
-static struct proc_syms *proc_syms(struct proc *p)
+/* The symbol file of v in p: looked up once per mapping of the process. */
+static struct symfile *symfile(struct symbolizer *sym, struct proc_syms *ps, const struct proc *p,
+			       const struct vma *v, uint32_t *file)
+{
+	struct { uint64_t start, end, pgoff, dev, ino; } key = { v->start, v->end, v->pgoff, v->dev,
+								   v->ino };
+	int added;
+	int64_t id = intern__id(ps->vmas, &key, sizeof(key), &added);
+
+	*file = 0;
+	if (id < 0 || VEC_RESERVE(ps->vma_file, ps->vma_cap, (size_t)id + 1))
+		return NULL;
+	if (added)
+		ps->vma_file[id] = symfile_id(sym, p, v);
+	*file = ps->vma_file[id];
+	return *file ? sym->files[*file - 1] : NULL;
+}
+
+static struct proc_syms *proc_syms(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
@@ -199,11 +307,14 @@ static struct proc_syms *proc_syms(struct proc *p)
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return NULL;
+	ps->renamed_gen = sym->attach_gen;	/* its frames are named with what is there now */
 	ps->keys = intern__new();
 	ps->maps = intern__new();
-	if (!ps->keys || !ps->maps) {
+	ps->vmas = intern__new();
+	if (!ps->keys || !ps->maps || !ps->vmas) {
 		intern__free(ps->keys);
 		intern__free(ps->maps);
+		intern__free(ps->vmas);
 		free(ps);
 		return NULL;
 	}
@@ -237,6 +348,44 @@ static uint32_t module_offset(struct symbolizer *sym, uint32_t base, uint64_t fi
 	return str_id(sym, name);
 }
 
+static uint64_t *kind_counter(struct symbolizer *sym, int kind)
+{
+	switch (kind) {
+	case NK_SYMBOL: return &sym->stats.native_named;
+	case NK_FUNCTION: return &sym->stats.native_function;
+	case NK_OFFSET: return &sym->stats.native_unnamed;
+	default: return NULL;
+	}
+}
+
+/* A native frame's name: its symbol; else "libcoreclr.so!0x4af210", the start (ELF virtual
+ * address) of the function .eh_frame says holds it, one name for all of a function's addresses;
+ * else module+offset. Counted by kind (a frame named again is moved between the counters). */
+static uint32_t native_name(struct symbolizer *sym, struct symfile *f, struct frame *fr)
+{
+	char name[320];
+	const char *s = elfsym__lookup(f->es, fr->file_off, NULL);
+	uint64_t vaddr, start;
+	uint64_t *c = kind_counter(sym, fr->kind);
+
+	if (c)
+		(*c)--;
+	if (s) {
+		fr->kind = NK_SYMBOL;
+		fr->name = str_id(sym, s);
+	} else if (elfsym__file_to_vaddr(f->es, fr->file_off, &vaddr) == 0 &&
+		   elfsym__function_start(f->es, vaddr, &start) == 0) {
+		snprintf(name, sizeof(name), "%s!0x%" PRIx64, str(sym, f->base), start);
+		fr->kind = NK_FUNCTION;
+		fr->name = str_id(sym, name);
+	} else {
+		fr->kind = NK_OFFSET;
+		fr->name = module_offset(sym, f->base, fr->file_off);
+	}
+	(*kind_counter(sym, fr->kind))++;
+	return fr->name;
+}
+
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 {
 	const char *name = NULL, *module = NULL;
@@ -268,12 +417,11 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
 {
-	struct proc_syms *ps = proc_syms(p);
+	struct proc_syms *ps = proc_syms(sym, p);
 	struct symfile *f = NULL;
 	const struct vma *v;
 	struct frame *fr;
-	const char *name;
-	uint64_t sym_off;
+	uint32_t file = 0;
 	int added;
 	int64_t id;
 
@@ -306,20 +454,15 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
 	if (v && v->kind == VMA_FILE)
-		f = symfile(sym, p, v);
+		f = symfile(sym, ps, p, v, &file);
 	if (f) {
 		fr->base = f->base;
+		fr->file = file;
 		fr->file_off = addr - v->start + v->pgoff;
 	}
 	if (f && f->es) {
-		name = elfsym__lookup(f->es, fr->file_off, &sym_off);
-		if (name)
-			sym->stats.native_named++;
-		else
-			sym->stats.native_unnamed++;
 		fr->map = smap_of(sym, ps, v, f, 0);
-		fr->name = name ? str_id(sym, name) : module_offset(sym, f->base, fr->file_off);
-		return fr->name ? id : -ENOMEM;
+		return native_name(sym, f, fr) ? id : -ENOMEM;
 	}
 	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
 	if (runtime__claims(p, addr, f != NULL)) {
@@ -331,6 +474,7 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	}
 	if (f) {
 		sym->stats.native_unnamed++;
+		fr->kind = NK_OFFSET;
 		fr->map = smap_of(sym, ps, v, f, 0);
 		fr->name = module_offset(sym, f->base, fr->file_off);
 	} else {
@@ -372,6 +516,7 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 		return 0;	/* still unnamed: keeps its fallback, tried again next window */
 	if (fr->base) {
 		sym->stats.native_unnamed++;
+		fr->kind = NK_OFFSET;
 		fr->name = module_offset(sym, fr->base, fr->file_off);
 	} else {
 		sym->stats.jit_unnamed++;
@@ -386,10 +531,79 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	return fr->name ? 0 : -ENOMEM;
 }
 
+/* Debug files that arrived from the symbol servers: attached to their files. Looked at when the
+ * symbol servers have news, and every SCAN_NS for files whose fetch failed (symsrv asks again
+ * once its retry time has passed). */
+#define SCAN_NS (60 * 1000000000ull)
+static void take_debug_files(struct symbolizer *sym)
+{
+	struct symsrv *ss = sym->opts.symsrv;
+	uint64_t gen, now;
+
+	if (!ss)
+		return;
+	gen = symsrv__generation(ss);
+	now = now_ns();
+	if (gen == sym->symsrv_gen && now < sym->next_scan_ns)
+		return;
+	sym->symsrv_gen = gen;
+	sym->next_scan_ns = now + SCAN_NS;
+	sym->nawaiting = 0;
+	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++) {
+		struct symfile *f = sym->files[i];
+		const char *bid;
+		struct elfsym *dbg;
+
+		if (!f || f->no_debug || !elfsym__needs_debug(f->es))
+			continue;
+		bid = elfsym__build_id(f->es);
+		f->awaiting = 0;
+		switch (symsrv__want(ss, bid, str(sym, f->base))) {
+		case SYMSRV_READY:
+			dbg = symsrv__take(ss, bid);
+			if (dbg && elfsym__attach_debug(f->es, dbg) == 0) {
+				f->attached_gen = ++sym->attach_gen;
+				sym->stats.debug_attached++;
+			} else {
+				f->no_debug = 1;
+			}
+			break;
+		case SYMSRV_PENDING:
+			f->awaiting = 1;
+			sym->nawaiting++;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Frames of files whose debug file came since p's frames were last named: named again. */
+static int rename_frames(struct symbolizer *sym, struct proc *p)
+{
+	struct proc_syms *ps = p->syms;
+
+	if (!ps || ps->renamed_gen == sym->attach_gen)
+		return 0;
+	for (size_t i = 0; i < intern__count(ps->keys); i++) {
+		struct frame *fr = &ps->frames[i];
+		struct symfile *f = fr->file ? sym->files[fr->file - 1] : NULL;
+
+		if (f && f->attached_gen > ps->renamed_gen && fr->kind != NK_NONE && f->es &&
+		    !native_name(sym, f, fr))
+			return -ENOMEM;
+	}
+	ps->renamed_gen = sym->attach_gen;
+	return 0;
+}
+
 int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
+	take_debug_files(sym);
+	if (rename_frames(sym, p))
+		return -ENOMEM;
 	for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
 		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
 			return -ENOMEM;
@@ -405,6 +619,11 @@ int symbolizer__finish(struct symbolizer *sym, struct proctab *pt)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+int symbolizer__awaiting(const struct symbolizer *sym)
+{
+	return sym->nawaiting;
 }
 
 int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32_t id,
@@ -454,9 +673,16 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	sym->stats.forgotten += intern__count(ps->keys);
 	intern__free(ps->keys);
 	intern__free(ps->maps);
+	intern__free(ps->vmas);
+	free(ps->vma_file);
 	free(ps->frames);
 	free(ps);
 	p->syms = NULL;
+}
+
+const char *symbolizer__string(const struct symbolizer *sym, uint32_t id)
+{
+	return str(sym, id);
 }
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)

@@ -9,12 +9,16 @@
 
 struct proc;
 struct proctab;
+struct symsrv;
+
+#define SYM_REFUSED_NAMED 4	/* debug-file refusals named in the stats (all are counted) */
 
 struct symbolizer_opts {
 	const char *kallsyms;	/* "/proc/kallsyms" */
 	int show_tiers;		/* append " [OptimizedTier1]" etc. to .NET frame names */
 	uint64_t maps_refresh_ns;	/* minimum interval between re-reads of a process's maps */
 	uint32_t max_frames;	/* distinct frames per process; past it: one [truncated] frame (0: no cap) */
+	struct symsrv *symsrv;	/* debug files by build id for files without .symtab; NULL: none */
 };
 
 struct symbolizer_stats {
@@ -22,7 +26,12 @@ struct symbolizer_stats {
 	uint64_t jit_named;	/* runtime frames named from a perf map / jitdump */
 	uint64_t jit_unnamed;	/* runtime frames outside every known range */
 	uint64_t native_named;
+	uint64_t native_function;	/* no symbol: "lib.so!0x<function start>" from .eh_frame */
 	uint64_t native_unnamed;	/* module+offset */
+	uint64_t debug_attached;	/* debug files from the symbol servers put to use */
+	uint64_t debug_refused;		/* files whose debug file outside their root was refused */
+	uint32_t refused_named[SYM_REFUSED_NAMED];	/* "binary (pid N): debug file", string ids */
+	uint32_t n_refused_named;
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
@@ -53,8 +62,15 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf);
  * window. A frame still unnamed keeps a fallback name and is tried again next time. 0 or -errno. */
 int symbolizer__finish(struct symbolizer *sym, struct proctab *pt);
 
-/* The same for one process (it exited: what its runtimes hold now is all there will be). */
+/* The same for one process (it exited: what its runtimes hold now is all there will be). Both
+ * also name again the frames of files whose debug file arrived from the symbol servers. */
 int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p);
+
+/* Files still waiting for a debug file from the symbol servers. */
+int symbolizer__awaiting(const struct symbolizer *sym);
+
+/* The string behind a string id of the stats (refused_named), NULL for 0. */
+const char *symbolizer__string(const struct symbolizer *sym, uint32_t id);
 
 /* The frame as a profile needs it (p: NULL for kernel frames). 0, or -ENOENT. */
 int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32_t id,
