@@ -385,6 +385,8 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	out->name = s->name + perfmap__method_offset(s->name, strlen(s->name));
 	out->system_name = s->name;
 	out->tier = s->tier;
+	out->start = s->start;
+	out->size = s->size;
 	return 0;
 }
 

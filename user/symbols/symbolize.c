@@ -13,14 +13,29 @@
 #include "elfsym.h"
 #include "intern.h"
 #include "kallsyms.h"
+#include "leafunwind.h"
+#include "procfs.h"
 #include "proctab.h"
+#include "rootfs.h"
 #include "runtime.h"
 #include "symbolize.h"
 #include "vec.h"
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
+	struct leafcfi *cfi;	/* its CFI, opened at the first leaf sample in it; NULL: none */
+	int cfi_tried;
 	uint32_t base;		/* basename, a string id */
+};
+
+/* JIT code a leaf was sampled in: the first bytes of the method, read once (leafunwind). */
+#define LEAF_CODE_MAX	 1024	/* bytes of a method kept */
+#define LEAF_AT_IP	 16	/* bytes read at ip past them */
+#define LEAF_METHODS_MAX 4096	/* methods kept per process */
+
+struct leafmethod {
+	uint8_t *code;		/* NULL: unreadable */
+	uint32_t len;
 };
 
 /* A mapping frames sit in, as the profile shows it. */
@@ -50,6 +65,9 @@ struct proc_syms {
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
 	uint32_t npending;
+	struct intern *leaf_keys;	/* JIT method (start, size) -> leafmethod index */
+	struct leafmethod *methods;
+	size_t methods_cap;
 };
 
 struct kframe {
@@ -117,6 +135,7 @@ void symbolizer__free(struct symbolizer *sym)
 		if (!sym->files[i])
 			continue;
 		elfsym__free(sym->files[i]->es);
+		leafcfi__free(sym->files[i]->cfi);
 		free(sym->files[i]);
 	}
 	free(sym->files);
@@ -129,8 +148,9 @@ void symbolizer__free(struct symbolizer *sym)
 }
 
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
- * mapped (no path for a container to redirect); the path inside the root is the fallback. */
-static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
+ * mapped (no path for a container to redirect); the path inside the root is the fallback. fd or
+ * -errno. */
+static int open_mapped(const struct proc *p, const struct vma *v)
 {
 	char name[64], self[64];
 	struct stat st;
@@ -141,20 +161,28 @@ static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
 	if (pfd >= 0) {
 		if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
 			close(pfd);
-			errno = EINVAL;
-			return NULL;
+			return -EINVAL;
 		}
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
 		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		close(pfd);
 		if (fd >= 0)
-			return elfsym__open_fd(fd, v->path, p->root_fd);
+			return fd;
 	}
-	if (p->root_fd < 0) {
-		errno = ESRCH;
+	if (p->root_fd < 0)
+		return -ESRCH;
+	return rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
+}
+
+static struct elfsym *open_elf(const struct proc *p, const struct vma *v)
+{
+	int fd = open_mapped(p, v);
+
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
 	}
-	return elfsym__open(p->root_fd, v->path);
+	return elfsym__open_fd(fd, v->path, p->root_fd);
 }
 
 /* The symbol file of a file-backed mapping, shared by every process that maps the same inode. */
@@ -347,6 +375,140 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	return fr->name ? id : -ENOMEM;
 }
 
+/* ---- leaves without their frame ------------------------------------------------------------ */
+
+static int is_code(void *arg, uint64_t addr)
+{
+	struct proc *p = arg;
+	const struct vma *v = proc__vma(p, addr);
+
+	return v && v->exec;
+}
+
+/* Native code: the CFI of the file, opened once per file and shared by every process. */
+static struct leaf_where native_where(struct symfile *f, struct proc *p, const struct vma *v,
+				      uint64_t ip)
+{
+	struct leaf_where w = { LEAF_NO_CFI, 0 };
+	uint64_t vaddr;
+	int fd;
+
+	if ( elfsym__file_to_vaddr(f->es, ip - v->start + v->pgoff, &vaddr))
+		return w;
+	if (!f->cfi_tried) {
+		f->cfi_tried = 1;
+		fd = open_mapped(p, v);
+		f->cfi = fd >= 0 ? leafcfi__open_fd(fd) : NULL;
+	}
+	return f->cfi ? leafcfi__where(f->cfi, vaddr) : w;
+}
+
+/* Runtime code: the method's range from its runtime, its first bytes read once per method. */
+static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
+				   const struct vma *v, uint64_t ip, uint64_t time_ns)
+{
+	struct leaf_where w = { LEAF_JIT_NO_RANGE, 0 };
+	struct rt_symbol rs = { 0 };
+	struct { uint64_t start, size; } key;
+	struct leafmethod *m;
+	uint8_t at[LEAF_AT_IP];
+	const uint8_t *atp;
+	uint64_t len, ip_off, at_len;
+	int added;
+	int64_t id;
+
+	if (runtime__symbolize(p, ip, time_ns, &rs) || !rs.size || ip < rs.start ||
+	    ip - rs.start >= rs.size || rs.start < v->start)
+		return w;
+	if (!ps->leaf_keys && !(ps->leaf_keys = intern__new())) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	key.start = rs.start;
+	key.size = rs.size;
+	if (intern__count(ps->leaf_keys) >= LEAF_METHODS_MAX &&
+	    intern__find(ps->leaf_keys, &key, sizeof(key)) < 0) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	id = intern__id(ps->leaf_keys, &key, sizeof(key), &added);
+	if (id < 0 || VEC_RESERVE(ps->methods, ps->methods_cap, (size_t)id + 1)) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	m = &ps->methods[id];
+	if (added) {
+		/* Never past the method, nor past the mapping that holds its start. */
+		len = rs.size < LEAF_CODE_MAX ? rs.size : LEAF_CODE_MAX;
+		if (len > v->end - rs.start)
+			len = v->end - rs.start;
+		m->len = 0;
+		m->code = malloc(len);
+		if (m->code && procfs__read_mem(p->dir_fd, rs.start, m->code, len) == 0) {
+			m->len = len;
+		} else {
+			free(m->code);
+			m->code = NULL;
+		}
+	}
+	if (!m->code) {
+		w.outcome = LEAF_JIT_UNREADABLE;
+		return w;
+	}
+	ip_off = ip - rs.start;
+	at_len = rs.size - ip_off < LEAF_AT_IP ? rs.size - ip_off : LEAF_AT_IP;
+	if (ip_off + at_len <= m->len) {
+		atp = m->code + ip_off;
+	} else {
+		if (at_len > v->end - ip)
+			at_len = v->end - ip;
+		if (procfs__read_mem(p->dir_fd, ip, at, at_len)) {
+			w.outcome = LEAF_JIT_UNREADABLE;
+			return w;
+		}
+		atp = at;
+	}
+	return leaf__x64_where(m->code, m->len, ip_off, atp, at_len);
+}
+
+int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_regs *r,
+		     uint64_t *frames, size_t *n, size_t cap, uint64_t time_ns)
+{
+	struct proc_syms *ps = proc_syms(p);
+	struct leaf_where w = { LEAF_NO_REGS, 0 };
+	const struct vma *v;
+	struct symfile *f;
+	enum leaf_outcome o;
+
+	if (!ps)
+		return -ENOMEM;
+	if (!r || !r->words || !*n) {
+		o = LEAF_NO_REGS;
+		goto out;
+	}
+	if (r->ip != frames[0]) {
+		o = LEAF_IP_MISMATCH;
+		goto out;
+	}
+	v = proc__vma(p, r->ip);
+	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+		v = proc__vma(p, r->ip);
+	if (!v || !v->exec) {
+		o = LEAF_NO_CODE;
+		goto out;
+	}
+	if (v->kind == VMA_FILE && (f = symfile(sym, p, v)) && f->es)
+		w = native_where(f, p, v, r->ip);
+	else if (v->kind == VMA_VDSO)
+		w.outcome = LEAF_NO_CFI;
+	else	/* JIT code, or a ReadyToRun image (a file that is not ELF) */
+		w = jit_where(p, ps, v, r->ip, time_ns);
+	o = leaf__insert(w, r->words, r->n_words, frames, n, cap, is_code, p);
+out:
+	sym->stats.leaf[o]++;
+	return o;
+}
+
 static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
 			struct frame *fr)
 {
@@ -454,6 +616,10 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	sym->stats.forgotten += intern__count(ps->keys);
 	intern__free(ps->keys);
 	intern__free(ps->maps);
+	for (size_t i = 0; ps->leaf_keys && i < intern__count(ps->leaf_keys); i++)
+		free(ps->methods[i].code);
+	intern__free(ps->leaf_keys);
+	free(ps->methods);
 	free(ps->frames);
 	free(ps);
 	p->syms = NULL;
