@@ -220,20 +220,20 @@ struct leaf_where leaf__x64_where(const uint8_t *code, size_t len, uint64_t ip_o
 	int framed = 0, pushed_rbp = 0, sets_rbp, push_rbp;
 	size_t pos = 0, k;
 
-	/* Through the prologue: until ip, or the first instruction that is not part of it. */
-	while (pos < len) {
-		if (pos == ip_off) {
-			if (framed) {
-				w.outcome = LEAF_FRAMED;
-			} else {
-				w.outcome = LEAF_INSERTED;
-				w.ra_off = off;
-			}
+	if (ip_off == 0) {	/* at the entry: nothing ran yet */
+		w.outcome = LEAF_INSERTED;
+		return w;
+	}
+	/* Through the prologue: up to ip, or to its first instruction that is not part of one. */
+	while (pos < len && !framed) {
+		k = x64_prologue_insn(code + pos, len - pos, &push, &sets_rbp, &push_rbp);
+		if (!k)
+			break;
+		if (pos == ip_off) {	/* what ran before ip is known exactly */
+			w.outcome = LEAF_INSERTED;
+			w.ra_off = off;
 			return w;
 		}
-		k = x64_prologue_insn(code + pos, len - pos, &push, &sets_rbp, &push_rbp);
-		if (!k || framed)
-			break;
 		if (sets_rbp) {
 			if (!pushed_rbp)
 				return w;	/* rbp set without being saved: not a frame we know */
@@ -266,7 +266,7 @@ struct leaf_where leaf__x64_where(const uint8_t *code, size_t len, uint64_t ip_o
 	w.outcome = LEAF_INSERTED;
 	if (epi >= 0)
 		w.ra_off = epi;
-	else if (at_len)
+	else if (at_len || off == 0)
 		w.ra_off = off;	/* in the body: everything the prologue pushed is on the stack */
 	else
 		w.outcome = LEAF_JIT_UNSURE;
