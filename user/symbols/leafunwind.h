@@ -11,20 +11,20 @@
  * What became of one sample's leaf. X(enum suffix, short name for -v and the report, meaning):
  * every sample with a user stack ends in exactly one.
  */
-#define LEAF_OUTCOMES(X)                                                                           \
-	X(INSERTED, "inserted", "frame not set up: the caller from the copied stack put back")      \
-	X(FRAMED, "framed", "the leaf's frame is set up: the walked stack is right")               \
-	X(DUPLICATE, "duplicate", "frame not set up, but the walk already has that caller")         \
-	X(NO_REGS, "no_regs", "no registers or stack words in the sample (BPF could not read)")     \
-	X(IP_MISMATCH, "ip_mismatch", "the registers' ip is not the walked leaf: kept")             \
-	X(NO_CODE, "no_code", "ip outside every executable mapping: kept")                          \
-	X(NO_CFI, "no_cfi", "native code without CFI at ip (or unreadable): kept")                  \
-	X(CFI_UNSURE, "cfi_unsure", "CFI rule at ip not a plain sp/bp offset: kept")                \
-	X(JIT_NO_RANGE, "jit_no_range", "runtime code no runtime gives a method range for: kept")   \
-	X(JIT_UNREADABLE, "jit_unreadable", "method code unreadable from the process: kept")        \
-	X(JIT_UNSURE, "jit_unsure", "prologue or epilogue not understood: kept")                    \
-	X(CACHE_FULL, "cache_full", "per-process method cache full: kept")                         \
-	X(BEYOND_WORDS, "beyond_words", "return address past the copied stack words: kept")         \
+#define LEAF_OUTCOMES(X)                                                                        \
+	X(INSERTED, "inserted", "frame not set up: caller put back from the copied stack")      \
+	X(FRAMED, "framed", "the leaf's frame is set up: the walked stack is right")            \
+	X(DUPLICATE, "duplicate", "frame not set up, but the walk already has that caller")     \
+	X(NO_REGS, "no_regs", "no registers or stack words in the sample (BPF could not read)") \
+	X(IP_MISMATCH, "ip_mismatch", "the registers' ip is not the walked leaf: kept")         \
+	X(NO_CODE, "no_code", "ip outside every executable mapping: kept")                      \
+	X(NO_CFI, "no_cfi", "native code without CFI at ip (or unreadable): kept")              \
+	X(CFI_UNSURE, "cfi_unsure", "CFI rule at ip not a plain sp/bp offset: kept")            \
+	X(JIT_NO_RANGE, "jit_no_range", "no method range (stub, not in the perf map yet): kept") \
+	X(JIT_UNREADABLE, "jit_unreadable", "method code unreadable from the process: kept")    \
+	X(JIT_UNSURE, "jit_unsure", "prologue or epilogue not understood: kept")                \
+	X(CACHE_FULL, "cache_full", "per-process method cache full: kept")                      \
+	X(BEYOND_WORDS, "beyond_words", "return address past the copied stack words: kept")     \
 	X(NOT_CODE, "not_code", "the word found is not in executable mapped code: kept")
 
 enum leaf_outcome {
