@@ -20,7 +20,7 @@
 	X(NO_CODE, "no_code", "ip outside every executable mapping: kept")                      \
 	X(NO_CFI, "no_cfi", "native code without CFI at ip (or unreadable): kept")              \
 	X(CFI_UNSURE, "cfi_unsure", "CFI rule at ip not a plain sp/bp offset: kept")            \
-	X(JIT_NO_RANGE, "jit_no_range", "no method range (a stub, not in the perf map): kept")    \
+	X(JIT_NO_RANGE, "jit_no_range", "no method range (a stub, not in the perf map): kept")  \
 	X(JIT_UNREADABLE, "jit_unreadable", "method code unreadable from the process: kept")    \
 	X(JIT_UNSURE, "jit_unsure", "prologue or epilogue not understood: kept")                \
 	X(CACHE_FULL, "cache_full", "per-process method cache full: kept")                      \
