@@ -133,6 +133,35 @@ static void test_leafunwind_x64_unsure(void **state)
 				  (const uint8_t[]){ 0x48, 0x83, 0xc4 }, 3), 8);	/* add rsp cut short: body */
 }
 
+/* Random bytes, random ips, short copies: an answer every time, no byte read outside the copies
+ * (the sanitizer build checks that). */
+static void test_leafunwind_x64_random(void **state)
+{
+	uint8_t code[64], at[16];
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	for (int i = 0; i < 200000; i++) {
+		size_t len, at_len, ip_off;
+		struct leaf_where w;
+
+		for (size_t k = 0; k < sizeof(code); k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			/* Mostly prologue and epilogue opcodes, so the decoders go deep. */
+			code[k] = (x & 3) ? (uint8_t[]){ 0x55, 0x53, 0x41, 0x57, 0x48, 0x83, 0xec,
+							  0x8d, 0x6c, 0x24, 0x5d, 0xc3, 0xc4,
+							  0x89, 0xe5, 0x81 }[(x >> 8) & 15]
+					  : (uint8_t)(x >> 16);
+		}
+		memcpy(at, code + (x >> 24) % 48, sizeof(at));
+		len = 1 + (x >> 32) % sizeof(code);
+		at_len = (x >> 40) % (sizeof(at) + 1);
+		ip_off = (x >> 48) % (len + 8);
+		w = leaf__x64_where(code, len, ip_off, at_len ? at : NULL, at_len);
+		assert_true(w.outcome == LEAF_INSERTED || w.outcome == LEAF_FRAMED ||
+			    w.outcome == LEAF_JIT_UNSURE);
+	}
+}
+
 /* ---- insertion -------------------------------------------------------------------------------- */
 
 static int code_lo_hi(void *arg, uint64_t addr)
@@ -282,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_leafunwind_x64_jit_prologue),
 		cmocka_unit_test(test_leafunwind_x64_frameless_push),
 		cmocka_unit_test(test_leafunwind_x64_unsure),
+		cmocka_unit_test(test_leafunwind_x64_random),
 		cmocka_unit_test(test_leafunwind_insert),
 		cmocka_unit_test(test_leafunwind_insert_full),
 		cmocka_unit_test(test_leafunwind_cfi_self),
