@@ -393,7 +393,7 @@ static struct leaf_where native_where(struct symfile *f, struct proc *p, const s
 	uint64_t vaddr;
 	int fd;
 
-	if ( elfsym__file_to_vaddr(f->es, ip - v->start + v->pgoff, &vaddr))
+	if (elfsym__file_to_vaddr(f->es, ip - v->start + v->pgoff, &vaddr))
 		return w;
 	if (!f->cfi_tried) {
 		f->cfi_tried = 1;
@@ -431,8 +431,9 @@ static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
 		w.outcome = LEAF_CACHE_FULL;
 		return w;
 	}
-	id = intern__id(ps->leaf_keys, &key, sizeof(key), &added);
-	if (id < 0 || VEC_RESERVE(ps->methods, ps->methods_cap, (size_t)id + 1)) {
+	/* Room first: every interned method has its entry. */
+	if (VEC_RESERVE(ps->methods, ps->methods_cap, intern__count(ps->leaf_keys) + 1) ||
+	    (id = intern__id(ps->leaf_keys, &key, sizeof(key), &added)) < 0) {
 		w.outcome = LEAF_CACHE_FULL;
 		return w;
 	}
