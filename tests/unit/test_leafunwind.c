@@ -7,7 +7,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <link.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -288,6 +291,56 @@ static void test_leafunwind_cfi_self(void **state)
 	leafcfi__free(c);
 }
 
+/* The vDSO from memory, as the symbolizer copies it from a process: its clock_gettime has CFI. */
+static void test_leafunwind_cfi_vdso_image(void **state)
+{
+	const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	uint64_t len, fn = 0, vaddr;
+	struct leafcfi *c;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	uint8_t *img;
+	Elf *e;
+
+	if (!base)
+		skip();
+	/* The image is the ELF file: its section headers are its end. */
+	len = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	assert_true(len > 0 && len <= (64u << 10));
+	img = malloc(len);
+	assert_non_null(img);
+	memcpy(img, base, len);
+	elf_version(EV_CURRENT);
+	e = elf_memory((char *)img, len);
+	assert_non_null(e);
+	while ((scn = elf_nextscn(e, scn)) && !fn) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++)
+			if (gelf_getsym(d, i, &sym) &&
+			    !strcmp(elf_strptr(e, sh.sh_link, sym.st_name) ?: "", "__vdso_clock_gettime"))
+				fn = sym.st_value;
+	}
+	elf_end(e);
+	assert_true(fn != 0);
+
+	c = leafcfi__open_image(img, len);
+	assert_non_null(c);
+	assert_int_equal(leafcfi__vaddr(c, fn, &vaddr), 0);	/* linked at its offsets */
+	assert_int_equal(vaddr, fn);
+	assert_ra(leafcfi__where(c, fn), 0);
+	assert_int_equal(leafcfi__vaddr(c, len + 4096, &vaddr), -ENOENT);
+	leafcfi__free(c);
+	/* Not ELF: refused, the buffer freed (the sanitizer build checks that). */
+	assert_null(leafcfi__open_image(calloc(1, 64), 64));
+	assert_int_equal(errno, ENOEXEC);
+	assert_null(leafcfi__open_image(NULL, 0));
+}
+
 static void test_leafunwind_cfi_bad_input(void **state)
 {
 	static const char junk[] = "not an ELF file at all, just text\n";
@@ -315,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_leafunwind_insert),
 		cmocka_unit_test(test_leafunwind_insert_full),
 		cmocka_unit_test(test_leafunwind_cfi_self),
+		cmocka_unit_test(test_leafunwind_cfi_vdso_image),
 		cmocka_unit_test(test_leafunwind_cfi_bad_input),
 	};
 

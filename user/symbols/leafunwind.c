@@ -27,12 +27,29 @@ struct leafcfi {
 	Dwarf *dw;		/* for .debug_frame, when there is no .eh_frame */
 	Dwarf_CFI *cfi;		/* owned by elf (dwarf_getcfi_elf: .eh_frame) or dw (debug_frame) */
 	int own_cfi;		/* dwarf_getcfi_elf's: freed with dwarf_cfi_end */
+	void *image;		/* the memory elf reads from (leafcfi__open_image), or NULL */
 };
+
+/* The CFI of c->elf, .eh_frame first. 0, or ENOEXEC (not ELF) / ENOENT (no CFI). */
+static int find_cfi(struct leafcfi *c)
+{
+	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF)
+		return ENOEXEC;
+	c->cfi = dwarf_getcfi_elf(c->elf);
+	if (c->cfi) {
+		c->own_cfi = 1;
+		return 0;
+	}
+	c->dw = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
+	if (c->dw)
+		c->cfi = dwarf_getcfi(c->dw);
+	return c->cfi ? 0 : ENOENT;
+}
 
 struct leafcfi *leafcfi__open_fd(int fd)
 {
 	struct leafcfi *c;
-	int err = ENOEXEC;
+	int err;
 
 	if (fd < 0) {
 		errno = EBADF;
@@ -50,23 +67,49 @@ struct leafcfi *leafcfi__open_fd(int fd)
 	if (c->elf)
 		elf_cntl(c->elf, ELF_C_FDDONE);
 	close(fd);
-	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF)
-		goto err_free;
-	c->cfi = dwarf_getcfi_elf(c->elf);
-	if (c->cfi) {
-		c->own_cfi = 1;
-		return c;
+	if ((err = find_cfi(c))) {
+		leafcfi__free(c);
+		errno = err;
+		return NULL;
 	}
-	c->dw = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
-	if (c->dw)
-		c->cfi = dwarf_getcfi(c->dw);
-	err = ENOENT;
-	if (c->cfi)
-		return c;
-err_free:
-	leafcfi__free(c);
-	errno = err;
-	return NULL;
+	return c;
+}
+
+struct leafcfi *leafcfi__open_image(void *image, size_t len)
+{
+	struct leafcfi *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c) {
+		free(image);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->image = image;
+	elf_version(EV_CURRENT);
+	c->elf = image ? elf_memory(image, len) : NULL;
+	if ((err = find_cfi(c))) {
+		leafcfi__free(c);
+		errno = err;
+		return NULL;
+	}
+	return c;
+}
+
+int leafcfi__vaddr(const struct leafcfi *c, uint64_t off, uint64_t *vaddr)
+{
+	GElf_Phdr ph;
+	size_t n;
+
+	if (!c || elf_getphdrnum(c->elf, &n))
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++)
+		if (gelf_getphdr(c->elf, i, &ph) && ph.p_type == PT_LOAD && off >= ph.p_offset &&
+		    off - ph.p_offset < ph.p_filesz) {
+			*vaddr = off - ph.p_offset + ph.p_vaddr;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 void leafcfi__free(struct leafcfi *c)
@@ -79,6 +122,7 @@ void leafcfi__free(struct leafcfi *c)
 		dwarf_end(c->dw);
 	if (c->elf)
 		elf_end(c->elf);
+	free(c->image);
 	free(c);
 }
 

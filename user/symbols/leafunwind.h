@@ -58,7 +58,13 @@ struct leafcfi;
  * (closed before return; the file stays mapped read-only). NULL and errno (ENOEXEC: not ELF,
  * ENOENT: no CFI at all, ENOMEM). */
 struct leafcfi *leafcfi__open_fd(int fd);
+/* The same for an ELF image in memory (the vDSO, copied from the process): takes ownership of
+ * image (malloc'd, freed with c or on failure). */
+struct leafcfi *leafcfi__open_image(void *image, size_t len);
 void leafcfi__free(struct leafcfi *c);	/* NULL-safe */
+/* ELF virtual address of offset off in the file (or image), through its PT_LOAD segments; 0 or
+ * -ENOENT. */
+int leafcfi__vaddr(const struct leafcfi *c, uint64_t off, uint64_t *vaddr);
 
 /* Where the return address is at ELF virtual address vaddr (x86-64 DWARF registers): CFA =
  * rsp + k with the return address at CFA - 8 is LEAF_INSERTED, ra_off = k - 8; a CFA from rbp is

@@ -38,6 +38,16 @@ struct leafmethod {
 	uint32_t len;
 };
 
+/* The vDSO's CFI, once per distinct image (every 64-bit process of a kernel has the same). */
+#define LEAF_VDSO_MAX	 4
+#define LEAF_VDSO_SIZE	 (64u << 10)	/* larger [vdso] mappings are not read */
+
+struct vdso {
+	uint8_t *image;		/* what processes' [vdso] mappings are compared with */
+	size_t len;
+	struct leafcfi *cfi;
+};
+
 /* A mapping frames sit in, as the profile shows it. */
 struct smap {
 	uint64_t start, limit, offset;
@@ -68,6 +78,7 @@ struct proc_syms {
 	struct intern *leaf_keys;	/* JIT method (start, size) -> leafmethod index */
 	struct leafmethod *methods;
 	size_t methods_cap;
+	int vdso;		/* index + 1 into the symbolizer's vdsos; -1: not known; 0: not read */
 };
 
 struct kframe {
@@ -85,6 +96,8 @@ struct symbolizer {
 	struct symfile **files;
 	size_t files_cap;
 	struct intern *strings;	/* every name and path, once for all processes; id 0 is "" */
+	struct vdso vdsos[LEAF_VDSO_MAX];
+	size_t nvdsos;
 	struct symbolizer_stats stats;
 };
 
@@ -139,6 +152,10 @@ void symbolizer__free(struct symbolizer *sym)
 		free(sym->files[i]);
 	}
 	free(sym->files);
+	for (size_t i = 0; i < sym->nvdsos; i++) {
+		free(sym->vdsos[i].image);
+		leafcfi__free(sym->vdsos[i].cfi);
+	}
 	free(sym->kframes);
 	intern__free(sym->kkeys);
 	intern__free(sym->file_keys);
@@ -403,6 +420,39 @@ static struct leaf_where native_where(struct symfile *f, struct proc *p, const s
 	return f->cfi ? leafcfi__where(f->cfi, vaddr) : w;
 }
 
+/* The vDSO: its image copied from the process once, its CFI once per distinct image. */
+static struct leaf_where vdso_where(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+				    const struct vma *v, uint64_t ip)
+{
+	struct leaf_where w = { LEAF_NO_CFI, 0 };
+	uint64_t len = v->end - v->start, vaddr;
+	struct leafcfi *cfi;
+	uint8_t *img, *copy;
+
+	if (!ps->vdso) {
+		ps->vdso = -1;
+		if (len > LEAF_VDSO_SIZE || !(img = malloc(len)))
+			return w;
+		if (procfs__read_mem(p->dir_fd, v->start, img, len) == 0) {
+			for (size_t i = 0; i < sym->nvdsos && ps->vdso < 0; i++)
+				if (sym->vdsos[i].len == len && !memcmp(sym->vdsos[i].image, img, len))
+					ps->vdso = i + 1;
+			if (ps->vdso < 0 && sym->nvdsos < LEAF_VDSO_MAX && (copy = malloc(len))) {
+				memcpy(copy, img, len);
+				if ((cfi = leafcfi__open_image(copy, len))) {
+					sym->vdsos[sym->nvdsos] = (struct vdso){ img, len, cfi };
+					ps->vdso = ++sym->nvdsos;
+					img = NULL;
+				}
+			}
+		}
+		free(img);
+	}
+	if (ps->vdso < 0 || leafcfi__vaddr(sym->vdsos[ps->vdso - 1].cfi, ip - v->start, &vaddr))
+		return w;
+	return leafcfi__where(sym->vdsos[ps->vdso - 1].cfi, vaddr);
+}
+
 /* Runtime code: the method's range from its runtime, its first bytes read once per method. */
 static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
 				   const struct vma *v, uint64_t ip, uint64_t time_ns)
@@ -500,8 +550,10 @@ int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_r
 	}
 	if (v->kind == VMA_FILE && (f = symfile(sym, p, v)) && f->es)
 		w = native_where(f, p, v, r->ip);
+	else if (v->kind == VMA_VDSO && !strcmp(v->path, "[vdso]"))
+		w = vdso_where(sym, p, ps, v, r->ip);
 	else if (v->kind == VMA_VDSO)
-		w.outcome = LEAF_NO_CFI;
+		w.outcome = LEAF_NO_CFI;	/* [vsyscall] */
 	else	/* JIT code, or a ReadyToRun image (a file that is not ELF) */
 		w = jit_where(p, ps, v, r->ip, time_ns);
 	o = leaf__insert(w, r->words, r->n_words, frames, n, cap, is_code, p);
