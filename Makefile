@@ -176,7 +176,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
@@ -227,8 +227,9 @@ TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
 TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)
+TEST_OBJS_test_leafunwind = $(OBJ)/user/symbols/leafunwind.o $(LIB_OBJS)
 TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/elfsym.o \
-                          $(OBJ)/user/symbols/symsrv.o \
+                          $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/leafunwind.o \
                           $(OBJ)/user/symbols/kallsyms.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_output   = $(OBJ)/user/export/output.o $(TEST_OBJS_test_otlp)
 TEST_OBJS_test_dirout   = $(OBJ)/user/export/dirout.o $(TEST_OBJS_test_profile)
@@ -259,11 +260,16 @@ $(TOOLS):
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
-               $(BUILD)/apps/native/fake_dotnet
+               $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
+# -O2 on purpose: its hot leaf has no frame (see leafcall.c).
+$(BUILD)/apps/native/leafcall: tests/apps/native/leafcall.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer $(WARN) $< -o $@
 $(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet: $(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

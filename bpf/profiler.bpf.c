@@ -143,6 +143,43 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 }
 
 /*
+ * The user registers and the top SP_LEAF_WORDS words of the user stack: a leaf that has not set
+ * up its frame keeps its return address there (user space decides which word). A sample taken
+ * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
+ * walk does. x86-64 only for now: elsewhere the flags stay clear.
+ */
+static __always_inline void read_leaf(struct bpf_perf_event_data *ctx, struct sp_sample *s)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *ur;
+	/* The context's regs follow the UAPI layout, where cs is a whole u64 after ip (newer
+	 * kernels' headers make it a union that the verifier will not let us read by halves). */
+	__u64 cs = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, ip) + 8);
+
+	if ((cs & 3) == 3) {
+		s->leaf_ip = ctx->regs.ip;
+		s->leaf_sp = ctx->regs.sp;
+		s->leaf_bp = ctx->regs.bp;
+	} else {
+		ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!ur) {
+			count(SP_CNT_LEAF_REGS_ERR);
+			return;
+		}
+		s->leaf_ip = BPF_CORE_READ(ur, ip);
+		s->leaf_sp = BPF_CORE_READ(ur, sp);
+		s->leaf_bp = BPF_CORE_READ(ur, bp);
+	}
+	s->flags |= SP_F_LEAF_REGS;
+	if (bpf_probe_read_user(s->leaf_words, sizeof(s->leaf_words), (void *)s->leaf_sp)) {
+		count(SP_CNT_LEAF_WORDS_ERR);
+		return;
+	}
+	s->flags |= SP_F_LEAF_WORDS;
+#endif
+}
+
+/*
  * `record -- COMMAND`: a process the filter holds passes it on to the processes it forks, so the
  * command's children are profiled from their first instruction. Threads share the tgid: no entry.
  */
@@ -215,6 +252,8 @@ int sample(struct bpf_perf_event_data *ctx)
 			s->flags |= SP_F_USTACK_TRUNC;
 		s->n_user = n / 8;
 		off = s->n_user * 8;
+		if (s->n_user)
+			read_leaf(ctx, s);
 	}
 
 	/* Kernel stack after it. */

@@ -23,6 +23,7 @@
 #define SP_CTX_PROBES	 8	/* linear-probe steps in the hook's thread table */
 #define SP_USER_HZ	 100	/* /proc/<pid>/stat start times are in these ticks */
 #define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
+#define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.
@@ -43,7 +44,9 @@
 	X(CTX_INVALID, "ctx_invalid", "record caught mid-write (valid flag clear): no labels")  \
 	X(CTX_NONE, "ctx_none", "valid record, no span active (zero trace id)")                 \
 	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")                        \
-	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")
+	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")  \
+	X(LEAF_REGS_ERR, "leaf_regs_err", "user registers unavailable: leaf caller not recoverable")\
+	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,
@@ -57,6 +60,8 @@ enum sp_counter {
 #define SP_F_KSTACK_ERR	 (1u << 1)
 #define SP_F_TASK_ERR	 (1u << 2)
 #define SP_F_USTACK_TRUNC (1u << 3)	/* user stack hit SP_MAX_FRAMES */
+#define SP_F_LEAF_REGS	 (1u << 4)	/* leaf_ip/sp/bp hold the user registers */
+#define SP_F_LEAF_WORDS	 (1u << 5)	/* leaf_words hold the user stack from leaf_sp */
 
 /*
  * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
@@ -79,6 +84,11 @@ struct sp_sample {
 	__u16 ctx_status;	/* enum sp_counter value of the span read (SP_CNT_CTX_*) */
 	char comm[SP_COMM_LEN];	/* thread name */
 	char pcomm[SP_COMM_LEN];	/* process (group leader) name */
+	/* The user registers at the sample (the syscall's entry state when it hit the kernel) and
+	 * the words at their sp: where a leaf that has no frame (yet, or any more) keeps its return
+	 * address, which the frame-pointer walk skips. */
+	__u64 leaf_ip, leaf_sp, leaf_bp;
+	__u64 leaf_words[SP_LEAF_WORDS];
 	__u8 data[];
 };
 
@@ -141,7 +151,7 @@ struct sp_slot_head {
 #define SP_KEY_USER		  2
 
 #ifndef __bpf__
-_Static_assert(sizeof(struct sp_sample) == 72, "sp_sample layout is ABI");
+_Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS, "sp_sample layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_proc) == 24, "sp_ctx_proc layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_header) == 80, "sp_ctx_header layout is ABI");
 _Static_assert(sizeof(struct sp_slot_head) == SP_SLOT_HEAD, "sp_slot_head layout is ABI");

@@ -7,6 +7,9 @@
 //   query.js named    JSON --pid P [--after NS]                        fraction of samples whose every frame is named
 //   query.js managed  JSON --pid P                                     fraction of samples with a named .NET frame and no unnamed frame
 //   query.js top      JSON [--pid P]                                   leaf functions by count
+//   query.js roots    JSON [--pid P]                                   samples by their outermost frame
+//   query.js unwound  JSON --pairs FILE [--pid P]                      adjacent frames that a reference unwind (FILE: "callee<TAB>caller" lines) never shows
+//   query.js callers  JSON --leaf RE [--pid P]                         among leaf matches, count by the frame right under the leaf
 //   query.js total    JSON [--pid P]
 'use strict';
 const fs = require('fs');
@@ -74,6 +77,53 @@ case 'managed': {
   const ok = samples.filter((s) => s.stack.some(managed) && !s.stack.some((f) => f === '[unknown]'));
   const n = sum(ok);
   out = { total, named: n, frac: total ? n / total : 0 };
+  break;
+}
+case 'callers': {
+  // The leaf's direct caller (stacks are root -> leaf): what a frame-pointer walk loses when the
+  // leaf has no frame. "" when the leaf is the whole stack.
+  const leafs = samples.filter((s) => leafRe.test(leafOf(s)));
+  const callers = {};
+  for (const s of leafs) {
+    const c = s.stack.length > 1 ? s.stack[s.stack.length - 2] : '';
+    callers[c] = (callers[c] || 0) + count(s);
+  }
+  out = { leaf_samples: sum(leafs), callers };
+  break;
+}
+case 'roots': {
+  const roots = {};
+  for (const s of samples) roots[s.stack[0] || ''] = (roots[s.stack[0] || ''] || 0) + count(s);
+  out = { total, roots };
+  break;
+}
+case 'unwound': {
+  // Only frames the reference knows are compared (its unwind names them too), so frames it
+  // never saw (a sample it missed) do not count; a caller it never shows under a callee does.
+  const pairs = new Set(), names = new Set();
+  for (const line of fs.readFileSync(o.pairs, 'utf8').split('\n')) {
+    const [callee, caller] = line.split('\t');
+    if (!caller) continue;
+    pairs.add(callee + '\t' + caller);
+    names.add(callee);
+    names.add(caller);
+  }
+  const extra = {};
+  let checked = 0, bad = 0;
+  for (const s of samples) {
+    let wrong = false;
+    for (let i = 0; i + 1 < s.stack.length; i++) {
+      const caller = s.stack[i], callee = s.stack[i + 1];
+      if (!names.has(caller) || !names.has(callee)) continue;
+      if (!pairs.has(callee + '\t' + caller)) {
+        wrong = true;
+        extra[callee + ' <- ' + caller] = (extra[callee + ' <- ' + caller] || 0) + count(s);
+      }
+    }
+    checked += count(s);
+    if (wrong) bad += count(s);
+  }
+  out = { checked, bad, extra };
   break;
 }
 case 'top': {

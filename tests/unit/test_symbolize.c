@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "profiler.h"
 #include "proctab.h"
 #include "runtime.h"
 #include "symbolize.h"
@@ -780,6 +781,59 @@ static void test_symbolize_stats_count_each_kind(void **state)
 	assert_int_equal(st.forgotten, 0);
 }
 
+/* ---- leaves without their frame --------------------------------------------------------------- */
+
+/* A native leaf at its entry (CFI: return address at [sp]) gets its caller from the copied stack;
+ * a word that is not code, a stale ip, no registers, the vDSO and JIT code without a method range
+ * keep the walked stack, each counted. */
+static void test_symbolize_leaf_caller(void **state)
+{
+	uint64_t ip = lib_addr(LIB_START, "fx_lib_mul", 0), caller = lib_addr(LIB_START, "fx_lib_add", 1);
+	uint64_t words[SP_LEAF_WORDS] = { caller }, frames[4];
+	struct leaf_regs r = { ip, 0x7ffc0000f000, 0x7ffc0000f100, words, SP_LEAF_WORDS };
+	struct symbolizer_stats st;
+	struct proc *p;
+	size_t n;
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	frames[0] = ip, frames[1] = LIB_START + 0x20, n = 2;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_INSERTED);
+	assert_int_equal(n, 3);
+	assert_int_equal(frames[1], caller);
+	assert_int_equal(frames[2], LIB_START + 0x20);
+
+	/* The walk has it already. */
+	frames[0] = ip, frames[1] = caller, n = 2;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_DUPLICATE);
+	assert_int_equal(n, 2);
+	/* A word in the heap is no return address. */
+	words[0] = HEAP_START + 8;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_NOT_CODE);
+	assert_int_equal(n, 2);
+	/* Registers of another ip than the walk's leaf. */
+	frames[0] = ip + 1;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_IP_MISMATCH);
+	assert_int_equal(symbolizer__leaf(fx.sym, p, NULL, frames, &n, 4, 1), LEAF_NO_REGS);
+	r.ip = frames[0] = VDSO_START + 0x10;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_NO_CFI);
+	r.ip = frames[0] = HEAP_START + 0x10;
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_NO_CODE);
+	r.ip = frames[0] = JIT_START + 0x1010;	/* the fake runtime gives no range */
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_JIT_NO_RANGE);
+	assert_int_equal(n, 2);
+
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.leaf[LEAF_INSERTED], 1);
+	assert_int_equal(st.leaf[LEAF_DUPLICATE], 1);
+	assert_int_equal(st.leaf[LEAF_NOT_CODE], 1);
+	assert_int_equal(st.leaf[LEAF_IP_MISMATCH], 1);
+	assert_int_equal(st.leaf[LEAF_NO_REGS], 1);
+	assert_int_equal(st.leaf[LEAF_NO_CFI], 1);
+	assert_int_equal(st.leaf[LEAF_NO_CODE], 1);
+	assert_int_equal(st.leaf[LEAF_JIT_NO_RANGE], 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -801,6 +855,7 @@ int main(void)
 		T(test_symbolize_unnamed_claimed_file_frame_is_module_offset),
 		T(test_symbolize_forget_frees_frames),
 		T(test_symbolize_stats_count_each_kind),
+		T(test_symbolize_leaf_caller),
 	};
 #undef T
 

@@ -354,6 +354,17 @@ static void publish_metrics(struct agent *a)
 	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "
 	  "table evicted them (more hooked processes than --max-span-tables).", NULL,
 	  c.ctx_reregistered);
+	{
+		struct symbolizer_stats st;
+
+		symbolizer__stats(engine__symbolizer(a->e), &st);
+		for (int i = 0; i < LEAF__MAX; i++) {
+			const char *l[] = { "outcome", leaf_outcome_names[i], NULL };
+
+			C("leaf_callers_total", i ? NULL : "Sampled leaves by what became of their "
+			  "caller (frame not set up: put back from the copied stack).", l, st.leaf[i]);
+		}
+	}
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
 

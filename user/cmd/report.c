@@ -27,11 +27,15 @@ double report__cpu_ms(void)
 void report__progress(FILE *f, struct engine *e, double elapsed_s)
 {
 	struct engine_counters c;
+	struct symbolizer_stats st;
 
 	engine__counters(e, &c);
+	symbolizer__stats(engine__symbolizer(e), &st);
 	fprintf(f, "spanprof: %.1fs", elapsed_s);
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		fprintf(f, " %s=%" PRIu64, sp_counter_names[i], c.bpf[i]);
+	for (int i = 0; i < LEAF__MAX; i++)
+		fprintf(f, " leaf_%s=%" PRIu64, leaf_outcome_names[i], st.leaf[i]);
 	fprintf(f, " received=%" PRIu64 " malformed=%" PRIu64 " dropped_nomem=%" PRIu64
 		" not_target=%" PRIu64 " processes=%u", c.received, c.malformed, c.dropped_nomem,
 		c.not_target, proctab__live(engine__procs(e)));
@@ -45,6 +49,7 @@ void report__progress(FILE *f, struct engine *e, double elapsed_s)
 	}
 	fputc('\n', f);
 }
+
 
 static void print_top(FILE *f, const struct profile *prof, const char *key, const char *value,
 		      size_t n, uint64_t period_ns, const char *indent)
@@ -241,6 +246,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		st.jit_unnamed, st.unknown, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
 	report__symbols(f, e);
+	fprintf(f, "  leaf callers (frame not set up: caller put back):");
+	for (int i = 0; i < LEAF__MAX; i++)
+		fprintf(f, "%s %s %" PRIu64, i ? "," : "", leaf_outcome_names[i], st.leaf[i]);
+	fprintf(f, "\n");
 	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");

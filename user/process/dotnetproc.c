@@ -413,6 +413,12 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	out->name = s->name + perfmap__method_offset(s->name, strlen(s->name));
 	out->system_name = s->name;
 	out->tier = s->tier;
+	/* A method's range, for reading its prologue; stubs (one line per stub or per block of
+	 * them) are hand-written code whose start says nothing about its frame. */
+	if (strncmp(s->name, "stub", 4)) {
+		out->start = s->start;
+		out->size = s->size;
+	}
 	return 0;
 }
 

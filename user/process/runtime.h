@@ -31,6 +31,8 @@ struct rt_symbol {
 	const char *name;	/* display name */
 	const char *system_name;	/* full name, or NULL */
 	const char *tier;	/* "OptimizedTier1", ... or NULL */
+	uint64_t start, size;	/* the method's code range, prologue first (0, 0: not known, or
+				 * not a method: a stub) */
 };
 
 /* poll's answers, besides -errno (a failure: retried with the same backoff as RT_WAIT). */

@@ -98,7 +98,12 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 	const struct sp_sample *smp = data;
 	struct pf_label labels[MAX_LABELS];
 	char pid[16], tid[16], comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
-	uint32_t frames[2 * SP_MAX_FRAMES];
+	uint32_t frames[2 * SP_MAX_FRAMES + 1];
+	uint64_t user[SP_MAX_FRAMES + 1];
+	struct leaf_regs regs = { smp->leaf_ip, smp->leaf_sp, smp->leaf_bp,
+				  (const uint64_t *)smp->leaf_words,
+				  SP_LEAF_WORDS };
+	size_t n_user;
 	const __u64 *addrs;
 	struct proc *p;
 	size_t nl = 0, nf = 0;
@@ -142,8 +147,15 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 			goto nomem;
 		frames[nf++] = id;
 	}
-	for (int i = 0; i < smp->n_user; i++) {
-		id = symbolizer__user(e->sym, p, addrs[i], i == 0, smp->time_ns);
+	/* The leaf's caller that a frame-pointer walk skips, put back from the copied stack. */
+	n_user = smp->n_user;
+	memcpy(user, addrs, n_user * sizeof(*user));
+	if (n_user && symbolizer__leaf(e->sym, p, (smp->flags & SP_F_LEAF_REGS) &&
+				       (smp->flags & SP_F_LEAF_WORDS) ? &regs : NULL,
+				       user, &n_user, SP_MAX_FRAMES + 1, smp->time_ns) < 0)
+		goto nomem;
+	for (size_t i = 0; i < n_user; i++) {
+		id = symbolizer__user(e->sym, p, user[i], i == 0, smp->time_ns);
 		if (id < 0)
 			goto nomem;
 		frames[nf++] = id;

@@ -13,6 +13,8 @@
 #include "elfsym.h"
 #include "intern.h"
 #include "kallsyms.h"
+#include "leafunwind.h"
+#include "procfs.h"
 #include "proctab.h"
 #include "rootfs.h"
 #include "runtime.h"
@@ -23,6 +25,8 @@
 
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable */
+	struct leafcfi *cfi;	/* its CFI, opened at the first leaf sample in it; NULL: none */
+	int cfi_tried;
 	uint32_t base;		/* basename, a string id */
 	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
 	uint8_t no_debug;	/* a debug file of its build id came and did not fit: not asked again */
@@ -31,6 +35,25 @@ struct symfile {
 
 /* What named a native frame, for the counters when a debug file renames it. */
 enum { NK_NONE, NK_SYMBOL, NK_FUNCTION, NK_OFFSET };
+/* JIT code a leaf was sampled in: the first bytes of the method, read once (leafunwind). */
+#define LEAF_CODE_MAX	 1024	/* bytes of a method kept */
+#define LEAF_AT_IP	 16	/* bytes read at ip past them */
+#define LEAF_METHODS_MAX 4096	/* methods kept per process */
+
+struct leafmethod {
+	uint8_t *code;		/* NULL: unreadable */
+	uint32_t len;
+};
+
+/* The vDSO's CFI, once per distinct image (every 64-bit process of a kernel has the same). */
+#define LEAF_VDSO_MAX	 4
+#define LEAF_VDSO_SIZE	 (64u << 10)	/* larger [vdso] mappings are not read */
+
+struct vdso {
+	uint8_t *image;		/* what processes' [vdso] mappings are compared with */
+	size_t len;
+	struct leafcfi *cfi;
+};
 
 /* A mapping frames sit in, as the profile shows it. */
 struct smap {
@@ -65,6 +88,10 @@ struct proc_syms {
 	struct intern *vmas;	/* the mappings met (start, end, offset, dev, ino) -> symfile */
 	uint32_t *vma_file;	/* symfile index + 1 by vmas id; 0: not file-backed ELF */
 	size_t vma_cap;
+	struct intern *leaf_keys;	/* JIT method (start, size) -> leafmethod index */
+	struct leafmethod *methods;
+	size_t methods_cap;
+	int vdso;		/* index + 1 into the symbolizer's vdsos; -1: not known; 0: not read */
 };
 
 struct kframe {
@@ -89,6 +116,8 @@ struct symbolizer {
 	uint64_t next_scan_ns;	/* files whose fetch failed are asked again from then */
 	uint32_t nawaiting;	/* symfiles with awaiting set */
 	uint32_t attach_gen;	/* debug files attached so far */
+	struct vdso vdsos[LEAF_VDSO_MAX];
+	size_t nvdsos;
 	struct symbolizer_stats stats;
 };
 
@@ -140,9 +169,14 @@ void symbolizer__free(struct symbolizer *sym)
 		if (!sym->files[i])
 			continue;
 		elfsym__free(sym->files[i]->es);
+		leafcfi__free(sym->files[i]->cfi);
 		free(sym->files[i]);
 	}
 	free(sym->files);
+	for (size_t i = 0; i < sym->nvdsos; i++) {
+		free(sym->vdsos[i].image);
+		leafcfi__free(sym->vdsos[i].cfi);
+	}
 	free(sym->kframes);
 	intern__free(sym->kkeys);
 	intern__free(sym->file_keys);
@@ -491,6 +525,177 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	return fr->name ? id : -ENOMEM;
 }
 
+/* ---- leaves without their frame ------------------------------------------------------------ */
+
+static int is_code(void *arg, uint64_t addr)
+{
+	struct proc *p = arg;
+	const struct vma *v = proc__vma(p, addr);
+
+	return v && v->exec;
+}
+
+/* Native code: the CFI of the file, opened once per file and shared by every process. */
+static struct leaf_where native_where(struct symfile *f, struct proc *p, const struct vma *v,
+				      uint64_t ip)
+{
+	struct leaf_where w = { LEAF_NO_CFI, 0 };
+	uint64_t vaddr;
+	int fd;
+
+	if (elfsym__file_to_vaddr(f->es, ip - v->start + v->pgoff, &vaddr))
+		return w;
+	if (!f->cfi_tried) {
+		f->cfi_tried = 1;
+		fd = open_file(p, v);
+		f->cfi = fd >= 0 ? leafcfi__open_fd(fd) : NULL;
+	}
+	return f->cfi ? leafcfi__where(f->cfi, vaddr) : w;
+}
+
+/* The vDSO: its image copied from the process once, its CFI once per distinct image. */
+static struct leaf_where vdso_where(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+				    const struct vma *v, uint64_t ip)
+{
+	struct leaf_where w = { LEAF_NO_CFI, 0 };
+	uint64_t len = v->end - v->start, vaddr;
+	struct leafcfi *cfi;
+	uint8_t *img, *copy;
+
+	if (!ps->vdso) {
+		ps->vdso = -1;
+		if (len > LEAF_VDSO_SIZE || !(img = malloc(len)))
+			return w;
+		if (procfs__read_mem(p->dir_fd, v->start, img, len) == 0) {
+			for (size_t i = 0; i < sym->nvdsos && ps->vdso < 0; i++)
+				if (sym->vdsos[i].len == len && !memcmp(sym->vdsos[i].image, img, len))
+					ps->vdso = i + 1;
+			if (ps->vdso < 0 && sym->nvdsos < LEAF_VDSO_MAX && (copy = malloc(len))) {
+				memcpy(copy, img, len);
+				if ((cfi = leafcfi__open_image(copy, len))) {
+					sym->vdsos[sym->nvdsos] = (struct vdso){ img, len, cfi };
+					ps->vdso = ++sym->nvdsos;
+					img = NULL;
+				}
+			}
+		}
+		free(img);
+	}
+	if (ps->vdso < 0 || leafcfi__vaddr(sym->vdsos[ps->vdso - 1].cfi, ip - v->start, &vaddr))
+		return w;
+	return leafcfi__where(sym->vdsos[ps->vdso - 1].cfi, vaddr);
+}
+
+/* Runtime code: the method's range from its runtime, its first bytes read once per method. */
+static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
+				   const struct vma *v, uint64_t ip, uint64_t time_ns)
+{
+	struct leaf_where w = { LEAF_JIT_NO_RANGE, 0 };
+	struct rt_symbol rs = { 0 };
+	struct { uint64_t start, size; } key;
+	struct leafmethod *m;
+	uint8_t at[LEAF_AT_IP];
+	const uint8_t *atp;
+	uint64_t len, ip_off, at_len;
+	int added;
+	int64_t id;
+
+	if (runtime__symbolize(p, ip, time_ns, &rs) || !rs.size || ip < rs.start ||
+	    ip - rs.start >= rs.size || rs.start < v->start)
+		return w;
+	if (!ps->leaf_keys && !(ps->leaf_keys = intern__new())) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	key.start = rs.start;
+	key.size = rs.size;
+	if (intern__count(ps->leaf_keys) >= LEAF_METHODS_MAX &&
+	    intern__find(ps->leaf_keys, &key, sizeof(key)) < 0) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	/* Room first: every interned method has its entry. */
+	if (VEC_RESERVE(ps->methods, ps->methods_cap, intern__count(ps->leaf_keys) + 1) ||
+	    (id = intern__id(ps->leaf_keys, &key, sizeof(key), &added)) < 0) {
+		w.outcome = LEAF_CACHE_FULL;
+		return w;
+	}
+	m = &ps->methods[id];
+	if (added) {
+		/* Never past the method, nor past the mapping that holds its start. */
+		len = rs.size < LEAF_CODE_MAX ? rs.size : LEAF_CODE_MAX;
+		if (len > v->end - rs.start)
+			len = v->end - rs.start;
+		m->len = 0;
+		m->code = malloc(len);
+		if (m->code && procfs__read_mem(p->dir_fd, rs.start, m->code, len) == 0) {
+			m->len = len;
+		} else {
+			free(m->code);
+			m->code = NULL;
+		}
+	}
+	if (!m->code) {
+		w.outcome = LEAF_JIT_UNREADABLE;
+		return w;
+	}
+	ip_off = ip - rs.start;
+	at_len = rs.size - ip_off < LEAF_AT_IP ? rs.size - ip_off : LEAF_AT_IP;
+	if (ip_off + at_len <= m->len) {
+		atp = m->code + ip_off;
+	} else {
+		if (at_len > v->end - ip)
+			at_len = v->end - ip;
+		if (procfs__read_mem(p->dir_fd, ip, at, at_len)) {
+			w.outcome = LEAF_JIT_UNREADABLE;
+			return w;
+		}
+		atp = at;
+	}
+	return leaf__x64_where(m->code, m->len, ip_off, atp, at_len);
+}
+
+int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_regs *r,
+		     uint64_t *frames, size_t *n, size_t cap, uint64_t time_ns)
+{
+	struct proc_syms *ps = proc_syms(sym, p);
+	struct leaf_where w = { LEAF_NO_REGS, 0 };
+	const struct vma *v;
+	struct symfile *f;
+	enum leaf_outcome o;
+	uint32_t file;
+
+	if (!ps)
+		return -ENOMEM;
+	if (!r || !r->words || !*n) {
+		o = LEAF_NO_REGS;
+		goto out;
+	}
+	if (r->ip != frames[0]) {
+		o = LEAF_IP_MISMATCH;
+		goto out;
+	}
+	v = proc__vma(p, r->ip);
+	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+		v = proc__vma(p, r->ip);
+	if (!v || !v->exec) {
+		o = LEAF_NO_CODE;
+		goto out;
+	}
+	if (v->kind == VMA_FILE && (f = symfile(sym, ps, p, v, &file)) && f->es)
+		w = native_where(f, p, v, r->ip);
+	else if (v->kind == VMA_VDSO && !strcmp(v->path, "[vdso]"))
+		w = vdso_where(sym, p, ps, v, r->ip);
+	else if (v->kind == VMA_VDSO)
+		w.outcome = LEAF_NO_CFI;	/* [vsyscall] */
+	else	/* JIT code, or a ReadyToRun image (a file that is not ELF) */
+		w = jit_where(p, ps, v, r->ip, time_ns);
+	o = leaf__insert(w, r->words, r->n_words, frames, n, cap, is_code, p);
+out:
+	sym->stats.leaf[o]++;
+	return o;
+}
+
 static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
 			struct frame *fr)
 {
@@ -675,6 +880,10 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	intern__free(ps->maps);
 	intern__free(ps->vmas);
 	free(ps->vma_file);
+	for (size_t i = 0; ps->leaf_keys && i < intern__count(ps->leaf_keys); i++)
+		free(ps->methods[i].code);
+	intern__free(ps->leaf_keys);
+	free(ps->methods);
 	free(ps->frames);
 	free(ps);
 	p->syms = NULL;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "aggregate.h"
+#include "leafunwind.h"
 
 struct proc;
 struct proctab;
@@ -36,6 +37,7 @@ struct symbolizer_stats {
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
 	uint64_t truncated;	/* frames past a process's max_frames, shown as [truncated] */
+	uint64_t leaf[LEAF__MAX];	/* samples by what became of their leaf's caller (leafunwind.h) */
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
 };
 
@@ -56,6 +58,15 @@ void symbolizer__free(struct symbolizer *sym);	/* NULL-safe; forget every proces
  */
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns);
+/*
+ * Put back the caller of the sampled leaf of p when the leaf has not set up its frame (no frame,
+ * or ip in its prologue or epilogue): frames holds the walked user stack (*n, leaf first, room
+ * for cap), r the registers and stack words the sampler copied. Native code is judged by its
+ * CFI, runtime code by its method's prologue (the first bytes read once per method). Counted in
+ * stats.leaf by outcome. Returns the enum leaf_outcome, or -ENOMEM.
+ */
+int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_regs *r,
+		     uint64_t *frames, size_t *n, size_t cap, uint64_t time_ns);
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf);
 
 /* Name every pending frame of every process in pt. Call after the runtimes' last poll for the
