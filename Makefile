@@ -255,11 +255,17 @@ $(TOOLS):
 
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
-               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps
+               $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
+               $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer $(WARN) $< -o $@
+# The same code at the same fixed address twice (-no-pie), under other names: see execer.c.
+$(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b: $(BUILD)/apps/native/exec_%: tests/apps/native/execer.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -no-pie -DSTAGE=$(if $(filter a,$*),1,2) $(WARN) $< -o $@
 $(BUILD)/apps/native/many_maps: tests/apps/native/many_maps.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
