@@ -46,14 +46,16 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/profiler.bpf.o: bpf/profiler.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
+# One object and skeleton per bpf/X.bpf.c (profiler: the sampler; procevents: process events).
+BPF_OBJS := profiler procevents
+$(BPF_OBJS:%=$(BUILD)/%.bpf.o): $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -c $< -o $@
 	$(Q)$(BPFTOOL) gen object $@.tmp.o $@ && mv $@.tmp.o $@
 
-$(BUILD)/profiler.skel.h: $(BUILD)/profiler.bpf.o
+$(BPF_OBJS:%=$(BUILD)/%.skel.h): $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 # ---- protobuf-c ----------------------------------------------------------------------------
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile/profile.proto | $(DEPS_STAMP)
@@ -125,7 +127,7 @@ LIB_OBJS     := $(LIB_SRCS:%.c=$(OBJ)/%.o)
 PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o) $(LIB_OBJS)
 USER_OBJS    := $(USER_SRCS:%.c=$(OBJ)/%.o)
 ALL_OBJS     := $(USER_OBJS) $(PERFMAP_OBJS) $(PROTO_OBJ)
-GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(EXPORT_PROTO_HDRS) $(BUILD)/vmlinux.h
+GEN_HDRS     := $(BPF_OBJS:%=$(BUILD)/%.skel.h) $(BUILD)/gen/profile.pb-c.h $(EXPORT_PROTO_HDRS) $(BUILD)/vmlinux.h
 
 $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)

@@ -49,6 +49,7 @@ for run in $(seq "$SPAN_RUNS"); do
 		console.log(JSON.stringify({ n, right, none, wrong, rate: n ? right / n : 0 }));
 	' "$TMP/span$run.json" "$app" "$span")
 	note "run $run: $r"
+	note "$(grep 'process events' "$TMP/span$run.txt" || echo 'no process events line')"
 	[ "$(field "$r" n)" -ge 50 ] || { cat "$TMP/span$run.txt"; fail "run $run: only $(field "$r" n) samples in the span"; }
 	[ "$(field "$r" wrong)" = 0 ] || fail "run $run: $(field "$r" wrong) samples carry another span"
 	rate=$(field "$r" rate)

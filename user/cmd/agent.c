@@ -327,6 +327,13 @@ static void publish_metrics(struct agent *a)
 
 		C("sampler_events_total", "Sampler outcomes by kind (BPF counters).", l, c.bpf[i]);
 	}
+	for (int i = 0; i < SP_EV_CNT__MAX; i++) {
+		const char *l[] = { "outcome", sp_ev_counter_names[i], NULL };
+
+		C("process_events_total", "Process events by kind (BPF counters).", l, c.ev[i]);
+	}
+	C("process_events_throttled_total", "Span-table events left to the ordinary poll here.",
+	  NULL, c.ev_throttled + c.ev_urgent_full);
 	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);
 	{
 		const char *causes[][2] = { { "ringbuf_full", NULL }, { "scratch", NULL },

@@ -425,9 +425,10 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	uint32_t hr;
 
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
-	 * files we made it write would stay in its /tmp for good. */
+	 * files we made it write would stay in its /tmp for good. After an exec the runtime we
+	 * talked to is gone: nothing to turn off (its socket, if any, is the new program's). */
 	if (d->enabled_by_us && p->root_fd >= 0 &&
-	    (diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
+	    (p->execed || diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
 		remove_files(p, d);
 	if (d->enabled_by_us)

@@ -20,6 +20,7 @@ struct hook_state {
 	struct spanctx_keys *keys;
 	struct spanctx_labels dec;	/* decode scratch: labels point into it */
 	int registered;
+	uint64_t slots_addr;	/* what was registered */
 	int last_err;
 	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
 	char desc[160];
@@ -84,6 +85,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 	}
 	spanctx_keys__load(h->keys, p->dir_fd, &h->tbl);
 	h->registered = 1;
+	h->slots_addr = cp.slots_addr;
 	snprintf(h->desc, sizeof(h->desc), "span table v%u: %u slots", SP_CTX_ABI,
 		 cp.slot_count);
 	return 0;
@@ -213,9 +215,15 @@ static void detach(struct proc *p, void *state, const struct runtime_env *env)
 {
 	struct hook_state *h = state;
 
-	/* A later process with this pid must not inherit the entry (nor fill the map). */
-	if (h->registered && env && env->ctx_map_fd >= 0)
-		bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	/* A later process with this pid must not inherit the entry (nor fill the map). After an
+	 * exec the entry may already be the new program's table: only ours goes. */
+	if (h->registered && env && env->ctx_map_fd >= 0) {
+		struct sp_ctx_proc cur;
+
+		if (bpf_map_lookup_elem(env->ctx_map_fd, &p->pid, &cur) == 0 &&
+		    cur.slots_addr == h->slots_addr && cur.proc_start_ticks == p->start_ticks)
+			bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	}
 	spanctx_keys__free(h->keys);
 	free(h);
 }

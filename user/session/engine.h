@@ -8,6 +8,7 @@
 
 #include "aggregate.h"
 #include "bpfsession.h"
+#include "procevents.h"
 #include "runtime.h"
 #include "symbolize.h"
 
@@ -47,6 +48,16 @@ struct engine_counters {
 	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
 	uint64_t procs_pruned;	/* exited processes whose entry was freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
+	/* Process events (procevents.h). */
+	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
+	int ev_unavailable;	/* 0, or the errno that kept them off (span tables then polled) */
+	uint64_t ev_ctx;	/* span-table events handled: maps read at once */
+	uint64_t ev_ctx_at_once;	/* ... whose table was registered then and there */
+	uint64_t ev_urgent_full;	/* ... left to the ordinary poll: too many retried at once */
+	uint64_t ev_throttled;	/* ... past EV_READS_PER_SEC of their process: left to the poll */
+	uint64_t ev_not_target;	/* ... of processes not profiled (-p) */
+	uint64_t ev_exec;	/* execs of known processes: frames, mappings, runtimes anew */
+	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
 };
 
 struct engine;
