@@ -98,16 +98,17 @@ static __always_inline void send(struct sp_proc_event *ev, __u64 flags)
  * The hook's table: memfd_create(SP_CTX_MEMFD_NAME) remembers the fd, and the process's next
  * mmap(2) of that fd is the event (only then is the table in /proc/<pid>/maps). This kernel class
  * may lack fentry (no ftrace), so the one hook is the raw sys_exit tracepoint: any other syscall
- * costs one compare.
+ * costs one load and two compares. Measured on this VM (getppid, thread CPU time): ~120 ns
+ * without, ~140 ns with, the same as a program that does nothing (the syscall slow path).
  */
 #if defined(__TARGET_ARCH_x86)
 #define NR_MMAP		9
 #define NR_MEMFD_CREATE 319
-#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#define SYSCALL_NR(regs) ((regs)->orig_ax)	/* a BTF pointer: a plain load, no helper call */
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_MMAP		222
 #define NR_MEMFD_CREATE 279
-#define SYSCALL_NR(regs) BPF_CORE_READ((struct user_pt_regs *)(regs), regs[8])
+#define SYSCALL_NR(regs) ((regs)->syscallno)
 #else
 #error "procevents.bpf.c: syscall numbers for this architecture"
 #endif

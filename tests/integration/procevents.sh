@@ -15,6 +15,17 @@ EXEC_B=$BUILD/apps/native/exec_b
 need_built "$HOTCHAIN_DLL" "$HOOK" "$EXEC_A" "$EXEC_B"
 SPAN_RUNS=${SPAN_RUNS:-3}
 
+# record_started NAME.EXT: a host-wide recording in the background (record_bg), once it samples
+# (its set-up, the scan of every process, can take a while on a busy host), and one more second.
+record_started() {
+	"$SPANPROF" record -v -d 60 -o "$TMP/$1" > "$TMP/${1%%.*}.txt" 2> "$TMP/${1%%.*}.err" &
+	RECORD_PID=$!
+	RECORD_REPORT=$TMP/${1%%.*}.txt
+	register "$RECORD_PID"
+	wait_for_line "$TMP/${1%%.*}.err" '^spanprof: sampling' 60
+	sleep 1
+}
+
 # stop_record: SIGINT to the background recording, which writes its output and exits 0.
 stop_record() {
 	kill -INT "$RECORD_PID"
@@ -25,9 +36,10 @@ stop_record() {
 #    >= 99 % of the samples in it carry it, in every run.
 runs_ok=0 worst=1
 for run in $(seq "$SPAN_RUNS"); do
-	record_bg "span$run.pb.gz" -d 30
-	sleep 1
-	spawn "$TMP/span$run.out" env DOTNET_STARTUP_HOOKS="$HOOK" dotnet "$HOTCHAIN_DLL" 2 span
+	record_started "span$run.pb.gz"
+	# Perf maps on from the start: naming is not what this measures.
+	spawn "$TMP/span$run.out" env DOTNET_STARTUP_HOOKS="$HOOK" DOTNET_PerfMapEnabled=1 \
+		dotnet "$HOTCHAIN_DLL" 3 span
 	app=$SPAWNED
 	wait "$app" || { cat "$TMP/span$run.out"; fail "run $run: HotChain failed"; }
 	stop_record
@@ -50,7 +62,7 @@ for run in $(seq "$SPAN_RUNS"); do
 	' "$TMP/span$run.json" "$app" "$span")
 	note "run $run: $r"
 	note "$(grep 'process events' "$TMP/span$run.txt" || echo 'no process events line')"
-	[ "$(field "$r" n)" -ge 50 ] || { cat "$TMP/span$run.txt"; fail "run $run: only $(field "$r" n) samples in the span"; }
+	[ "$(field "$r" n)" -ge 20 ] || { cat "$TMP/span$run.txt" "$TMP/span$run.out"; fail "run $run: only $(field "$r" n) samples in the span"; }
 	[ "$(field "$r" wrong)" = 0 ] || fail "run $run: $(field "$r" wrong) samples carry another span"
 	rate=$(field "$r" rate)
 	if ge "$rate" 0.99; then runs_ok=$((runs_ok + 1)); fi
@@ -61,8 +73,7 @@ pass "span from the first sample: >= 99 % labelled in $runs_ok of $SPAN_RUNS run
 
 # 2. exec into another binary whose code sits at the same addresses (exec_a -> exec_b, -no-pie):
 #    every sample after the exec is named from exec_b.
-record_bg exec.pb.gz -d 30
-sleep 1
+record_started exec.pb.gz
 spawn "$TMP/exec.out" "$EXEC_A" "$EXEC_B" 1.5
 app=$SPAWNED
 wait "$app" || { cat "$TMP/exec.out"; fail "exec_a/exec_b failed"; }
@@ -87,15 +98,14 @@ r=$(node -e '
 	console.log(JSON.stringify(o));
 ' "$TMP/exec.json" "$app")
 note "exec: $r"
-[ "$(field "$r" a)" -ge 50 ] && [ "$(field "$r" b)" -ge 50 ] || { cat "$TMP/exec.txt"; fail "too few samples before or after exec: $r"; }
+[ "$(field "$r" a)" -ge 20 ] && [ "$(field "$r" b)" -ge 20 ] || { cat "$TMP/exec.txt"; fail "too few samples before or after exec: $r"; }
 [ "$(field "$r" b_stale)" = 0 ] || fail "$(field "$r" b_stale) of $(field "$r" b) samples after exec named from the binary before it"
 ge "$(node -pe "($r).b_right / ($r).b")" 0.9 || fail "after exec, spin_b is the leaf of $(field "$r" b_right) of $(field "$r" b) samples"
 ge "$(node -pe "($r).a_right / ($r).a")" 0.9 || fail "before exec, spin_a is the leaf of $(field "$r" a_right) of $(field "$r" a) samples"
 pass "exec: $(field "$r" b) samples after exec all named from the new binary ($(field "$r" b_right) in spin_b), $(field "$r" a_right) of $(field "$r" a) before it in spin_a"
 
 # 3. bash that execs dotnet: the summary names the .NET process dotnet.
-record_bg name.pb.gz -d 30
-sleep 1
+record_started name.pb.gz
 spawn "$TMP/name.out" bash -c 'i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done; exec dotnet "$1" 1.5' bash "$HOTCHAIN_DLL"
 app=$SPAWNED
 wait "$app" || { cat "$TMP/name.out"; fail "bash -> dotnet failed"; }
