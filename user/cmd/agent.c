@@ -334,6 +334,8 @@ static void publish_metrics(struct agent *a)
 	}
 	C("process_events_throttled_total", "Span-table events left to the ordinary poll here.",
 	  NULL, c.ev_throttled + c.ev_urgent_full);
+	C("remote_files_refused_total", "Perf maps / jitdumps refused: on remote or FUSE file "
+	  "systems.", NULL, c.remote_refused);
 	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);
 	{
 		const char *causes[][2] = { { "ringbuf_full", NULL }, { "scratch", NULL },
@@ -418,6 +420,7 @@ int agent__run(const struct agent_opts *o)
 	struct engine_opts eo = {
 		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent" },
 		.enable_perfmap = o->enable_perfmap,
+		.allow_remote_files = o->allow_remote_files,
 		.perfmap_type = 1,
 		.pyroscope_labels = !o->full_span_labels,
 		.dotnet_only = !o->all_processes,

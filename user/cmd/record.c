@@ -83,6 +83,7 @@ int record__run(const struct record_opts *o)
 		.bpf = { .pids = o->pids, .npids = o->npids, .freq = o->freq,
 			 .ringbuf_mb = o->ringbuf_mb, .bpf_stats = o->bpf_stats, .command = "record" },
 		.enable_perfmap = o->enable_perfmap,
+		.allow_remote_files = o->allow_remote_files,
 		.perfmap_type = 1,
 		.show_tiers = o->show_tiers,
 		.pyroscope_labels = o->pyroscope_labels,

@@ -190,6 +190,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
 		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
 	print_events(f, &cnt);
+	if (cnt.remote_refused)
+		fprintf(f, "  refused: %" PRIu64 " perf maps / jitdumps on remote or FUSE file systems "
+			"(a server that does not answer would stall us; --allow-remote-files)\n",
+			cnt.remote_refused);
 	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", module+offset %" PRIu64
 		", .NET named %" PRIu64 ", .NET unnamed %" PRIu64 ", no mapping %" PRIu64
 		", kernel %" PRIu64 "%s\n", st.frames, st.native_named, st.native_unnamed,

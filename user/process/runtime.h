@@ -19,6 +19,8 @@ struct runtime_env {
 	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
 	int ctx_map_fd;		/* the sampler's ctx_procs map */
 	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */
+	int allow_remote_files;	/* read process-supplied files on remote / FUSE file systems too */
+	uint64_t *remote_refused;	/* the session's count of such files refused (or NULL) */
 	int verbose;
 };
 

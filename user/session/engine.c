@@ -69,7 +69,9 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 				       .perfmap_type = o->perfmap_type ? o->perfmap_type : 1,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
 				       .perfmaps_ours = o->perfmaps_ours,
+				       .allow_remote_files = o->allow_remote_files,
 				       .verbose = o->verbose };
+	e->env.remote_refused = &e->c.remote_refused;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");

@@ -27,6 +27,7 @@ struct engine_opts {
 	int pyroscope_labels;	/* span_id = the local root span id */
 	int dotnet_only;	/* keep samples of .NET processes only (counted otherwise) */
 	int perfmaps_ours;	/* perf maps were turned on by us (record -- COMMAND): remove them */
+	int allow_remote_files;	/* read perf maps / jitdumps on remote and FUSE file systems */
 	uint64_t first_window_ns;	/* length of the first window from attach; 0: one window */
 	uint64_t interval_ns;	/* of every later window */
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
@@ -57,6 +58,7 @@ struct engine_counters {
 	uint64_t ev_throttled;	/* ... past EV_READS_PER_SEC of their process: left to the poll */
 	uint64_t ev_not_target;	/* ... of processes not profiled (-p) */
 	uint64_t ev_exec;	/* execs of known processes: frames, mappings, runtimes anew */
+	uint64_t remote_refused;	/* process-supplied files on remote / FUSE file systems refused */
 	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
 };
 
