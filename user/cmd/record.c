@@ -153,6 +153,8 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: sampling %s at %u Hz on %d CPUs\n",
 			o->npids ? "the given processes" : "every process", o->freq,
 			bpfsession__ncpus(engine__bpf(e)));
+	if (o->duration > 0)
+		engine__set_deadline(e, ri.t_start + (uint64_t)(o->duration * 1e9));
 	rc = run_loop(e, o, ri.t_start, &cmd_rc);
 
 	/* Stop sampling, then drain what is already in the ring buffer. */

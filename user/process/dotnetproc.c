@@ -312,19 +312,28 @@ int dotnetproc__sweep(void)
 
 static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
+	int err, timeout_ms = 0;
 	uint32_t hr = 0;
-	int err;
 
 	/* Perf maps are turned on only in processes we actually sample. */
-	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0)
+	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0 || o->talks_held)
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
+	/* A silent socket may cost the whole timeout: never past the session's deadline. */
+	if (o->deadline_ns) {
+		uint64_t now = now_ns();
+
+		if (now + 1000000 >= o->deadline_ns)
+			return;
+		if ((o->deadline_ns - now) / 1000000 < DIAGIPC_DEFAULT_TIMEOUT_MS)
+			timeout_ms = (o->deadline_ns - now) / 1000000;
+	}
 	d->enable_tried = 1;
 	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
-	err = diagipc__enable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, o->perfmap_type,
-				      &hr);
+	err = diagipc__enable_perfmap_within(p->dir_fd, p->root_fd, p->pid, p->nspid,
+					     o->perfmap_type, timeout_ms, &hr);
 	if (err)
 		forget_enabled(p);
 	if (err == 0) {

@@ -21,6 +21,9 @@ struct runtime_env {
 	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */
 	int allow_remote_files;	/* read process-supplied files on remote / FUSE file systems too */
 	uint64_t *remote_refused;	/* the session's count of such files refused (or NULL) */
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: none. No talk to a process starts at or past
+				 * it, and one that starts before gives up by then (-d is a deadline) */
+	int talks_held;		/* no talk starts now (the scan at start: they wait for sampling) */
 	int verbose;
 };
 

@@ -40,6 +40,7 @@ struct engine {
 	uint64_t ev_drained_ns;	/* every event committed before this was handled */
 	struct urgent urgent[URGENT_MAX];
 	int nurgent;
+	int stopping;		/* engine__stop ran: the last polls are not cut short */
 	struct proctab *procs;
 	struct symbolizer *sym;
 	struct aggregator *agg;
@@ -347,6 +348,11 @@ static void poll_processes(struct engine *e)
 
 		if (!p || p->retired)
 			continue;
+		/* Past the deadline, the loop's turn ends: the rest wait (or the end's last poll). */
+		if (e->env.deadline_ns && !e->stopping && now_ns() >= e->env.deadline_ns) {
+			e->c.polls_past_deadline++;
+			break;
+		}
 		if (p->gone || (check && !proc__alive(p))) {
 			retire(e, p, now);
 			continue;
@@ -383,7 +389,10 @@ static void prescan(struct engine *e)
 		}
 		closedir(d);
 	}
+	/* A silent diagnostics socket would hold the start up: talks begin with sampling. */
+	e->env.talks_held = 1;
 	poll_processes(e);
+	e->env.talks_held = 0;
 }
 
 int engine__attach(struct engine *e)
@@ -512,8 +521,19 @@ void engine__prune(struct engine *e)
 	}
 }
 
+void engine__set_deadline(struct engine *e, uint64_t deadline_ns)
+{
+	e->env.deadline_ns = deadline_ns;
+}
+
 void engine__stop(struct engine *e)
 {
+	uint64_t now = now_ns();
+
+	/* From now on no talk to a process starts (the last reads of files still happen). */
+	if (!e->env.deadline_ns || e->env.deadline_ns > now)
+		e->env.deadline_ns = now;
+	e->stopping = 1;
 	bpfsession__detach(e->bpf);
 	if (e->pe)
 		drain_events(e);

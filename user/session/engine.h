@@ -58,6 +58,7 @@ struct engine_counters {
 	uint64_t ev_throttled;	/* ... past EV_READS_PER_SEC of their process: left to the poll */
 	uint64_t ev_not_target;	/* ... of processes not profiled (-p) */
 	uint64_t ev_exec;	/* execs of known processes: frames, mappings, runtimes anew */
+	uint64_t polls_past_deadline;	/* loop turns cut short by the deadline */
 	uint64_t remote_refused;	/* process-supplied files on remote / FUSE file systems refused */
 	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
 };
@@ -84,6 +85,9 @@ int64_t engine__build(struct engine *e, const struct agg_window *w,
 		      struct profile **profiles, size_t n_profiles);
 /* Free the state of processes that exited and have no samples in an open window. */
 void engine__prune(struct engine *e);
+/* The session's end (CLOCK_MONOTONIC, 0: none): no talk to a process (diagnostics socket) starts
+ * at or past it, one started before gives up by then, and a loop turn stops polling processes. */
+void engine__set_deadline(struct engine *e, uint64_t deadline_ns);
 /* Stop sampling and drain what is left (the open window can still be cut). */
 void engine__stop(struct engine *e);
 /* Leave every process as found (runtimes detached) and free. NULL-safe. */
