@@ -74,3 +74,34 @@ timed silent 60 "${fakes[@]}" -d 2
 note "silent sockets: ${TOOK}s for -d 2"
 le "$TOOK" 5 || { cat "$TMP/silent.txt"; fail "silent sockets: ${TOOK}s for -d 2 (want <= 5)"; }
 pass "-d 2 with four silent diagnostics sockets: ${TOOK}s"
+
+# 4. SIGTERM during a slow exit: four processes answer EnablePerfMap and nothing else, so leaving
+#    them as found (DisablePerfMap) costs a timeout each. The second SIGTERM ends it at
+#    once; the output was written, and the next start turns their perf maps off.
+fakes=()
+for i in 1 2 3 4; do
+	start_app --pid-line --timeout 10 "$TMP/once$i.out" python3 "$FAKE" "$TMP/lib" 30 enable-only
+	fakes+=(-p "$APP_PID")
+done
+sleep 1	# older than the runtime start-up guard
+# A private state directory: the entries left behind are no other spanprof's business.
+SPANPROF_STATE_DIR=$TMP/state "$SPANPROF" record "${fakes[@]}" -o "$TMP/exit.pb.gz" > "$TMP/exit.txt" 2> "$TMP/exit.err" &
+RECORD_PID=$!
+register "$RECORD_PID"
+sleep 4
+kill -TERM "$RECORD_PID"
+# The report is on a pipe (flushed at exit); the output file is written before the slow part.
+poll 10 test -s "$TMP/exit.pb.gz" || { cat "$TMP/exit.err"; fail "no output 10 s after SIGTERM"; }
+sleep 0.5
+t0=$(date +%s.%N)
+kill -TERM "$RECORD_PID" 2>/dev/null || true
+rc=0
+wait "$RECORD_PID" || rc=$?
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+note "exit after the second SIGTERM: ${took}s (exit $rc)"
+check_pprof "$TMP/exit.pb.gz" "slow exit: output unreadable"
+le "$took" 2.5 || { cat "$TMP/exit.err"; fail "second SIGTERM: still running ${took}s later"; }
+grep -q 'left on' "$TMP/exit.err" || { cat "$TMP/exit.err"; fail "hurried exit not explained"; }
+grep -q '^wrote ' "$TMP/exit.txt" || { cat "$TMP/exit.txt"; fail "hurried exit: no report"; }
+[ "$(ls "$TMP/state/enabled" | wc -l)" -ge 3 ] || fail "the perf maps left on are not written down for the next start"
+pass "SIGTERM during a slow exit: output written, gone ${took}s after the second, perf maps left on written down"

@@ -19,6 +19,7 @@
 #define POLL_MS 100
 
 static volatile sig_atomic_t stop;
+static volatile sig_atomic_t hurry;	/* a second signal: the exit skips what can wait */
 static volatile pid_t child;	/* `record -- COMMAND` */
 
 static void on_signal(int sig)
@@ -27,6 +28,8 @@ static void on_signal(int sig)
 	 * exits (Ctrl-C reaches it anyway through the terminal's process group). */
 	if (child > 0)
 		kill(child, sig);
+	else if (stop)
+		hurry = 1;
 	else
 		stop = 1;
 }
@@ -90,6 +93,7 @@ int record__run(const struct record_opts *o)
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
 		.verbose = o->verbose,
+		.hurry = &hurry,
 	};
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
 	struct report_info ri = { .freq = o->freq, .by_span = o->by_span };

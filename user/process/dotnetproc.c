@@ -473,6 +473,14 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	struct dotnet_state *d = state;
 	uint32_t hr;
 
+	/* Told to stop at once: no talk. The entry in the state directory stays, so the next
+	 * spanprof start turns its perf maps off (as after a kill -9). */
+	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
+		dotnet__close_jit_files(&d->files);
+		perfmap__free(d->pm);
+		free(d);
+		return;
+	}
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
 	 * files we made it write would stay in its /tmp for good. After an exec the runtime we
 	 * talked to is gone: nothing to turn off (its socket, if any, is the new program's). */

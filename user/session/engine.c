@@ -550,6 +550,11 @@ void engine__free(struct engine *e)
 	for (uint32_t i = 0; e->procs && i < proctab__count(e->procs); i++) {
 		struct proc *p = proctab__at(e->procs, i);
 
+		if (e->o.hurry && *e->o.hurry && !e->env.talks_held) {
+			e->env.talks_held = 1;
+			fprintf(stderr, "spanprof: stopping at once: perf maps turned on by this run are "
+				"left on; the next spanprof start turns them off\n");
+		}
 		if (!p)
 			continue;
 		runtime__detach_all(p);

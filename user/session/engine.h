@@ -4,6 +4,7 @@
 #ifndef SPANPROF_ENGINE_H
 #define SPANPROF_ENGINE_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "aggregate.h"
@@ -33,6 +34,9 @@ struct engine_opts {
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
 	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
 	int verbose;
+	/* Set (by a signal handler) when the exit must not wait: processes are then left without a
+	 * talk (perf maps we turned on stay on, and the next start turns them off). NULL: never. */
+	volatile sig_atomic_t *hurry;
 };
 
 /* Losses and oddities seen in user space, reported next to the BPF counters. */
