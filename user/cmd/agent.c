@@ -170,7 +170,14 @@ static const struct proc_identity *otel_service(struct proc *p, struct proc_iden
 
 static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
 {
-	struct proc_identity *id = p->ident;
+	struct proc_identity *id;
+	struct proc *now;
+
+	/* A process is one service across exec (its launcher's samples too, env and cgroup being
+	 * the same): the entry of the program it exec'd into names it, while that entry is there. */
+	if (p->execed && (now = proctab__find(engine__procs(a->e), p->pid, p->start_ticks)))
+		p = now;
+	id = p->ident;
 
 	if (id)
 		return otel_service(p, id);
