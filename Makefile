@@ -258,7 +258,8 @@ $(TOOLS):
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
-               $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang
+               $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
+               $(BUILD)/apps/native/memfd_flood
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -268,7 +269,8 @@ $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b: $(BUILD)/apps/native/ex
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -no-pie -DSTAGE=$(if $(filter a,$*),1,2) $(WARN) $< -o $@
-$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fusehang: $(BUILD)/apps/native/%: tests/apps/native/%.c
+$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fusehang $(BUILD)/apps/native/memfd_flood: \
+		$(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@

@@ -12,7 +12,8 @@ HOTCHAIN_DLL=$BUILD/apps/HotChain/HotChain.dll
 HOOK=$BUILD/hook/SpanProf.Hook.dll
 EXEC_A=$BUILD/apps/native/exec_a
 EXEC_B=$BUILD/apps/native/exec_b
-need_built "$HOTCHAIN_DLL" "$HOOK" "$EXEC_A" "$EXEC_B"
+FLOOD=$BUILD/apps/native/memfd_flood
+need_built "$HOTCHAIN_DLL" "$HOOK" "$EXEC_A" "$EXEC_B" "$FLOOD"
 SPAN_RUNS=${SPAN_RUNS:-3}
 
 # record_started NAME.EXT: a host-wide recording in the background (record_bg), once it samples
@@ -116,3 +117,19 @@ decode "$TMP/name.pb.gz"
 n=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/name.json')).samples.filter((s) => s.labels.pid === '$app' && s.labels.process_name === 'bash' && s.stack.some((f) => /HotChain/.test(f))).length")
 [ "$n" = 0 ] || fail "$n .NET samples labelled process_name=bash"
 pass "bash -> dotnet: named dotnet in the summary and in the samples"
+
+# 4. A process that maps "spanprof-ctx" memfds in a loop costs a bounded number of events and maps
+#    reads, each counted.
+start_app --pid-line --timeout 10 "$TMP/flood.out" "$FLOOD" 4
+record flood.pb.gz -p "$APP_PID" -d 2
+wait "$APP_PID" || true
+rounds=$(awk '$1 == "rounds" { print $2 }' "$TMP/flood.out")
+line=$(grep 'process events:' "$TMP/flood.txt")
+note "flood: $rounds rounds; $line"
+mapped=$(sed -n 's/.*span tables mapped \([0-9]*\) (read at once \([0-9]*\).*/\1 \2/p' <<<"$line")
+throttled=$(sed -n 's/.*throttled \([0-9]*\) in BPF.*/\1/p' <<<"$line")
+set -- $mapped
+[ "$1" -le 40 ] || fail "$1 span-table events sent for one process in about 2 s (want <= 40)"
+[ "$2" -le 20 ] || fail "$2 maps reads at once for one process in about 2 s (want <= 20)"
+[ "${rounds:-0}" -le 100 ] || [ "$throttled" -gt 0 ] || fail "$rounds rounds, none throttled"
+pass "memfd flood: $rounds rounds -> $1 events, $2 maps reads at once, $throttled throttled in BPF"

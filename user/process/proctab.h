@@ -54,6 +54,7 @@ struct proc {
 	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
 	uint64_t ev_window_ns;	/* the engine's throttle of maps reads on process events */
 	uint32_t ev_reads;
+	uint64_t ev_urgent_ns;	/* when its span table was last retried at once */
 	const struct runtime_env *env;	/* the session's, for its runtimes */
 	struct rt_instance rt[RT__MAX];	/* runtime instances (runtime.h) */
 	struct proc_syms *syms;	/* the symbolizer's frames of this process, owned by it */

@@ -23,6 +23,7 @@
 #define URGENT_RETRY_MS 2
 #define URGENT_FOR_NS	(500 * 1000000ull)
 #define URGENT_MAX	64
+#define URGENT_AGAIN_NS (10 * 1000000000ull)
 /* Maps re-read at once on a span-table event: at most this many per process and second. */
 #define EV_READS_PER_SEC 4
 
@@ -228,6 +229,13 @@ static void urgent_add(struct engine *e, struct proc *p, uint64_t now)
 	for (int i = 0; i < e->nurgent; i++)
 		if (e->urgent[i].idx == p->idx && e->urgent[i].pid == p->pid)
 			return;
+	/* Retries keep the loop at URGENT_RETRY_MS: a process that maps tables in a loop gets them
+	 * once per URGENT_AGAIN_NS. */
+	if (p->ev_urgent_ns && now - p->ev_urgent_ns < URGENT_AGAIN_NS) {
+		e->c.ev_urgent_full++;
+		return;
+	}
+	p->ev_urgent_ns = now;
 	if (e->nurgent == URGENT_MAX) {
 		e->c.ev_urgent_full++;	/* found by the ordinary poll, later */
 		return;

@@ -58,7 +58,8 @@ struct engine_counters {
 	int ev_unavailable;	/* 0, or the errno that kept them off (span tables then polled) */
 	uint64_t ev_ctx;	/* span-table events handled: maps read at once */
 	uint64_t ev_ctx_at_once;	/* ... whose table was registered then and there */
-	uint64_t ev_urgent_full;	/* ... left to the ordinary poll: too many retried at once */
+	uint64_t ev_urgent_full;	/* ... left to the ordinary poll: too many retried at once, or
+					 * this process retried less than 10 s ago */
 	uint64_t ev_throttled;	/* ... past EV_READS_PER_SEC of their process: left to the poll */
 	uint64_t ev_not_target;	/* ... of processes not profiled (-p) */
 	uint64_t ev_exec;	/* execs of known processes: frames, mappings, runtimes anew */
