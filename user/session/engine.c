@@ -249,13 +249,14 @@ static void poll_urgent(struct engine *e, uint64_t now)
 		struct urgent *u = &e->urgent[i];
 		struct proc *p = proctab__at(e->procs, u->idx);
 
-		if (p && p->pid == u->pid && p->start_ticks == u->start_ticks && !p->gone &&
-		    !hookproc__registered(p) && now < u->until_ns) {
+		int due = p && p->pid == u->pid && p->start_ticks == u->start_ticks && !p->gone &&
+			  !hookproc__registered(p) && now < u->until_ns;
+
+		if (due) {
 			runtime__wake(p);
 			runtime__poll(p, now);
 		}
-		if (!p || p->pid != u->pid || p->start_ticks != u->start_ticks || p->gone ||
-		    hookproc__registered(p) || now >= u->until_ns)
+		if (!due || hookproc__registered(p))
 			*u = e->urgent[--e->nurgent];
 		else
 			i++;
