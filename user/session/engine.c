@@ -218,7 +218,8 @@ static void retire(struct engine *e, struct proc *p, uint64_t now)
 		close(p->root_fd);
 	p->dir_fd = p->root_fd = -1;
 	p->retired = 1;
-	e->c.procs_exited++;
+	if (!p->execed)
+		e->c.procs_exited++;	/* an exec'd program's entry goes the same way; not an exit */
 }
 
 /* ---- process events ------------------------------------------------------------------------- */
