@@ -46,14 +46,16 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/profiler.bpf.o: bpf/profiler.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
+# One object and skeleton per bpf/X.bpf.c (profiler: the sampler; procevents: process events).
+BPF_OBJS := profiler procevents
+$(BPF_OBJS:%=$(BUILD)/%.bpf.o): $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -c $< -o $@
 	$(Q)$(BPFTOOL) gen object $@.tmp.o $@ && mv $@.tmp.o $@
 
-$(BUILD)/profiler.skel.h: $(BUILD)/profiler.bpf.o
+$(BPF_OBJS:%=$(BUILD)/%.skel.h): $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 # ---- protobuf-c ----------------------------------------------------------------------------
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: user/profile/profile.proto | $(DEPS_STAMP)
@@ -125,7 +127,7 @@ LIB_OBJS     := $(LIB_SRCS:%.c=$(OBJ)/%.o)
 PERFMAP_OBJS := $(PERFMAP_SRCS:%.c=$(OBJ)/%.o) $(LIB_OBJS)
 USER_OBJS    := $(USER_SRCS:%.c=$(OBJ)/%.o)
 ALL_OBJS     := $(USER_OBJS) $(PERFMAP_OBJS) $(PROTO_OBJ)
-GEN_HDRS     := $(BUILD)/profiler.skel.h $(BUILD)/gen/profile.pb-c.h $(EXPORT_PROTO_HDRS) $(BUILD)/vmlinux.h
+GEN_HDRS     := $(BPF_OBJS:%=$(BUILD)/%.skel.h) $(BUILD)/gen/profile.pb-c.h $(EXPORT_PROTO_HDRS) $(BUILD)/vmlinux.h
 
 $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -260,7 +262,9 @@ $(TOOLS):
 # The native test programs: the known call chain (frames kept: see hotchain.c), a forged span table.
 NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
-               $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall
+               $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall \
+               $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
+               $(BUILD)/apps/native/memfd_flood
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -270,7 +274,13 @@ $(BUILD)/apps/native/leafcall: tests/apps/native/leafcall.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer $(WARN) $< -o $@
-$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet: $(BUILD)/apps/native/%: tests/apps/native/%.c
+# The same code at the same fixed address twice (-no-pie), under other names: see execer.c.
+$(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b: $(BUILD)/apps/native/exec_%: tests/apps/native/execer.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -no-pie -DSTAGE=$(if $(filter a,$*),1,2) $(WARN) $< -o $@
+$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/fusehang \
+		$(BUILD)/apps/native/memfd_flood: $(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@

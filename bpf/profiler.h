@@ -150,7 +150,44 @@ struct sp_slot_head {
 #define SP_KEY_SPAN_NAME	  1	/* value: the local root span's name (utf-8, <= 255 bytes) */
 #define SP_KEY_USER		  2
 
+/*
+ * Process events (bpf/procevents.bpf.c, its own object and ring buffer): what makes user space
+ * look at a process at once instead of at its next poll.
+ */
+enum sp_event_type {
+	SP_EV_CTX_MAPPED = 1,	/* the process mmap'd the memfd it created as SP_CTX_MEMFD_NAME */
+	SP_EV_EXEC = 2,		/* the process exec'd: same pid and start time, another program */
+};
+
+#define SP_EV_CTX_PER_SEC   8	/* span-table events per process and second; past it: throttled */
+
+struct sp_proc_event {
+	__u64 time_ns;		/* bpf_ktime_get_ns(), the clock of struct sp_sample */
+	__u64 proc_start_ticks;	/* as in struct sp_sample */
+	__u64 addr;		/* SP_EV_CTX_MAPPED: the mapping's start and length */
+	__u64 len;
+	__u32 type;		/* enum sp_event_type */
+	__u32 tgid;
+	char comm[SP_COMM_LEN];	/* SP_EV_EXEC: the new program's name */
+};
+
+/* X(enum suffix, short name, what it counts), like SP_COUNTERS. */
+#define SP_EV_COUNTERS(X)                                                                      \
+	X(CTX_MAPPED, "ev_ctx_mapped", "span-table mappings seen and sent")                     \
+	X(EXEC, "ev_exec", "execs seen and sent")                                               \
+	X(THROTTLED, "ev_throttled", "span-table mappings past SP_EV_CTX_PER_SEC: not sent")    \
+	X(LOST_RINGBUF, "ev_lost_ringbuf", "event ring buffer full: event lost")                \
+	X(BUDGET_FULL, "ev_budget_full", "per-process throttle table update failed: not sent")
+
+enum sp_ev_counter {
+#define SP_EV_COUNTER_ENUM(id, name, help) SP_EV_CNT_##id,
+	SP_EV_COUNTERS(SP_EV_COUNTER_ENUM)
+#undef SP_EV_COUNTER_ENUM
+	SP_EV_CNT__MAX,
+};
+
 #ifndef __bpf__
+_Static_assert(sizeof(struct sp_proc_event) == 56, "sp_proc_event layout is ABI");
 _Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS, "sp_sample layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_proc) == 24, "sp_ctx_proc layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_header) == 80, "sp_ctx_header layout is ABI");

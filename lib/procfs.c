@@ -266,3 +266,122 @@ int procfs__read_mem(int dir_fd, uint64_t addr, void *buf, size_t len)
 	close(fd);
 	return err;
 }
+
+/* ---- file system types ------------------------------------------------------------------- */
+
+/* Copy a mountinfo field (ends at a space or the line's end) into out, \ooo escapes undone. */
+static int unescape_field(const char *s, const char *end, char *out, size_t len)
+{
+	size_t n = 0;
+
+	while (s < end && *s != ' ') {
+		char c = *s++;
+
+		if (c == '\\' && end - s >= 3 && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' &&
+		    s[1] <= '7' && s[2] >= '0' && s[2] <= '7') {
+			c = (char)((s[0] - '0') << 6 | (s[1] - '0') << 3 | (s[2] - '0'));
+			s += 3;
+		}
+		if (n + 1 >= len)
+			return -ENAMETOOLONG;
+		out[n++] = c;
+	}
+	out[n] = 0;
+	return 0;
+}
+
+/* Whether mount point m is path or a directory above it. */
+static int covers(const char *m, const char *path)
+{
+	size_t n = strlen(m);
+
+	if (n == 1 && m[0] == '/')
+		return 1;
+	return !strncmp(m, path, n) && (path[n] == 0 || path[n] == '/');
+}
+
+int procfs__parse_fstype(const char *mountinfo, size_t len, const char *path, char *type,
+			 size_t type_len)
+{
+	const char *s = mountinfo, *end = mountinfo + len;
+	size_t best = 0;
+	int found = 0;
+
+	if (!mountinfo || !path || path[0] != '/' || strstr(path, "/../") || !type || !type_len)
+		return -EINVAL;
+	while (s < end) {
+		const char *eol = memchr(s, '\n', end - s), *f = s, *sep;
+		char point[PATH_MAX];
+		size_t n;
+
+		if (!eol)
+			eol = end;
+		/* Fields: id parent major:minor root mount-point options [optional...] - type ... */
+		for (int i = 0; i < 4 && f < eol; i++) {
+			f = memchr(f, ' ', eol - f);
+			f = f ? f + 1 : eol;
+		}
+		sep = f < eol ? memmem(f, eol - f, " - ", 3) : NULL;
+		if (sep && !unescape_field(f, eol, point, sizeof(point)) && covers(point, path) &&
+		    (n = strlen(point)) >= best) {
+			if (unescape_field(sep + 3, eol, type, type_len))
+				return -ENAMETOOLONG;
+			best = n;
+			found = 1;
+		}
+		s = eol + 1;
+	}
+	return found ? 0 : -ENOENT;
+}
+
+int procfs__fstype(int dir_fd, const char *path, char *type, size_t type_len)
+{
+	char *buf;
+	long n;
+	int err;
+
+	if (dir_fd < 0)
+		return -EINVAL;
+	n = read_file_alloc(dir_fd, "mountinfo", 16u << 20, &buf, NULL);
+	if (n < 0)
+		return n;
+	err = procfs__parse_fstype(buf, n, path, type, type_len);
+	free(buf);
+	return err;
+}
+
+int procfs__fstype_remote(const char *type)
+{
+	static const char *const remote[] = { "fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3",
+					      "smbfs", "ncpfs", "9p", "ceph", "afs", "coda",
+					      "glusterfs", "lustre", "gfs2", "ocfs2", "virtiofs",
+					      "orangefs", "davfs", "sshfs" };
+	const char *test = getenv("SPANPROF_TEST_REMOTE_FSTYPES");
+	size_t n = strlen(type);
+
+	if (!strncmp(type, "fuse.", 5))
+		return 1;
+	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if (!strcmp(type, remote[i]))
+			return 1;
+	for (const char *t = test; t && *t; t += strcspn(t, ",") + (t[strcspn(t, ",")] == ',')) {
+		if (!strncmp(t, type, n) && (t[n] == ',' || t[n] == 0))
+			return 1;
+	}
+	return 0;
+}
+
+int procfs__fsmagic_remote(long magic)
+{
+	/* include/uapi/linux/magic.h and fs/smb: FUSE, NFS, SMB2, CIFS, SMB1, 9P, Ceph, AFS (two),
+	 * Coda, OCFS2, GFS2, Lustre, OrangeFS. */
+	static const unsigned long remote[] = { 0x65735546, 0x6969, 0xfe534d42, 0xff534d42, 0x517b,
+						0x01021997, 0x00c36400, 0x5346414f, 0x6b414653,
+						0x73757245, 0x7461636f, 0x01161970, 0x0bd00bd0,
+						0x20030528 };
+
+	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if ((unsigned long)magic == remote[i])
+			return 1;
+	return 0;
+}

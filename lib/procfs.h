@@ -56,4 +56,21 @@ int procfs__read_mem(int dir_fd, uint64_t addr, void *buf, size_t len);
 int procfs__open_mem(int dir_fd);
 int procfs__pread_mem(int mem_fd, uint64_t addr, void *buf, size_t len);
 
+/*
+ * The file system type of path (absolute, as the process sees it; no symlinks, no "..") from a
+ * mountinfo text: the type of the last mount whose mount point is path or a directory above it.
+ * Mount points are unescaped (\040 is a space). Copies it into type. Returns 0, -ENOENT (no
+ * mount covers it: "/" is missing), -EINVAL (bad path), -ENAMETOOLONG. Nothing on the file system
+ * itself is asked (a hung FUSE or NFS server cannot stall this); procfs__fstype reads at most
+ * 16 MiB of <dir_fd>/mountinfo.
+ */
+int procfs__parse_fstype(const char *mountinfo, size_t len, const char *path, char *type,
+			 size_t type_len);
+int procfs__fstype(int dir_fd, const char *path, char *type, size_t type_len);
+/* Whether a file system type (mountinfo's, e.g. "nfs4", "fuse.sshfs") is remote or served by a
+ * user process (FUSE), whose reads may hang: also any type listed in $SPANPROF_TEST_REMOTE_FSTYPES
+ * (comma-separated; tests). statfs_magic: the f_type of fstatfs, the same question (0: unknown). */
+int procfs__fstype_remote(const char *type);
+int procfs__fsmagic_remote(long statfs_magic);
+
 #endif /* SPANPROF_PROCFS_H */

@@ -424,6 +424,12 @@ close_socket:
 int diagipc__enable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
 			    uint32_t *hresult)
 {
+	return diagipc__enable_perfmap_within(dir_fd, root_fd, pid, nspid, type, 0, hresult);
+}
+
+int diagipc__enable_perfmap_within(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
+				   int timeout_ms, uint32_t *hresult)
+{
 	uint8_t le[4] = { (uint8_t)type, (uint8_t)(type >> 8), (uint8_t)(type >> 16),
 			  (uint8_t)(type >> 24) };
 	struct diagipc_target t;
@@ -432,6 +438,8 @@ int diagipc__enable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_
 	err = diagipc__target_init(&t, dir_fd, root_fd, pid, nspid);
 	if (err)
 		return err;
+	if (timeout_ms > 0)
+		t.timeout_ms = timeout_ms;
 	return diagipc__command(&t, DIAGIPC_SET_PROCESS, DIAGIPC_PROCESS_ENABLE_PERFMAP, le,
 				sizeof(le), hresult);
 }

@@ -114,6 +114,9 @@ int diagipc__command(const struct diagipc_target *t, uint8_t command_set, uint8_
  * same returns as diagipc__command (and those of diagipc__target_init). hresult may be NULL. */
 int diagipc__enable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
 			    uint32_t *hresult);
+/* The same, giving up after timeout_ms (> 0; DIAGIPC_DEFAULT_TIMEOUT_MS otherwise). */
+int diagipc__enable_perfmap_within(int dir_fd, int root_fd, int pid, int nspid, uint32_t type,
+				   int timeout_ms, uint32_t *hresult);
 int diagipc__disable_perfmap(int dir_fd, int root_fd, int pid, int nspid, uint32_t *hresult);
 
 #endif /* SPANPROF_DIAGIPC_H */

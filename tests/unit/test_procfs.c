@@ -217,6 +217,64 @@ static void test_procfs_read_mem(void **state)
 	assert_int_equal(procfs__open_mem(-1), -EINVAL);
 }
 
+/* The type of the deepest mount above a path, from mountinfo text; nothing else is asked. */
+static void test_procfs_parse_fstype(void **state)
+{
+	static const char mi[] =
+		"22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+		"23 22 0:22 / /tmp rw shared:2 - tmpfs tmpfs rw\n"
+		"24 23 0:40 / /tmp/remote\\040dir rw master:3 - nfs4 srv:/x rw\n"
+		"25 23 0:41 / /tmp/fuse rw - fuse.sshfs host: rw\n"
+		"26 23 0:22 /perf-1.map /tmp/perf-1.map rw - fuseblk /dev/x rw\n"
+		"27 22 0:42 / /tmpx rw - xfs /dev/y rw\n"
+		"garbage without fields\n"
+		"28 22 0:43 / /odd rw no-separator-here";
+	char t[32];
+
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/perf-7.map", t, sizeof(t)), 0);
+	assert_string_equal(t, "tmpfs");
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/remote dir/perf-7.map", t, sizeof(t)), 0);
+	assert_string_equal(t, "nfs4");
+	assert_true(procfs__fstype_remote(t));
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/fuse/a/b", t, sizeof(t)), 0);
+	assert_string_equal(t, "fuse.sshfs");
+	assert_true(procfs__fstype_remote(t));
+	/* A bind mount over the file itself. */
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/perf-1.map", t, sizeof(t)), 0);
+	assert_string_equal(t, "fuseblk");
+	/* A prefix that is not a directory above: /tmpx is not under /tmp. */
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmpx/perf-1.map", t, sizeof(t)), 0);
+	assert_string_equal(t, "xfs");
+	assert_false(procfs__fstype_remote(t));
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/odd/perf-1.map", t, sizeof(t)), 0);
+	assert_string_equal(t, "ext4");
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "relative", t, sizeof(t)), -EINVAL);
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/../etc", t, sizeof(t)), -EINVAL);
+	assert_int_equal(procfs__parse_fstype("", 0, "/tmp/a", t, sizeof(t)), -ENOENT);
+	assert_int_equal(procfs__parse_fstype(mi, strlen(mi), "/tmp/fuse/a", t, 4), -ENAMETOOLONG);
+	/* The test knob adds types; the magic numbers cover the same file systems. */
+	assert_false(procfs__fstype_remote("tmpfs"));
+	setenv("SPANPROF_TEST_REMOTE_FSTYPES", "ext4,tmpfs", 1);
+	assert_true(procfs__fstype_remote("tmpfs"));
+	assert_false(procfs__fstype_remote("tmp"));
+	unsetenv("SPANPROF_TEST_REMOTE_FSTYPES");
+	assert_true(procfs__fsmagic_remote(0x65735546));	/* FUSE_SUPER_MAGIC */
+	assert_true(procfs__fsmagic_remote(0x6969));		/* NFS_SUPER_MAGIC */
+	assert_false(procfs__fsmagic_remote(0x01021994));	/* TMPFS_MAGIC */
+}
+
+/* This process's own mountinfo: / is always covered. */
+static void test_procfs_fstype_self(void **state)
+{
+	char t[64];
+	int fd = procfs__open(getpid());
+
+	assert_true(fd >= 0);
+	assert_int_equal(procfs__fstype(fd, "/", t, sizeof(t)), 0);
+	assert_true(t[0] != 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +286,8 @@ int main(void)
 		cmocka_unit_test(test_procfs_getenv_process),
 		cmocka_unit_test(test_procfs_open_root),
 		cmocka_unit_test(test_procfs_read_mem),
+		cmocka_unit_test(test_procfs_parse_fstype),
+		cmocka_unit_test(test_procfs_fstype_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -182,6 +182,51 @@ static void test_proctab_refresh_on_miss(void **state)
 	free_table(pt);
 }
 
+/* An exec: a new entry with the new program's mappings takes the pid and start time; the old
+ * one keeps its mappings for the samples taken before the exec, and is found by time only. */
+static void test_proctab_exec_splits(void **state)
+{
+	struct proctab *pt = proctab__new(root, &env);
+	struct proc *a, *b, *c;
+
+	fake_proc(4243, 300, "400000-401000 r-xp 00000000 fd:01 11 /bin/exec_a\n");
+	a = proctab__get(pt, 4243, 300, "exec_a");
+	assert_string_equal(proc__vma(a, 0x400100)->path, "/bin/exec_a");
+	testutil__proc_file(root, "4243", "maps", "400000-401000 r-xp 00000000 fd:01 12 /bin/exec_b\n");
+	b = proctab__exec(pt, a, "exec_b", 5000);
+	assert_non_null(b);
+	assert_ptr_not_equal(a, b);
+	assert_true(a->execed);
+	assert_true(a->gone);
+	assert_false(b->gone);
+	assert_string_equal(b->comm, "exec_b");
+	assert_string_equal(proc__vma(b, 0x400100)->path, "/bin/exec_b");
+	assert_string_equal(proc__vma(a, 0x400100)->path, "/bin/exec_a");	/* kept */
+	assert_null(b->syms);
+	/* The lookup finds the new program; time finds the one that ran then. */
+	assert_ptr_equal(proctab__find(pt, 4243, 300), b);
+	assert_ptr_equal(proctab__get(pt, 4243, 300, "x"), b);
+	assert_ptr_equal(proctab__at_time(pt, b, 4999), a);
+	assert_ptr_equal(proctab__at_time(pt, b, 5000), b);
+	assert_int_equal(proctab__exec(pt, a, "again", 6000), NULL);	/* an old entry: refused */
+	/* A second exec: three entries, each found by its time. */
+	c = proctab__exec(pt, b, "exec_c", 7000);
+	assert_non_null(c);
+	assert_ptr_equal(proctab__find(pt, 4243, 300), c);
+	assert_ptr_equal(proctab__at_time(pt, c, 6000), b);
+	assert_ptr_equal(proctab__at_time(pt, c, 100), a);
+	/* The oldest freed: time stops at the oldest still there. */
+	runtime__detach_all(a);
+	proctab__remove(pt, a);
+	assert_ptr_equal(proctab__at_time(pt, c, 100), b);
+	assert_ptr_equal(proctab__find(pt, 4243, 300), c);
+	/* Growing the buckets keeps exec'd entries out of the lookup. */
+	for (int i = 0; i < 600; i++)
+		proctab__get(pt, 100000 + i, 1, "ghost");
+	assert_ptr_equal(proctab__find(pt, 4243, 300), c);
+	free_table(pt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_proctab_reused_pid_is_gone),
 		cmocka_unit_test(test_proctab_missing_process),
 		cmocka_unit_test(test_proctab_refresh_on_miss),
+		cmocka_unit_test(test_proctab_exec_splits),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -172,7 +172,14 @@ static const struct proc_identity *otel_service(struct proc *p, struct proc_iden
 
 static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
 {
-	struct proc_identity *id = p->ident;
+	struct proc_identity *id;
+	struct proc *now;
+
+	/* A process is one service across exec (its launcher's samples too, env and cgroup being
+	 * the same): the entry of the program it exec'd into names it, while that entry is there. */
+	if (p->execed && (now = proctab__find(engine__procs(a->e), p->pid, p->start_ticks)))
+		p = now;
+	id = p->ident;
 
 	if (id)
 		return otel_service(p, id);
@@ -333,6 +340,15 @@ static void publish_metrics(struct agent *a)
 
 		C("sampler_events_total", "Sampler outcomes by kind (BPF counters).", l, c.bpf[i]);
 	}
+	for (int i = 0; i < SP_EV_CNT__MAX; i++) {
+		const char *l[] = { "outcome", sp_ev_counter_names[i], NULL };
+
+		C("process_events_total", "Process events by kind (BPF counters).", l, c.ev[i]);
+	}
+	C("process_events_throttled_total", "Span-table events left to the ordinary poll here.",
+	  NULL, c.ev_throttled + c.ev_urgent_full);
+	C("remote_files_refused_total", "Perf maps / jitdumps refused: on remote or FUSE file "
+	  "systems.", NULL, c.remote_refused);
 	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);
 	{
 		const char *causes[][2] = { { "ringbuf_full", NULL }, { "scratch", NULL },
@@ -465,6 +481,7 @@ int agent__run(const struct agent_opts *o)
 		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent",
 			 .ctx_procs_max = o->max_span_tables },
 		.enable_perfmap = o->enable_perfmap,
+		.allow_remote_files = o->allow_remote_files,
 		.perfmap_type = 1,
 		.pyroscope_labels = !o->full_span_labels,
 		.dotnet_only = !o->all_processes,

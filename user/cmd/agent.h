@@ -15,6 +15,7 @@ struct agent_opts {
 	uint32_t freq;		/* Hz per CPU (19) */
 	double interval;	/* seconds per window (15) */
 	int all_processes;	/* native processes too */
+	int allow_remote_files;	/* --allow-remote-files */
 	int enable_perfmap;
 	int full_span_labels;	/* trace_id/span_id/local_root_span_id instead of Pyroscope's */
 	const char *pyroscope_url;

@@ -54,6 +54,8 @@ static const char usage_record[] =
 	"      --by-span          print CPU time and top functions per local root span\n"
 	"      --pyroscope-labels span labels in Pyroscope's convention (span_id = local root)\n"
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
+	"      --allow-remote-files read perf maps and jitdumps on remote or FUSE file systems\n"
+	"                         (refused by default: a server that does not answer stalls us)\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
@@ -110,6 +112,7 @@ static const char usage_agent[] =
 	"      --full-span-labels     trace_id, span_id (active span), local_root_span_id instead of\n"
 	"                             Pyroscope's span_id = local root span\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
+	"      --allow-remote-files   read perf maps and jitdumps on remote or FUSE file systems\n"
 	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
 	"                             CPU, a power of two: 1 on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
@@ -185,7 +188,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
 	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
-	       OPT_MAX_SYMBOL_MB };
+	       OPT_MAX_SYMBOL_MB, OPT_REMOTE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -195,6 +198,7 @@ static int cmd_record(int argc, char **argv)
 		{ "by-span", no_argument, NULL, OPT_BY_SPAN },
 		{ "pyroscope-labels", no_argument, NULL, OPT_PYRO },
 		{ "no-enable-perfmap", no_argument, NULL, OPT_NO_ENABLE },
+		{ "allow-remote-files", no_argument, NULL, OPT_REMOTE },
 		{ "tiers", no_argument, NULL, OPT_TIERS },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
@@ -274,6 +278,9 @@ static int cmd_record(int argc, char **argv)
 		case OPT_NO_ENABLE:
 			o.enable_perfmap = 0;
 			break;
+		case OPT_REMOTE:
+			o.allow_remote_files = 1;
+			break;
 		case OPT_TIERS:
 			o.show_tiers = 1;
 			break;
@@ -329,7 +336,7 @@ static int cmd_agent(int argc, char **argv)
 	enum { OPT_INTERVAL = 256, OPT_ALL, OPT_PURL, OPT_PUSER, OPT_PPASS, OPT_PTOKEN, OPT_PTENANT,
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
-	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP,
+	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP, OPT_REMOTE,
 	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
@@ -358,6 +365,7 @@ static int cmd_agent(int argc, char **argv)
 		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
 		{ "full-span-labels", no_argument, NULL, OPT_FULL },
 		{ "no-enable-perfmap", no_argument, NULL, OPT_NO_ENABLE },
+		{ "allow-remote-files", no_argument, NULL, OPT_REMOTE },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 		{ "max-frames", required_argument, NULL, OPT_AMAX_FRAMES },
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
@@ -517,6 +525,9 @@ static int cmd_agent(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) || v == 0)
 				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
 			o.max_symbol_mb = v;
+			break;
+		case OPT_REMOTE:
+			o.allow_remote_files = 1;
 			break;
 		case OPT_AMAX_FRAMES:
 		case OPT_AMAX_STACKS:

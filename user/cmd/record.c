@@ -19,6 +19,7 @@
 #define POLL_MS 100
 
 static volatile sig_atomic_t stop;
+static volatile sig_atomic_t hurry;	/* a second signal: the exit skips what can wait */
 static volatile pid_t child;	/* `record -- COMMAND` */
 
 static void on_signal(int sig)
@@ -27,6 +28,8 @@ static void on_signal(int sig)
 	 * exits (Ctrl-C reaches it anyway through the terminal's process group). */
 	if (child > 0)
 		kill(child, sig);
+	else if (stop)
+		hurry = 1;
 	else
 		stop = 1;
 }
@@ -84,6 +87,7 @@ int record__run(const struct record_opts *o)
 			 .ringbuf_mb = o->ringbuf_mb, .bpf_stats = o->bpf_stats, .command = "record",
 			 .ctx_procs_max = o->max_span_tables },
 		.enable_perfmap = o->enable_perfmap,
+		.allow_remote_files = o->allow_remote_files,
 		.perfmap_type = 1,
 		.show_tiers = o->show_tiers,
 		.pyroscope_labels = o->pyroscope_labels,
@@ -92,6 +96,7 @@ int record__run(const struct record_opts *o)
 		.max_symbol_mb = o->max_symbol_mb,
 		.symsrv = o->symsrv,
 		.verbose = o->verbose,
+		.hurry = &hurry,
 	};
 	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
 	struct report_info ri = { .freq = o->freq, .by_span = o->by_span };
@@ -155,6 +160,8 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: sampling %s at %u Hz on %d CPUs\n",
 			o->npids ? "the given processes" : "every process", o->freq,
 			bpfsession__ncpus(engine__bpf(e)));
+	if (o->duration > 0)
+		engine__set_deadline(e, ri.t_start + (uint64_t)(o->duration * 1e9));
 	rc = run_loop(e, o, ri.t_start, &cmd_rc);
 
 	/* Stop sampling, then drain what is already in the ring buffer. */

@@ -19,6 +19,7 @@ struct record_opts {
 	int noutputs;
 	enum out_format format;	/* --format: forces every output's format */
 	int verbose;
+	int allow_remote_files;	/* --allow-remote-files */
 	int enable_perfmap;	/* --no-enable-perfmap clears it */
 	int show_tiers;
 	int by_span;

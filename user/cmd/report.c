@@ -50,6 +50,22 @@ void report__progress(FILE *f, struct engine *e, double elapsed_s)
 	fputc('\n', f);
 }
 
+/* Process events: span tables found when mapped, execs; what was left to the ordinary poll. */
+static void print_events(FILE *f, const struct engine_counters *c)
+{
+	if (c->ev_unavailable) {
+		fprintf(f, "  process events unavailable (%s): span tables found by polling, execs not "
+			"seen\n", strerror(c->ev_unavailable));
+		return;
+	}
+	fprintf(f, "  process events: span tables mapped %" PRIu64 " (read at once %" PRIu64
+		", registered at once %" PRIu64 "), execs %" PRIu64 " (of processes seen: %" PRIu64
+		", samples filed before their exec %" PRIu64 "); left to the poll: throttled %" PRIu64
+		" in BPF, %" PRIu64 " here, %" PRIu64 " past the retry list; lost %" PRIu64 "\n",
+		c->ev[SP_EV_CNT_CTX_MAPPED], c->ev_ctx, c->ev_ctx_at_once, c->ev[SP_EV_CNT_EXEC],
+		c->ev_exec, c->ev_before_exec, c->ev[SP_EV_CNT_THROTTLED] + c->ev[SP_EV_CNT_BUDGET_FULL],
+		c->ev_throttled, c->ev_urgent_full, c->ev[SP_EV_CNT_LOST_RINGBUF]);
+}
 
 static void print_top(FILE *f, const struct profile *prof, const char *key, const char *value,
 		      size_t n, uint64_t period_ns, const char *indent)
@@ -239,6 +255,11 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", undecodable %" PRIu64 ", process not hooked %" PRIu64 "\n",
 		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
 		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
+	print_events(f, &cnt);
+	if (cnt.remote_refused)
+		fprintf(f, "  refused: %" PRIu64 " perf maps / jitdumps on remote or FUSE file systems "
+			"(a server that does not answer would stall us; --allow-remote-files)\n",
+			cnt.remote_refused);
 	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", function start (no "
 		"symbol, lib!0x...) %" PRIu64 ", module+offset %" PRIu64 ", .NET named %" PRIu64
 		", .NET unnamed %" PRIu64 ", no mapping %" PRIu64 ", kernel %" PRIu64 "%s\n",

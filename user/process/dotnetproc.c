@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,7 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, const char *stem,
 			const char *ext)
 {
+	struct statfs sf;
 	struct stat st;
 
 	int64_t born, changed;
@@ -104,6 +106,18 @@ static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, c
 		d->stale++;
 		return;
 	}
+	/* Mounted there after on_remote_fs looked (a race): the file system's own answer. */
+	if (!(p->env && p->env->allow_remote_files) && !fstatfs(*fd, &sf) &&
+	    procfs__fsmagic_remote(sf.f_type)) {
+		set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: on a remote or FUSE file system "
+			  "(magic 0x%lx; --allow-remote-files reads it)", d->files.dir, stem, p->nspid,
+			  ext, (unsigned long)sf.f_type);
+		if (p->env && p->env->remote_refused)
+			(*p->env->remote_refused)++;
+		close(*fd);
+		*fd = -1;
+		return;
+	}
 	if (p->uid < 0 ||
 	    (S_ISREG(st.st_mode) && st.st_nlink == 1 && (int64_t)st.st_uid == p->uid))
 		return;
@@ -112,6 +126,32 @@ static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, c
 				     "not owned by the process's user (not the runtime's file)");
 	close(*fd);
 	*fd = -1;
+}
+
+/*
+ * A file on a remote or FUSE file system is never opened (unless allowed): a server that does not
+ * answer would hold us in an uninterruptible read. Asked of the process's mountinfo, which names
+ * every mount (a bind mount over the file itself too) without touching the file system. 0, or
+ * -EREMOTE after setting the state.
+ */
+static int on_remote_fs(struct proc *p, struct dotnet_state *d)
+{
+	static const char *const fmts[] = { "%s/perf-%d.map", "%s/jit-%d.dump" };
+	char path[DOTNET_DIR_MAX + 64], type[64];
+
+	if (p->env && p->env->allow_remote_files)
+		return 0;
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		snprintf(path, sizeof(path), fmts[i], d->files.dir, p->nspid);
+		if (procfs__fstype(p->dir_fd, path, type, sizeof(type)) || !procfs__fstype_remote(type))
+			continue;
+		set_state(d, DOTNETPROC_REFUSED, "refused %s: on a %s file system (remote or FUSE: "
+			  "its reads may hang; --allow-remote-files reads it)", path, type);
+		if (p->env && p->env->remote_refused)
+			(*p->env->remote_refused)++;
+		return -EREMOTE;
+	}
+	return 0;
 }
 
 /* Open whichever of the two files is not open yet. */
@@ -123,7 +163,7 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 	/* The directory comes from the environment, fixed at exec: read it once. */
 	if (p->root_fd < 0 ||
 	    (!d->files.dir[0] && dotnet__jit_dir(p->dir_fd, d->files.dir, sizeof(d->files.dir))) ||
-	    dotnet__open_jit_files_in(p->root_fd, d->files.dir, p->nspid, &f))
+	    on_remote_fs(p, d) || dotnet__open_jit_files_in(p->root_fd, d->files.dir, p->nspid, &f))
 		return;
 	not_its_own(p, d, &f.map_fd, "perf", "map");
 	not_its_own(p, d, &f.jitdump_fd, "jit", "dump");
@@ -273,19 +313,28 @@ int dotnetproc__sweep(void)
 
 static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
+	int err, timeout_ms = 0;
 	uint32_t hr = 0;
-	int err;
 
 	/* Perf maps are turned on only in processes we actually sample. */
-	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0)
+	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0 || o->talks_held)
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
 		return;
+	/* A silent socket may cost the whole timeout: never past the session's deadline. */
+	if (o->deadline_ns) {
+		uint64_t now = now_ns();
+
+		if (now + 1000000 >= o->deadline_ns)
+			return;
+		if ((o->deadline_ns - now) / 1000000 < DIAGIPC_DEFAULT_TIMEOUT_MS)
+			timeout_ms = (o->deadline_ns - now) / 1000000;
+	}
 	d->enable_tried = 1;
 	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
-	err = diagipc__enable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, o->perfmap_type,
-				      &hr);
+	err = diagipc__enable_perfmap_within(p->dir_fd, p->root_fd, p->pid, p->nspid,
+					     o->perfmap_type, timeout_ms, &hr);
 	if (err)
 		forget_enabled(p);
 	if (err == 0) {
@@ -458,10 +507,19 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	struct dotnet_state *d = state;
 	uint32_t hr;
 
+	/* Told to stop at once: no talk. The entry in the state directory stays, so the next
+	 * spanprof start turns its perf maps off (as after a kill -9). */
+	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
+		dotnet__close_jit_files(&d->files);
+		perfmap__free(d->pm);
+		free(d);
+		return;
+	}
 	/* Leave the process as we found it: perf map writing costs it CPU while it jits, and the
-	 * files we made it write would stay in its /tmp for good. */
+	 * files we made it write would stay in its /tmp for good. After an exec the runtime we
+	 * talked to is gone: nothing to turn off (its socket, if any, is the new program's). */
 	if (d->enabled_by_us && p->root_fd >= 0 &&
-	    (diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
+	    (p->execed || diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
 		remove_files(p, d);
 	if (d->enabled_by_us)

@@ -240,9 +240,15 @@ static void detach(struct proc *p, void *state, const struct runtime_env *env)
 {
 	struct hook_state *h = state;
 
-	/* A later process with this pid must not inherit the entry (nor fill the map). */
-	if (h->registered && env && env->ctx_map_fd >= 0)
-		bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	/* A later process with this pid must not inherit the entry (nor fill the map). After an
+	 * exec the entry may already be the new program's table: only ours goes. */
+	if (h->registered && env && env->ctx_map_fd >= 0) {
+		struct sp_ctx_proc cur;
+
+		if (bpf_map_lookup_elem(env->ctx_map_fd, &p->pid, &cur) == 0 &&
+		    cur.slots_addr == h->cp.slots_addr && cur.proc_start_ticks == p->start_ticks)
+			bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	}
 	spanctx_keys__free(h->keys);
 	free(h);
 }

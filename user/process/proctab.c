@@ -82,7 +82,7 @@ static void grow_buckets(struct proctab *pt)
 	pt->nbuckets = n;
 	memset(nb, 0xff, n * sizeof(*nb));
 	for (uint32_t i = 0; i < pt->n; i++)
-		if (pt->procs[i])
+		if (pt->procs[i] && !pt->procs[i]->execed)	/* an exec'd entry is found by idx only */
 			link_proc(pt, pt->procs[i]);
 }
 
@@ -373,7 +373,25 @@ close_dir:
 	return p;
 }
 
+static void unlink_proc(struct proctab *pt, struct proc *p);
+
 void proctab__remove(struct proctab *pt, struct proc *p)
+{
+	unlink_proc(pt, p);
+	pt->procs[p->idx] = NULL;
+	pt->next[p->idx] = pt->free_head;
+	pt->free_head = p->idx;
+	pt->live--;
+	proc_free(p);
+}
+
+struct proc *proctab__find(const struct proctab *pt, uint32_t pid, uint64_t start_ticks)
+{
+	return lookup(pt, pid, start_ticks);
+}
+
+/* Take p out of its bucket: lookups find the entry that replaces it (proctab__remove copes). */
+static void unlink_proc(struct proctab *pt, struct proc *p)
 {
 	uint32_t *link = &pt->buckets[bucket(pt, p->pid, p->start_ticks)];
 
@@ -381,11 +399,42 @@ void proctab__remove(struct proctab *pt, struct proc *p)
 		link = &pt->next[*link];
 	if (*link == p->idx)
 		*link = pt->next[p->idx];
-	pt->procs[p->idx] = NULL;
-	pt->next[p->idx] = pt->free_head;
-	pt->free_head = p->idx;
-	pt->live--;
-	proc_free(p);
+}
+
+struct proc *proctab__exec(struct proctab *pt, struct proc *p, const char *comm, uint64_t exec_ns)
+{
+	struct proc *np;
+
+	if (pt->procs[p->idx] != p || p->execed) {
+		errno = EINVAL;
+		return NULL;
+	}
+	unlink_proc(pt, p);
+	p->execed = 1;
+	np = get(pt, p->pid, p->start_ticks, comm, -1);
+	if (!np) {
+		p->execed = 0;
+		link_proc(pt, p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->gone = 1;
+	np->exec_ns = exec_ns;
+	np->before_exec = p->idx + 1;
+	return np;
+}
+
+struct proc *proctab__at_time(const struct proctab *pt, struct proc *p, uint64_t time_ns)
+{
+	/* Bounded by the table: each step goes to an older entry of the same process. */
+	for (uint32_t steps = 0; p && p->exec_ns > time_ns && p->before_exec && steps < pt->n; steps++) {
+		struct proc *old = proctab__at(pt, p->before_exec - 1);
+
+		if (!old || !old->execed || old->pid != p->pid || old->start_ticks != p->start_ticks)
+			break;	/* already freed: the newest entry is the best there is */
+		p = old;
+	}
+	return p;
 }
 
 struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm)

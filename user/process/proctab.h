@@ -43,11 +43,18 @@ struct proc {
 	int gone;		/* exited, or the pid now belongs to another process */
 	int retired;		/* gone, its frames named, its runtimes detached and fds closed */
 	int sampled;		/* a target: seen in a sample, or named with -p */
+	int execed;		/* its program exec'd another: a newer entry has its pid and start time
+				 * (gone is set: its /proc directory now shows the new program) */
+	uint64_t exec_ns;	/* its program began with an exec seen at this time (bpf clock), or 0 */
+	uint32_t before_exec;	/* idx + 1 of the entry of the program before that exec, or 0 */
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
 	uint64_t maps_cost_ns;	/* what that read and parse cost */
 	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
+	uint64_t ev_window_ns;	/* the engine's throttle of maps reads on process events */
+	uint32_t ev_reads;
+	uint64_t ev_urgent_ns;	/* when its span table was last retried at once */
 	const struct runtime_env *env;	/* the session's, for its runtimes */
 	struct rt_instance rt[RT__MAX];	/* runtime instances (runtime.h) */
 	struct proc_syms *syms;	/* the symbolizer's frames of this process, owned by it */
@@ -68,6 +75,16 @@ void proctab__free(struct proctab *pt);	/* NULL-safe; closes every fd (detach ru
  * gone set and no mappings, so its samples are still counted.
  */
 struct proc *proctab__get(struct proctab *pt, uint32_t pid, uint64_t start_ticks, const char *comm);
+/* The entry of this pid and start time, or NULL: a lookup only. */
+struct proc *proctab__find(const struct proctab *pt, uint32_t pid, uint64_t start_ticks);
+/*
+ * p exec'd another program at exec_ns: p becomes execed and gone (its frames and mappings stay
+ * for its own samples) and leaves the lookup; a new entry (new mappings, no frames, runtimes
+ * detected anew) takes the pid and start time and is returned. NULL and errno ENOMEM (p stays).
+ */
+struct proc *proctab__exec(struct proctab *pt, struct proc *p, const char *comm, uint64_t exec_ns);
+/* The entry that ran as p at time_ns (bpf clock): p, or the program before an exec after it. */
+struct proc *proctab__at_time(const struct proctab *pt, struct proc *p, uint64_t time_ns);
 /* The process now running as pid (start time and name from /proc/<pid>/stat), as proctab__get
  * would file it. NULL and errno ESRCH when there is no such process. */
 struct proc *proctab__open(struct proctab *pt, uint32_t pid);

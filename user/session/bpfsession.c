@@ -323,18 +323,17 @@ uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s)
 	return s->ctx_procs_max;
 }
 
-int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
+int bpf_counters__sum(const struct bpf_map *map, uint32_t n, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	__u64 *vals;
 
 	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
 		return -ENOMEM;
-	for (__u32 k = 0; k < SP_CNT__MAX; k++) {
+	for (__u32 k = 0; k < n; k++) {
 		uint64_t sum = 0;
 
-		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
-					 ncpu * sizeof(*vals), 0))
+		if (bpf_map__lookup_elem(map, &k, sizeof(k), vals, ncpu * sizeof(*vals), 0))
 			continue;
 		for (int c = 0; c < ncpu; c++)
 			sum += vals[c];
@@ -342,6 +341,25 @@ int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
 	}
 	free(vals);
 	return 0;
+}
+
+int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
+{
+	return bpf_counters__sum(s->skel->maps.counters, SP_CNT__MAX, out);
+}
+
+int bpfsession__epoll_fd(const struct bpfsession *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+int bpfsession__is_target(const struct bpfsession *s, uint32_t pid)
+{
+	__u8 v;
+
+	if (!s->o.npids)
+		return 1;
+	return !bpf_map__lookup_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &v, sizeof(v), 0);
 }
 
 int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)

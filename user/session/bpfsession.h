@@ -47,6 +47,13 @@ uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s);
 
 /* Sum of every per-CPU counter. 0 or -errno. */
 int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX]);
+/* out[k] = the sum over CPUs of entry k < n of a per-CPU array of u64 counters. 0 or -errno. */
+struct bpf_map;
+int bpf_counters__sum(const struct bpf_map *map, uint32_t n, uint64_t *out);
+/* The ring buffer's epoll fd: polls readable when the sampler woke us (the ring fills). */
+int bpfsession__epoll_fd(const struct bpfsession *s);
+/* Whether the sampler profiles pid: always without -p, else when the pid filter holds it. */
+int bpfsession__is_target(const struct bpfsession *s, uint32_t pid);
 /* The sampler's run time so far: 0, or -ENODATA when not measured. */
 int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
 void bpfsession__free(struct bpfsession *s);	/* NULL-safe */

@@ -1,6 +1,7 @@
 /* engine.c: one sample from the ring buffer to a window; windows to profiles; process polling. */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "engine.h"
 #include "hookproc.h"
 #include "perfmap.h"
+#include "procevents.h"
 #include "proctab.h"
 #include "util.h"
 
@@ -17,11 +19,30 @@
 #define MAPS_REFRESH_NS (50 * 1000000ull)	/* at most this often on a symbolizer miss */
 #define MAX_LABELS	(8 + HOOKPROC_MAX_LABELS)
 #define ALIVE_CHECK_NS	(1000 * 1000000ull)	/* how often processes are checked for exit */
+/* A span table just mapped: until it is registered, tried again this often (its header is
+ * written right after the mmap), for at most URGENT_FOR_NS; at most URGENT_MAX processes. */
+#define URGENT_RETRY_MS 2
+#define URGENT_FOR_NS	(500 * 1000000ull)
+#define URGENT_MAX	64
+#define URGENT_AGAIN_NS (10 * 1000000000ull)
+/* Maps re-read at once on a span-table event: at most this many per process and second. */
+#define EV_READS_PER_SEC 4
+
+struct urgent {
+	uint32_t idx, pid;
+	uint64_t start_ticks, until_ns;
+};
 
 struct engine {
 	struct engine_opts o;
 	struct runtime_env env;
 	struct bpfsession *bpf;
+	struct procevents *pe;	/* NULL: unavailable (span tables found by polling only) */
+	int pe_err;		/* why (errno) */
+	uint64_t ev_drained_ns;	/* every event committed before this was handled */
+	struct urgent urgent[URGENT_MAX];
+	int nurgent;
+	int stopping;		/* engine__stop ran: the last polls are not cut short */
 	struct proctab *procs;
 	struct symbolizer *sym;
 	struct symsrv *symsrv;
@@ -32,6 +53,7 @@ struct engine {
 };
 
 static int handle_sample(void *ctx, const void *data, size_t size);
+static void handle_event(void *ctx, const struct sp_proc_event *ev);
 
 struct engine *engine__open(const struct engine_opts *o, int *rc)
 {
@@ -52,12 +74,14 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 				       .perfmap_type = o->perfmap_type ? o->perfmap_type : 1,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
 				       .perfmaps_ours = o->perfmaps_ours,
+				       .allow_remote_files = o->allow_remote_files,
 				       .verbose = o->verbose };
 	/* Windows name their frames at each cut: after two of them without a sample, nothing of an
 	 * idle process's symbol data is needed until it runs again. One window (record): kept. */
 	e->env.idle_release_ns = 2 * o->interval_ns;
 	perfmap__set_budget(((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB)
 			     << 20) / PERFMAP_BYTES_PER_RANGE);
+	e->env.remote_refused = &e->c.remote_refused;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");
@@ -81,6 +105,9 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	if (!e->bpf)
 		goto err_free;
 	e->env.ctx_map_fd = bpfsession__ctx_map_fd(e->bpf);
+	e->pe = procevents__open(e->env.ctx_map_fd, handle_event, e);
+	if (!e->pe)
+		e->pe_err = errno;
 	/* A spanprof killed before it could leave processes as found: finish its job first. */
 	e->c.leftovers_undone = dotnetproc__sweep();
 	return e;
@@ -91,6 +118,12 @@ err_free:
 }
 
 /* ---- samples -------------------------------------------------------------------------------- */
+
+static void drain_events(struct engine *e)
+{
+	e->ev_drained_ns = now_ns();
+	procevents__consume(e->pe);
+}
 
 static int handle_sample(void *ctx, const void *data, size_t size)
 {
@@ -120,9 +153,20 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 	memcpy(pcomm, smp->pcomm, SP_COMM_LEN);
 	pcomm[SP_COMM_LEN] = 0;
 
+	/* An exec before this sample must be known before its frames are named. */
+	if (e->pe && smp->time_ns >= e->ev_drained_ns)
+		drain_events(e);
 	p = proctab__get(e->procs, smp->tgid, smp->proc_start_ticks, pcomm);
 	if (!p)
 		goto nomem;
+	if (smp->time_ns < p->exec_ns) {
+		/* Taken before an exec already handled: the program before it ran this. */
+		p = proctab__at_time(e->procs, p, smp->time_ns);
+		e->c.ev_before_exec++;
+	}
+	/* The summary names a process as its latest sample does (it may have renamed itself). */
+	if (pcomm[0] && strcmp(pcomm, p->comm))
+		snprintf(p->comm, sizeof(p->comm), "%s", pcomm);
 	if (!p->sampled || (e->env.idle_release_ns && p->last_sample_ns &&
 			    smp->time_ns > p->last_sample_ns + e->env.idle_release_ns)) {
 		p->sampled = 1;
@@ -206,7 +250,132 @@ static void retire(struct engine *e, struct proc *p, uint64_t now)
 		close(p->root_fd);
 	p->dir_fd = p->root_fd = -1;
 	p->retired = 1;
-	e->c.procs_exited++;
+	if (!p->execed)
+		e->c.procs_exited++;	/* an exec'd program's entry goes the same way; not an exit */
+}
+
+/* ---- process events ------------------------------------------------------------------------- */
+
+/* p's span table was just mapped: try to register it every URGENT_RETRY_MS for a while. */
+static void urgent_add(struct engine *e, struct proc *p, uint64_t now)
+{
+	for (int i = 0; i < e->nurgent; i++)
+		if (e->urgent[i].idx == p->idx && e->urgent[i].pid == p->pid)
+			return;
+	/* Retries keep the loop at URGENT_RETRY_MS: a process that maps tables in a loop gets them
+	 * once per URGENT_AGAIN_NS. */
+	if (p->ev_urgent_ns && now - p->ev_urgent_ns < URGENT_AGAIN_NS) {
+		e->c.ev_urgent_full++;
+		return;
+	}
+	p->ev_urgent_ns = now;
+	if (e->nurgent == URGENT_MAX) {
+		e->c.ev_urgent_full++;	/* found by the ordinary poll, later */
+		return;
+	}
+	e->urgent[e->nurgent++] = (struct urgent){ p->idx, p->pid, p->start_ticks, now + URGENT_FOR_NS };
+}
+
+static void poll_urgent(struct engine *e, uint64_t now)
+{
+	for (int i = 0; i < e->nurgent;) {
+		struct urgent *u = &e->urgent[i];
+		struct proc *p = proctab__at(e->procs, u->idx);
+
+		int due = p && p->pid == u->pid && p->start_ticks == u->start_ticks && !p->gone &&
+			  !hookproc__registered(p) && now < u->until_ns;
+
+		if (due) {
+			runtime__wake(p);
+			runtime__poll(p, now);
+		}
+		if (!due || hookproc__registered(p))
+			*u = e->urgent[--e->nurgent];
+		else
+			i++;
+	}
+}
+
+/* A bounded number of at-once maps reads per process: the rest waits for the ordinary poll. */
+static int ev_read_allowed(struct proc *p, uint64_t now)
+{
+	if (now - p->ev_window_ns >= 1000000000ull) {
+		p->ev_window_ns = now;
+		p->ev_reads = 0;
+	}
+	return p->ev_reads++ < EV_READS_PER_SEC;
+}
+
+static void ctx_mapped(struct engine *e, const struct sp_proc_event *ev, uint64_t now)
+{
+	char comm[SP_COMM_LEN + 1];
+	struct proc *p;
+
+	if (!bpfsession__is_target(e->bpf, ev->tgid)) {
+		e->c.ev_not_target++;
+		return;
+	}
+	memcpy(comm, ev->comm, SP_COMM_LEN);
+	comm[SP_COMM_LEN] = 0;
+	p = proctab__find(e->procs, ev->tgid, ev->proc_start_ticks);
+	if (p && p->retired)
+		return;
+	if (p && !ev_read_allowed(p, now)) {
+		e->c.ev_throttled++;
+		return;
+	}
+	if (!p)	/* new: its mappings are read now */
+		p = proctab__get(e->procs, ev->tgid, ev->proc_start_ticks, comm);
+	else if (proc__read_maps(p))
+		return;
+	if (!p || p->gone)
+		return;
+	e->c.ev_ctx++;
+	runtime__wake(p);
+	runtime__poll(p, now);
+	if (hookproc__registered(p))
+		e->c.ev_ctx_at_once++;
+	else
+		urgent_add(e, p, now);
+}
+
+static void exec_seen(struct engine *e, const struct sp_proc_event *ev, uint64_t now)
+{
+	struct proc *p = proctab__find(e->procs, ev->tgid, ev->proc_start_ticks), *np;
+	char comm[SP_COMM_LEN + 1];
+
+	/* Not seen before: its first sample reads the new program's mappings anyway. */
+	if (!p)
+		return;
+	memcpy(comm, ev->comm, SP_COMM_LEN);
+	comm[SP_COMM_LEN] = 0;
+	np = proctab__exec(e->procs, p, comm, ev->time_ns);
+	if (!np) {
+		e->c.dropped_nomem++;
+		return;
+	}
+	e->c.ev_exec++;
+	np->sampled = p->sampled;
+	/* The old program's runtimes go now (its BPF span-table entry went at the exec itself). */
+	retire(e, p, now);
+}
+
+static void handle_event(void *ctx, const struct sp_proc_event *ev)
+{
+	struct engine *e = ctx;
+	uint64_t now = now_ns();
+
+	switch (ev->type) {
+	case SP_EV_CTX_MAPPED:
+		ctx_mapped(e, ev, now);
+		break;
+	case SP_EV_EXEC:
+		exec_seen(e, ev, now);
+		break;
+	default:
+		e->c.malformed++;
+		break;
+	}
 }
 
 static void poll_processes(struct engine *e)
@@ -221,6 +390,11 @@ static void poll_processes(struct engine *e)
 
 		if (!p || p->retired)
 			continue;
+		/* Past the deadline, the loop's turn ends: the rest wait (or the end's last poll). */
+		if (e->env.deadline_ns && !e->stopping && now_ns() >= e->env.deadline_ns) {
+			e->c.polls_past_deadline++;
+			break;
+		}
 		if (p->gone || (check && !proc__alive(p))) {
 			retire(e, p, now);
 			continue;
@@ -257,13 +431,22 @@ static void prescan(struct engine *e)
 		}
 		closedir(d);
 	}
+	/* A silent diagnostics socket would hold the start up: talks begin with sampling. */
+	e->env.talks_held = 1;
 	poll_processes(e);
+	e->env.talks_held = 0;
 }
 
 int engine__attach(struct engine *e)
 {
 	int rc;
 
+	/* Events first: a process that starts during the scan is not missed. */
+	if (e->pe && (rc = procevents__attach(e->pe))) {
+		e->pe_err = -rc;
+		procevents__free(e->pe);
+		e->pe = NULL;
+	}
 	prescan(e);
 	/* The ring buffer is not read before the aggregator exists. */
 	if ((rc = bpfsession__attach(e->bpf)))
@@ -282,8 +465,22 @@ int engine__attach(struct engine *e)
 
 int engine__poll(struct engine *e, int timeout_ms)
 {
-	int err = bpfsession__poll(e->bpf, timeout_ms);
+	struct pollfd fds[2] = { { .fd = bpfsession__epoll_fd(e->bpf), .events = POLLIN },
+				 { .fd = e->pe ? procevents__fd(e->pe) : -1, .events = POLLIN } };
+	int err;
 
+	if (!e->pe)
+		err = bpfsession__poll(e->bpf, timeout_ms);
+	else {
+		if (e->nurgent && timeout_ms > URGENT_RETRY_MS)
+			timeout_ms = URGENT_RETRY_MS;
+		/* Either ring may wake us; the events are handled before the samples. */
+		if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR)
+			return -errno;
+		drain_events(e);
+		err = bpfsession__drain(e->bpf);
+		poll_urgent(e, now_ns());
+	}
 	poll_processes(e);
 	return err;
 }
@@ -366,11 +563,26 @@ void engine__prune(struct engine *e)
 	}
 }
 
+void engine__set_deadline(struct engine *e, uint64_t deadline_ns)
+{
+	e->env.deadline_ns = deadline_ns;
+}
+
 void engine__stop(struct engine *e)
 {
+	uint64_t now = now_ns();
+
+	/* From now on no talk to a process starts (the last reads of files still happen). */
+	if (!e->env.deadline_ns || e->env.deadline_ns > now)
+		e->env.deadline_ns = now;
+	e->stopping = 1;
 	bpfsession__detach(e->bpf);
+	if (e->pe)
+		drain_events(e);
 	bpfsession__drain(e->bpf);
 	bpfsession__counters(e->bpf, e->c.bpf);
+	if (e->pe)
+		procevents__counters(e->pe, e->c.ev);
 }
 
 void engine__free(struct engine *e)
@@ -380,12 +592,18 @@ void engine__free(struct engine *e)
 	for (uint32_t i = 0; e->procs && i < proctab__count(e->procs); i++) {
 		struct proc *p = proctab__at(e->procs, i);
 
+		if (e->o.hurry && *e->o.hurry && !e->env.talks_held) {
+			e->env.talks_held = 1;
+			fprintf(stderr, "spanprof: stopping at once: perf maps turned on by this run are "
+				"left on; the next spanprof start turns them off\n");
+		}
 		if (!p)
 			continue;
 		runtime__detach_all(p);
 		if (e->sym)
 			symbolizer__forget(e->sym, p);
 	}
+	procevents__free(e->pe);
 	bpfsession__free(e->bpf);
 	symbolizer__free(e->sym);
 	symsrv__free(e->symsrv);
@@ -398,6 +616,9 @@ void engine__counters(struct engine *e, struct engine_counters *out)
 {
 	if (e->bpf)
 		bpfsession__counters(e->bpf, e->c.bpf);
+	if (e->pe)
+		procevents__counters(e->pe, e->c.ev);
+	e->c.ev_unavailable = e->pe ? 0 : e->pe_err ? e->pe_err : EINVAL;
 	*out = e->c;
 }
 

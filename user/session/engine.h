@@ -4,10 +4,12 @@
 #ifndef SPANPROF_ENGINE_H
 #define SPANPROF_ENGINE_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "aggregate.h"
 #include "bpfsession.h"
+#include "procevents.h"
 #include "runtime.h"
 #include "symbolize.h"
 #include "symsrv.h"
@@ -28,6 +30,7 @@ struct engine_opts {
 	int pyroscope_labels;	/* span_id = the local root span id */
 	int dotnet_only;	/* keep samples of .NET processes only (counted otherwise) */
 	int perfmaps_ours;	/* perf maps were turned on by us (record -- COMMAND): remove them */
+	int allow_remote_files;	/* read perf maps / jitdumps on remote and FUSE file systems */
 	uint64_t first_window_ns;	/* length of the first window from attach; 0: one window */
 	uint64_t interval_ns;	/* of every later window */
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
@@ -35,6 +38,9 @@ struct engine_opts {
 	uint32_t max_symbol_mb;	/* .NET code ranges of all processes (0: ENGINE_MAX_SYMBOL_MB) */
 	struct symsrv_opts symsrv;	/* debug files by build id; no server (nor $DEBUGINFOD_URLS): off */
 	int verbose;
+	/* Set (by a signal handler) when the exit must not wait: processes are then left without a
+	 * talk (perf maps we turned on stay on, and the next start turns them off). NULL: never. */
+	volatile sig_atomic_t *hurry;
 };
 
 /* Losses and oddities seen in user space, reported next to the BPF counters. */
@@ -52,6 +58,19 @@ struct engine_counters {
 	uint64_t procs_pruned;	/* exited processes whose entry was freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
 	uint64_t ctx_reregistered;	/* span tables put back after the sampler's LRU dropped them */
+	/* Process events (procevents.h). */
+	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
+	int ev_unavailable;	/* 0, or the errno that kept them off (span tables then polled) */
+	uint64_t ev_ctx;	/* span-table events handled: maps read at once */
+	uint64_t ev_ctx_at_once;	/* ... whose table was registered then and there */
+	uint64_t ev_urgent_full;	/* ... left to the ordinary poll: too many retried at once, or
+					 * this process retried less than 10 s ago */
+	uint64_t ev_throttled;	/* ... past EV_READS_PER_SEC of their process: left to the poll */
+	uint64_t ev_not_target;	/* ... of processes not profiled (-p) */
+	uint64_t ev_exec;	/* execs of known processes: frames, mappings, runtimes anew */
+	uint64_t polls_past_deadline;	/* loop turns cut short by the deadline */
+	uint64_t remote_refused;	/* process-supplied files on remote / FUSE file systems refused */
+	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
 };
 
 struct engine;
@@ -76,6 +95,9 @@ int64_t engine__build(struct engine *e, const struct agg_window *w,
 		      struct profile **profiles, size_t n_profiles);
 /* Free the state of processes that exited and have no samples in an open window. */
 void engine__prune(struct engine *e);
+/* The session's end (CLOCK_MONOTONIC, 0: none): no talk to a process (diagnostics socket) starts
+ * at or past it, one started before gives up by then, and a loop turn stops polling processes. */
+void engine__set_deadline(struct engine *e, uint64_t deadline_ns);
 /* Stop sampling and drain what is left (the open window can still be cut). */
 void engine__stop(struct engine *e);
 /* Leave every process as found (runtimes detached) and free. NULL-safe. */

@@ -188,7 +188,8 @@ void symbolizer__free(struct symbolizer *sym)
 }
 
 /* Open the file behind a mapping. /proc/<pid>/map_files/<range> names exactly the inode that is
- * mapped (no path for a container to redirect); the path inside the root is the fallback.
+ * mapped (no path for a container to redirect); the path inside the root is the fallback, and
+ * the only way once the process exec'd (map_files then shows the new program's files).
  * Returns an fd, or -errno. */
 static int open_file(const struct proc *p, const struct vma *v)
 {
@@ -197,7 +198,7 @@ static int open_file(const struct proc *p, const struct vma *v)
 	int pfd, fd;
 
 	snprintf(name, sizeof(name), "map_files/%" PRIx64 "-%" PRIx64, v->start, v->end);
-	pfd = p->dir_fd >= 0 ? openat(p->dir_fd, name, O_PATH | O_CLOEXEC) : -1;
+	pfd = p->dir_fd >= 0 && !p->execed ? openat(p->dir_fd, name, O_PATH | O_CLOEXEC) : -1;
 	if (pfd >= 0) {
 		if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
 			close(pfd);

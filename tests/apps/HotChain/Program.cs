@@ -19,27 +19,45 @@ internal static class Program
     //        Marvin.ComputeHash32[PreJIT] <- R2RLoop <- Middle <- Outer <- Main (GetHashCode
     //        tail-calls Marvin, so its own frame is absent). R2R code is named only by the
     //        jitdump (PerfMapType 1 or 2), never by the perf map.
+    //   span jit, all of it inside one span started as Main's first statement (run with the hook in
+    //        DOTNET_STARTUP_HOOKS): prints "span <span_id>", so a test can ask that every sample of
+    //        Outer carries it, from the very first (tests/integration/procevents.sh).
+    private static readonly ActivitySource Src = new("HotChain");
+
     private static int Main(string[] args)
     {
+        using Activity? span = args.Length > 1 && args[1] == "span" ? StartSpan() : null;
         double seconds = 10;
         string mode = "jit";
         if (args.Length > 0 && !double.TryParse(args[0], System.Globalization.NumberStyles.Float,
                 System.Globalization.CultureInfo.InvariantCulture, out seconds))
         {
-            Console.Error.WriteLine("usage: HotChain [seconds=10] [jit|r2r|osr]");
+            Console.Error.WriteLine("usage: HotChain [seconds=10] [jit|r2r|osr|span]");
             return 2;
         }
         if (args.Length > 1)
             mode = args[1];
-        if (mode != "jit" && mode != "r2r" && mode != "osr")
+        if (mode != "jit" && mode != "r2r" && mode != "osr" && mode != "span")
         {
-            Console.Error.WriteLine($"HotChain: unknown mode '{mode}' (jit|r2r|osr)");
+            Console.Error.WriteLine($"HotChain: unknown mode '{mode}' (jit|r2r|osr|span)");
             return 2;
         }
         Console.WriteLine($"pid {Environment.ProcessId}");
-        double result = Outer(seconds, mode);
+        if (span != null)
+            Console.WriteLine($"span {span.SpanId.ToHexString()}");
+        double result = Outer(seconds, mode == "span" ? "jit" : mode);
         Console.WriteLine($"done {result:F3}");
         return 0;
+    }
+
+    private static Activity? StartSpan()
+    {
+        ActivitySource.AddActivityListener(new ActivityListener
+        {
+            ShouldListenTo = s => s.Name == "HotChain",
+            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+        });
+        return Src.StartActivity("hotchain-span");
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""fake_dotnet.py: an idle process that passes for .NET, for tests/integration/stalls.sh.
+
+It maps a file named libcoreclr.so (what spanprof detects .NET by) and listens on a diagnostics
+socket in /tmp that accepts connections (the kernel's backlog) and never answers; with
+"enable-only", it answers EnablePerfMap with OK and nothing else (DisablePerfMap at spanprof's
+exit then waits for its timeout).
+Usage: fake_dotnet.py DIR SECONDS [enable-only]; prints its pid once set up. DIR holds the fake
+libcoreclr.so.
+"""
+import mmap
+import os
+import socket
+import sys
+import time
+
+lib = os.path.join(sys.argv[1], "libcoreclr.so")
+with open(lib, "wb") as f:
+    f.write(b"\0" * 4096)
+f = open(lib, "rb")
+m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
+path = f"/tmp/dotnet-diagnostic-{os.getpid()}-1-socket"
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(128)
+print(os.getpid(), flush=True)
+end = time.monotonic() + float(sys.argv[2])
+try:
+    held = []
+    while len(sys.argv) > 3 and sys.argv[3] == "enable-only" and time.monotonic() < end:
+        s.settimeout(max(0.01, end - time.monotonic()))
+        try:
+            c, _ = s.accept()
+        except TimeoutError:
+            break
+        req = c.recv(64)
+        if len(req) >= 18 and req[16] == 0x04 and req[17] == 0x05:  # Process, EnablePerfMap
+            # DOTNET_IPC_V1 header (magic, u16 size, set 0xFF Server, id 0x00 OK), hresult 0
+            c.sendall(b"DOTNET_IPC_V1\0" + (24).to_bytes(2, "little") + b"\xff\x00\0\0" + b"\0" * 4)
+            c.close()
+        else:
+            held.append(c)  # never answered
+    time.sleep(max(0, end - time.monotonic()))
+finally:
+    os.unlink(path)
