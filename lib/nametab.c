@@ -174,7 +174,7 @@ static int set_insert(struct nameset *set, const char *p)
 {
 	uint32_t mask, k;
 
-	if ((set->n + 1) * 2 > set->nslots) {
+	if ((set->n + 1) * 4 > set->nslots * 3) {	/* at most 3/4 full: one pointer per name */
 		uint32_t n = set->nslots ? set->nslots * 2 : 64;
 		const char **s = calloc(n, sizeof(*s));
 

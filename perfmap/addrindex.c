@@ -150,8 +150,12 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 		ix->hbits_cap = cap;
 	}
 	if (id < CHUNK_SIZE && id >= ix->chunk0_cap) {
-		/* The first chunk grows by doubling so small processes stay small. */
-		uint32_t cap = ix->chunk0_cap ? ix->chunk0_cap * 2 : 256;
+		/* The first chunk grows by a quarter so small processes stay small: a .NET process's
+		 * few thousand methods leave at most a quarter of it unused (doubling left half). */
+		uint32_t cap = ix->chunk0_cap ? ix->chunk0_cap + ix->chunk0_cap / 4 : 256;
+
+		if (cap > CHUNK_SIZE)
+			cap = CHUNK_SIZE;
 		struct ai_entry *c;
 
 		if (!ix->chunks) {
