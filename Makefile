@@ -211,6 +211,7 @@ TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_procfs  = $(LIB_OBJS)
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
+TEST_OBJS_test_r2r     = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
@@ -281,9 +282,9 @@ unit: $(TESTS)
 # ---- fuzz and bench (perfmap) ----
 # libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
 # build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c lib/intern.c lib/hexnum.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h lib/intern.h lib/hexnum.h
-FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/hexnum.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/hexnum.h
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump $(BUILD)/fuzz/fuzz_r2r
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
 	$(call msg,FUZZ,$@)

@@ -13,7 +13,7 @@
 #include "r2r.h"
 
 /*
- * Checked against the .NET 10.0.12 shared framework (crossgen2 output, R2R major 17) and the
+ * Checked against the .NET 10.0.12 shared framework (crossgen2 output, R2R 16.0) and the
  * dotnet/runtime sources: docs/design/coreclr/botr/readytorun-format.md, readytorun.h,
  * nativeformatreader.h (NativeArray, NativeHashtable), ECMA-335 II.22-II.24 (metadata), and
  * the runtime's names: MethodDesc::GetFullMethodInfo = PrettyPrintSig (formattype.cpp, the
@@ -324,14 +324,14 @@ static enum r2r_status parse_pe(struct r2r_image *img, const struct src *s, stru
 	if (rva_to_off(img, le32(opt + dir_off + 14 * 8), sizeof(cor), &off) ||
 	    src_read(img, s, off, cor, sizeof(cor)))
 		return R2R_BAD_HEADER;
-	if (machine_arch(le16(coff + 4), &img->arm64))
-		return R2R_UNSUPPORTED;
 	h->md_rva = le32(cor + 8);
 	h->md_size = le32(cor + 12);
 	h->r2r_rva = le32(cor + 64);
 	h->r2r_size = le32(cor + 68);
 	if (!h->r2r_rva)
-		return R2R_NOT_R2R;
+		return R2R_NOT_R2R;	/* IL only (reference facades are even "x86") */
+	if (machine_arch(le16(coff + 4), &img->arm64))
+		return R2R_UNSUPPORTED;
 	return R2R_OK;
 }
 

@@ -177,6 +177,11 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", kernel %" PRIu64 "%s\n", st.frames, st.native_named, st.native_unnamed,
 		st.jit_named, st.jit_unnamed, st.unknown, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
+	if (st.jit_unnamed)
+		fprintf(f, "  .NET unnamed by cause: no perf map or image entry %" PRIu64 ", jitdump stopped %"
+			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 "\n",
+			st.unnamed_by[RT_UNNAMED_NO_ENTRY], st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED],
+			st.unnamed_by[RT_UNNAMED_IMAGE]);
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
 		char desc[768];
