@@ -1101,42 +1101,20 @@ static int nr_uint(const struct nreader *r, uint32_t at, uint32_t n, uint32_t *v
 	return 0;
 }
 
-/* NativeReader::DecodeUnsigned: the position after the value, 0 on bad input. */
+/* NativeReader::DecodeUnsigned: the position after the value, 0 on bad input. The low bits
+ * of the first byte say how many bytes follow (k trailing ones: k more bytes; four: a u32). */
 static uint32_t nr_unsigned(const struct nreader *r, uint32_t at, uint32_t *v)
 {
-	uint32_t b0, b;
+	uint32_t b0, rest = 0, k = 0;
 
 	if (nr_u8(r, at, &b0))
 		return 0;
-	if (!(b0 & 1)) {
-		*v = b0 >> 1;
-		return at + 1;
-	}
-	if (!(b0 & 2)) {
-		if (nr_u8(r, at + 1, &b))
-			return 0;
-		*v = b0 >> 2 | b << 6;
-		return at + 2;
-	}
-	if (!(b0 & 4)) {
-		if (nr_uint(r, at + 1, 2, &b))
-			return 0;
-		*v = b0 >> 3 | b << 5;
-		return at + 3;
-	}
-	if (!(b0 & 8)) {
-		if (nr_uint(r, at + 1, 3, &b))
-			return 0;
-		*v = b0 >> 4 | b << 4;
-		return at + 4;
-	}
-	if (!(b0 & 16)) {
-		if (nr_uint(r, at + 1, 4, &b))
-			return 0;
-		*v = b;
-		return at + 5;
-	}
-	return 0;
+	while (k < 5 && (b0 >> k & 1))
+		k++;
+	if (k == 5 || (k && nr_uint(r, at + 1, k, &rest)))
+		return 0;
+	*v = k == 4 ? rest : b0 >> (k + 1) | rest << (7 - k);
+	return at + 1 + k;
 }
 
 static uint32_t nr_signed(const struct nreader *r, uint32_t at, int32_t *v)
