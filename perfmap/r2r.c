@@ -580,6 +580,26 @@ static void putf(struct sb *b, const char *fmt, ...)
 	put(b, tmp);
 }
 
+/* "Ns.Name", or "Name" without a namespace. */
+static void put_name(struct sb *b, const char *ns, const char *name)
+{
+	if (*ns) {
+		put(b, ns);
+		put(b, ".");
+	}
+	put(b, name);
+}
+
+/* pre s post, when s is not empty ("[System.Runtime]"). */
+static void put_around(struct sb *b, const char *pre, const char *s, const char *post)
+{
+	if (!*s)
+		return;
+	put(b, pre);
+	put(b, s);
+	put(b, post);
+}
+
 /* A signature being read: bounded, and failing for good at the first bad byte. */
 struct sig {
 	const uint8_t *p, *end;
@@ -659,11 +679,7 @@ static void il_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 			il_class(img, T_TYPEDEF, img->enclosing[rid], b, depth + 1);
 			put(b, "/");
 		}
-		if (*ns) {
-			put(b, ns);
-			put(b, ".");
-		}
-		put(b, md_string(img, cell(img, T_TYPEDEF, rid, 1)));
+		put_name(b, ns, md_string(img, cell(img, T_TYPEDEF, rid, 1)));
 	} else if (table == T_TYPEREF) {
 		uint32_t scope = cell(img, T_TYPEREF, rid, 0);
 		const char *ns = md_string(img, cell(img, T_TYPEREF, rid, 2));
@@ -677,30 +693,14 @@ static void il_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 		if (!scope) {
 			put(b, "[*]");
 		} else if (stag == 2) {	/* AssemblyRef */
-			const char *a = md_string(img, cell(img, T_ASSEMBLYREF, srid, 6));
-
-			if (*a) {
-				put(b, "[");
-				put(b, a);
-				put(b, "]");
-			}
+			put_around(b, "[", md_string(img, cell(img, T_ASSEMBLYREF, srid, 6)), "]");
 		} else if (stag == 1) {	/* ModuleRef */
-			const char *m = md_string(img, cell(img, T_MODULEREF, srid, 0));
-
-			if (*m) {
-				put(b, "[.module ");
-				put(b, m);
-				put(b, "]");
-			}
+			put_around(b, "[.module ", md_string(img, cell(img, T_MODULEREF, srid, 0)), "]");
 		} else if (stag == 3 && srid) {	/* nested in a TypeRef */
 			il_class(img, T_TYPEREF, srid, b, depth + 1);
 			put(b, "/");
 		}
-		if (*ns) {
-			put(b, ns);
-			put(b, ".");
-		}
-		put(b, md_string(img, cell(img, T_TYPEREF, rid, 1)));
+		put_name(b, ns, md_string(img, cell(img, T_TYPEREF, rid, 1)));
 	} else if (table == T_TYPESPEC) {
 		struct sig ts = { .out = b, .depth = depth + 1 };
 
@@ -938,11 +938,7 @@ static void ts_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 		b->bad = 1;
 		return;
 	}
-	if (*ns) {
-		put(b, ns);
-		put(b, ".");
-	}
-	put(b, name);
+	put_name(b, ns, name);
 }
 
 static const char *const ts_prim[] = {
