@@ -1324,9 +1324,11 @@ static enum r2r_status read_functions(struct r2r_image *img, const uint8_t *b, u
 		/* arm64 entries have no end: the next function's start bounds it */
 		img->rf[i].end = img->arm64 ? 0 : le32(b + (uint64_t)i * esz + 4);
 		img->rf[i].method = NO_METHOD;
+		/* Sorted and disjoint as the compiler writes them: lookups depend on it. */
 		if (i && img->rf[i].begin < img->rf[i - 1].begin)
-			return R2R_BAD_HEADER;	/* sorted by the compiler: lookups depend on it */
-		if (!img->arm64 && img->rf[i].end <= img->rf[i].begin)
+			return R2R_BAD_HEADER;
+		if (!img->arm64 && (img->rf[i].end <= img->rf[i].begin ||
+				    (i && img->rf[i].begin < img->rf[i - 1].end)))
 			return R2R_BAD_HEADER;
 	}
 	for (uint32_t i = 0; img->arm64 && i < n; i++)
