@@ -27,6 +27,7 @@
 #define MD_SIGNATURE	0x424A5342u	/* "BSJB" */
 #define NAME_MAX_LEN	2048
 #define SIG_MAX_DEPTH	24
+#define NAME_MAX_STEPS	4096	/* types and classes visited for one name (TypeSpecs can nest) */
 
 enum {	/* READYTORUN_SECTION_* */
 	SEC_RUNTIME_FUNCTIONS = 102,
@@ -553,6 +554,7 @@ struct sb {
 	char buf[NAME_MAX_LEN];
 	size_t len;
 	int bad;	/* signature did not decode */
+	uint32_t steps;	/* work done: past NAME_MAX_STEPS the name is given up (bad) */
 	int foreign;	/* a type of another module: cannot be named from this image */
 };
 
@@ -664,7 +666,7 @@ static void il_type(const struct r2r_image *img, struct sig *s);
 static void il_class(const struct r2r_image *img, unsigned table, uint32_t rid, struct sb *b,
 		     int depth)
 {
-	if (depth > SIG_MAX_DEPTH) {
+	if (depth > SIG_MAX_DEPTH || ++b->steps > NAME_MAX_STEPS) {
 		b->bad = 1;
 		return;
 	}
@@ -743,8 +745,9 @@ static void il_type(const struct r2r_image *img, struct sig *s)
 	unsigned table;
 	uint32_t rid, n;
 
-	if (++s->depth > SIG_MAX_DEPTH) {
+	if (++s->depth > SIG_MAX_DEPTH || ++s->out->steps > NAME_MAX_STEPS || s->out->bad) {
 		s->out->bad = 1;
+		s->depth--;
 		return;
 	}
 	for (;;) {
@@ -906,7 +909,7 @@ static void ts_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 {
 	const char *ns, *name;
 
-	if (depth > SIG_MAX_DEPTH) {
+	if (depth > SIG_MAX_DEPTH || ++b->steps > NAME_MAX_STEPS) {
 		b->bad = 1;
 		return;
 	}
@@ -959,7 +962,8 @@ static void ts_type(const struct r2r_image *img, struct sig *s)
 	unsigned table;
 	uint32_t rid, n;
 
-	if (++s->depth > SIG_MAX_DEPTH || sig_u8(s, &et)) {
+	if (++s->depth > SIG_MAX_DEPTH || ++s->out->steps > NAME_MAX_STEPS || s->out->bad ||
+	    sig_u8(s, &et)) {
 		s->out->bad = 1;
 		s->depth--;
 		return;
@@ -996,7 +1000,7 @@ static void ts_type(const struct r2r_image *img, struct sig *s)
 				for (uint32_t i = 0; i < cnt && !sig_uint(s, &n); i++)
 					;
 		put(s->out, "[");
-		for (uint32_t i = 1; i < rank; i++)
+		for (uint32_t i = 1; i < rank && !s->out->bad; i++)
 			put(s->out, ",");
 		put(s->out, rank == 1 ? "*]" : "]");
 	} else if (et == ET_MODULE_ZAPSIG) {
@@ -1205,7 +1209,8 @@ static enum r2r_status read_methoddefs(struct r2r_image *img, const struct nread
 
 	if (!base)
 		return R2R_BAD_HEADER;
-	for (uint32_t rid = 1; rid <= img->tab[T_METHODDEF].rows; rid++) {
+	/* Only rows that both the array and the MethodDef table have. */
+	for (uint32_t rid = 1; rid <= img->tab[T_METHODDEF].rows && rid <= hdr >> 2; rid++) {
 		uint32_t at = narray_get(r, base, hdr >> 2, hdr & 3, rid - 1), fn;
 
 		if (!at)
@@ -1273,6 +1278,7 @@ bad:
 static enum r2r_status read_instances(struct r2r_image *img, const struct nreader *r)
 {
 	uint32_t header, shift, isz, nbuckets, esz;
+	uint64_t visits = 0;
 
 	if (nr_u8(r, r->rva, &header))
 		return R2R_BAD_HEADER;
@@ -1282,6 +1288,10 @@ static enum r2r_status read_instances(struct r2r_image *img, const struct nreade
 		return R2R_BAD_HEADER;
 	nbuckets = 1u << shift;
 	esz = isz == 0 ? 1 : isz == 1 ? 2 : 4;
+	/* The bucket table is in the section; entries take 2 bytes at least, so a section holds at
+	 * most len / 2 of them whatever the buckets claim (they could all span the section). */
+	if ((uint64_t)(nbuckets + 1) * esz + 1 > r->len)
+		return R2R_BAD_HEADER;
 	for (uint32_t bkt = 0; bkt < nbuckets; bkt++) {
 		uint32_t start, end, base = r->rva + 1;
 
@@ -1299,6 +1309,8 @@ static enum r2r_status read_instances(struct r2r_image *img, const struct nreade
 
 			if (!next)
 				break;
+			if (++visits > r->len / 2 + 1)
+				return R2R_BAD_HEADER;
 			if (read_instance(img, r, start + 1 + (uint32_t)delta))
 				return R2R_NOMEM;
 			start = next;
