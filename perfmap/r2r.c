@@ -767,10 +767,12 @@ static void il_type(const struct r2r_image *img, struct sig *s)
 
 			if (sig_token(s, &table, &rid))
 				break;
+			m.steps = s->out->steps;	/* one budget for the whole name */
 			put(&m, et == ET_CMOD_REQD ? " modreq(" : " modopt(");
 			il_class(img, table, rid, &m, s->depth);
 			put(&m, ")");
 			s->out->bad |= m.bad;
+			s->out->steps = m.steps;
 			prepend(app, sizeof(app), m.buf);
 			continue;
 		}
