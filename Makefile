@@ -178,7 +178,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
@@ -214,6 +214,7 @@ TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(LIB_OBJS)
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
+TEST_OBJS_test_r2r     = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
@@ -301,9 +302,9 @@ unit: $(TESTS)
 # ---- fuzz and bench (perfmap) ----
 # libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
 # build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c lib/intern.c lib/nametab.c lib/hexnum.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h lib/intern.h lib/nametab.h lib/hexnum.h
-FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump $(BUILD)/fuzz/fuzz_r2r
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
 	$(call msg,FUZZ,$@)

@@ -7,6 +7,8 @@
 # spanprof_memory_bytes by structure).
 #
 #   BUILD=build NS="1 10 25 50" DURATION=300 scripts/bench-node.sh
+# AGENT_ARGS adds agent options (e.g. --no-enable-perfmap, to leave other .NET processes on a
+# shared machine alone: the services here have their perf maps on from the start anyway).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -58,7 +60,8 @@ for (const u of process.argv.slice(2)) {
     http.get(u, r => { r.resume(); r.on("end", () => busy = false); }).on("error", () => busy = false); }, 1000 / rate);
 }' "$RATE" "${urls[@]}" &
 	PIDS+=($!)
-	"$BUILD/spanprof" agent -F "$HZ" --pyroscope-url "http://127.0.0.1:$(cat "$OUT/rx.ready")" \
+	# shellcheck disable=SC2086
+	"$BUILD/spanprof" agent -F "$HZ" ${AGENT_ARGS:-} --pyroscope-url "http://127.0.0.1:$(cat "$OUT/rx.ready")" \
 		--metrics-addr 127.0.0.1:0 > "$OUT/agent.log" 2>&1 &
 	agent=$!
 	PIDS+=($agent)

@@ -6,6 +6,7 @@
 //   query.js chain    JSON --leaf RE --chain A,B,C [--pid P]          among leaf matches, fraction with A..B..C in order (root->leaf)
 //   query.js named    JSON --pid P [--after NS]                        fraction of samples whose every frame is named
 //   query.js managed  JSON --pid P                                     fraction of samples with a named .NET frame and no unnamed frame
+//   query.js dotnet   JSON --pid P                                     .NET leaves and frames: how many are named
 //   query.js top      JSON [--pid P]                                   leaf functions by count
 //   query.js roots    JSON [--pid P]                                   samples by their outermost frame
 //   query.js unwound  JSON --pairs FILE [--pid P]                      adjacent frames that a reference unwind (FILE: "callee<TAB>caller" lines) never shows
@@ -124,6 +125,21 @@ case 'unwound': {
     if (wrong) bad += count(s);
   }
   out = { checked, bad, extra };
+  break;
+}
+case 'dotnet': {
+  // .NET code: a named method, a JIT address without a name ([unknown]) or precompiled code
+  // without one (a .dll's module+offset). Leaves per sample; frames per sample and stack slot.
+  const named = (f) => /\[[^\]]+\] \S.*::/.test(f);
+  const dotnet = (f) => named(f) || f === '[unknown]' || /\.dll\+0x[0-9a-f]+$/.test(f);
+  let leaves = 0, leavesNamed = 0, frames = 0, framesNamed = 0;
+  for (const s of samples) {
+    const c = count(s), leaf = leafOf(s);
+    if (dotnet(leaf)) { leaves += c; if (named(leaf)) leavesNamed += c; }
+    for (const f of s.stack) if (dotnet(f)) { frames += c; if (named(f)) framesNamed += c; }
+  }
+  out = { total, leaves, leaf_frac: leaves ? leavesNamed / leaves : 0, frames,
+          frame_frac: frames ? framesNamed / frames : 0 };
   break;
 }
 case 'top': {

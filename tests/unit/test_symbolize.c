@@ -195,6 +195,11 @@ static int rt_symbolize(struct proc *p, void *state, uint64_t addr, uint64_t tim
 			out->tier = jit_syms[i].tier;
 			return 0;
 		}
+	/* Why it is unnamed: the end of the .dll is an image it could not read, the end of the JIT
+	 * region was logged by a jitdump that stopped. */
+	out->unnamed = addr >= DLL_START + 0x6000 && addr < DLL_START + 0x8000 ? RT_UNNAMED_IMAGE :
+		       addr >= JIT_START + 0x8000 && addr < JIT_END ? RT_UNNAMED_JITDUMP_STOPPED :
+		       RT_UNNAMED_NOT_OURS;
 	return -ENOENT;
 }
 
@@ -721,6 +726,27 @@ static void test_symbolize_unnamed_claimed_file_frame_is_module_offset(void **st
 	assert_int_equal(st.jit_unnamed, 0);
 }
 
+/* Managed code the runtime cannot name is .NET unnamed, by cause, even in a file-backed mapping
+ * (a ReadyToRun .dll): still shown as module+offset, never counted as native. */
+static void test_symbolize_unnamed_managed_file_frame_counts_as_dotnet(void **state)
+{
+	struct symbolizer_stats st;
+	struct proc *p;
+	int64_t id;
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	id = symbolizer__user(fx.sym, p, DLL_START + 0x7000, 1, 5);
+	assert_int_equal(symbolizer__finish(fx.sym, fx.pt), 0);
+	assert_string_equal(name_of(p, id), "app.dll+0x7000");
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.native_unnamed, 0);
+	assert_int_equal(st.jit_unnamed, 1);
+	assert_int_equal(st.unnamed_by[RT_UNNAMED_IMAGE], 1);
+	assert_int_equal(symbolizer__finish(fx.sym, fx.pt), 0);
+	assert_int_equal(rt_symbolize_calls, 1);	/* not asked again */
+}
+
 /* forget frees a process's frames and counts them. */
 static void test_symbolize_forget_frees_frames(void **state)
 {
@@ -776,6 +802,9 @@ static void test_symbolize_stats_count_each_kind(void **state)
 	assert_int_equal(st.native_unnamed, 1);
 	assert_int_equal(st.jit_named, 1);
 	assert_int_equal(st.jit_unnamed, 2);
+	assert_int_equal(st.unnamed_by[RT_UNNAMED_NO_ENTRY], 1);
+	assert_int_equal(st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED], 1);
+	assert_int_equal(st.unnamed_by[RT_UNNAMED_IMAGE], 0);
 	assert_int_equal(st.unknown, 1);
 	assert_int_equal(st.kernel, 1);
 	assert_int_equal(st.forgotten, 0);
@@ -853,6 +882,7 @@ int main(void)
 		T(test_symbolize_runtime_frame_show_tiers),
 		T(test_symbolize_unnamed_runtime_frame_retried),
 		T(test_symbolize_unnamed_claimed_file_frame_is_module_offset),
+		T(test_symbolize_unnamed_managed_file_frame_counts_as_dotnet),
 		T(test_symbolize_forget_frees_frames),
 		T(test_symbolize_stats_count_each_kind),
 		T(test_symbolize_leaf_caller),

@@ -271,6 +271,11 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 	for (int i = 0; i < LEAF__MAX; i++)
 		fprintf(f, "%s %s %" PRIu64, i ? "," : "", leaf_outcome_names[i], st.leaf[i]);
 	fprintf(f, "\n");
+	if (st.jit_unnamed)
+		fprintf(f, "  .NET unnamed by cause: no perf map or image entry %" PRIu64 ", jitdump stopped %"
+			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 "\n",
+			st.unnamed_by[RT_UNNAMED_NO_ENTRY], st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED],
+			st.unnamed_by[RT_UNNAMED_IMAGE]);
 	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/sysmacros.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,21 @@
 #include "dotnetproc.h"
 #include "procfs.h"
 #include "proctab.h"
+#include "r2r.h"
 #include "rootfs.h"
 #include "util.h"
+#include "vec.h"
 
 #define REOPEN_NS (RUNTIME_BACKOFF_MAX_NS)	/* the file still missing while the other is read */
+#define MAX_IMAGES 1024		/* file-backed mappings looked at as ReadyToRun images, per process */
+
+/* A file mapped by the process, looked at once as a ReadyToRun image (shared by file identity
+ * across processes: perfmap/r2r.c). */
+struct dn_image {
+	uint64_t dev, ino;	/* as /proc/<pid>/maps gives them */
+	struct r2r_image *img;	/* NULL: could not be opened (unreadable) */
+	int managed;		/* a .NET image (PE with a CLI header, or a .dll/.exe we could not read) */
+};
 
 struct dotnet_state {
 	struct perfmap *pm;
@@ -34,6 +46,9 @@ struct dotnet_state {
 	uint32_t restarts;
 	uint32_t released;	/* times its symbol data was freed while it was idle */
 	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
+	struct dn_image *images;
+	size_t nimages, images_cap;
+	uint64_t r2r_named;	/* frames named from an image */
 };
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
@@ -447,6 +462,86 @@ static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 	return !v || v->kind != VMA_VDSO;
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+/*
+ * The image behind file mapping v, opened once per process through its root (never leaving it)
+ * and checked to be the very inode mapped; the parsed table is shared by every process that maps
+ * the same file. NULL when the process has too many.
+ */
+static struct dn_image *image_of(struct proc *p, struct dotnet_state *d, const struct vma *v)
+{
+	struct dn_image *im;
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < d->nimages; i++)
+		if (d->images[i].dev == v->dev && d->images[i].ino == v->ino)
+			return &d->images[i];
+	if (d->nimages >= MAX_IMAGES || VEC_RESERVE(d->images, d->images_cap, d->nimages + 1))
+		return NULL;
+	im = &d->images[d->nimages++];
+	memset(im, 0, sizeof(*im));
+	im->dev = v->dev;
+	im->ino = v->ino;
+	im->managed = ends_with(v->path, ".dll") || ends_with(v->path, ".exe");
+	fd = p->root_fd >= 0 ? rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, 0, 0) : -1;
+	if (fd < 0)
+		return im;
+	/* A path another file now sits at (replaced, or a container remapping it) is not read. */
+	if (!fstat(fd, &st) && ((uint64_t)major(st.st_dev) << 32 | minor(st.st_dev)) == v->dev &&
+	    st.st_ino == v->ino)
+		im->img = r2r__get(fd);
+	close(fd);
+	if (im->img) {
+		struct r2r_image_stats rs;
+
+		r2r__stats(im->img, &rs);
+		im->managed = rs.status != R2R_NOT_PE && rs.status != R2R_NOT_CLI;
+	}
+	return im;
+}
+
+/* Precompiled code named from its image, whatever the perf maps hold: 0, or -ENOENT with the
+ * reason in out->unnamed. */
+static int symbolize_image(struct proc *p, struct dotnet_state *d, uint64_t addr,
+			   struct rt_symbol *out)
+{
+	const struct vma *v = proc__vma(p, addr);
+	struct dn_image *im;
+	const char *name;
+	uint32_t rva;
+
+	if (!v || v->kind != VMA_FILE) {
+		struct perfmap_stats ps;
+
+		perfmap__stats(d->pm, &ps);
+		out->unnamed = ps.jitdump_stopped && d->files.map_fd < 0 ? RT_UNNAMED_JITDUMP_STOPPED :
+									    RT_UNNAMED_NO_ENTRY;
+		return -ENOENT;
+	}
+	im = image_of(p, d, v);
+	if (!im || !im->img || r2r__file_to_rva(im->img, addr - v->start + v->pgoff, &rva) ||
+	    !(name = r2r__lookup(im->img, rva, NULL, NULL))) {
+		struct r2r_image_stats rs;
+
+		r2r__stats(im ? im->img : NULL, &rs);
+		out->unnamed = !im || !im->managed ? RT_UNNAMED_NOT_OURS :
+			       im->img && rs.status == R2R_OK ? RT_UNNAMED_NO_ENTRY : RT_UNNAMED_IMAGE;
+		return -ENOENT;
+	}
+	d->r2r_named++;
+	out->name = name + perfmap__method_offset(name, strlen(name));
+	out->system_name = name;
+	out->tier = "PreJIT";	/* what the runtime's jitdump calls precompiled code */
+	return 0;
+}
+
 static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
 		     struct rt_symbol *out)
 {
@@ -458,7 +553,7 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
 	if (!s)
-		return -ENOENT;
+		return symbolize_image(p, d, addr, out);
 	out->name = s->name + perfmap__method_offset(s->name, strlen(s->name));
 	out->system_name = s->name;
 	out->tier = s->tier;
@@ -529,6 +624,9 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
+	for (size_t i = 0; i < d->nimages; i++)
+		r2r__put(d->images[i].img);
+	free(d->images);
 	free(d);
 }
 
@@ -540,6 +638,12 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 	perfmap__stats(d->pm, &ps);
 	snprintf(buf, len, "%s; %" PRIu64 " code ranges%s", d->detail, ps.entries,
 		 ps.jitdump_stopped ? "; jitdump stopped (runtime bug dotnet/runtime#132935)" : "");
+	if (d->r2r_named) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; %" PRIu64 " frames named from ReadyToRun images (%zu mapped files looked at)",
+			 d->r2r_named, d->nimages);
+	}
 	if (d->stale) {
 		size_t n = strlen(buf);
 

@@ -31,6 +31,15 @@ struct runtime_env {
 	int verbose;
 };
 
+/* Why code a runtime knows to be its own has no name (rt_symbol.unnamed, set with -ENOENT). */
+enum rt_unnamed {
+	RT_UNNAMED_NOT_OURS = 0,	/* not known to be the runtime's code */
+	RT_UNNAMED_NO_ENTRY,		/* JIT or precompiled code without a perf map / image entry */
+	RT_UNNAMED_JITDUMP_STOPPED,	/* JIT code, and the jitdump (the only source) stopped early */
+	RT_UNNAMED_IMAGE,		/* a managed image that could not be read, or is not R2R */
+	RT_UNNAMED__MAX,
+};
+
 /* A symbol a runtime gives for code it owns. */
 struct rt_symbol {
 	const char *name;	/* display name */
@@ -38,6 +47,7 @@ struct rt_symbol {
 	const char *tier;	/* "OptimizedTier1", ... or NULL */
 	uint64_t start, size;	/* the method's code range, prologue first (0, 0: not known, or
 				 * not a method: a stub) */
+	int unnamed;		/* on -ENOENT: enum rt_unnamed */
 };
 
 /* poll's answers, besides -errno (a failure: retried with the same backoff as RT_WAIT). */

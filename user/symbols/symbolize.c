@@ -72,11 +72,13 @@ struct frame {
 	uint32_t base;		/* string id of the file's basename, 0: not file-backed */
 	uint8_t pending;	/* runtime code: named (again) in finish */
 	uint8_t kind;		/* NK_* of a native frame */
-	uint8_t pad[2];
+	uint8_t unnamed;	/* counted as .NET unnamed, for this reason (enum rt_unnamed) */
+	uint8_t pad[1];
 	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
 #define TRUNCATED_ADDR UINT64_MAX	/* the key of a process's [truncated] frame */
+_Static_assert(RT_UNNAMED__MAX <= 4, "symbolizer_stats.unnamed_by is too small");
 
 struct proc_syms {
 	struct intern *keys;	/* addr -> frame index */
@@ -706,8 +708,10 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 
 	if (runtime__symbolize(p, fr->addr, fr->time_ns, &rs) == 0) {
 		sym->stats.jit_named++;
-		if (!first)
+		if (!first && fr->unnamed) {
 			sym->stats.jit_unnamed--;	/* named at last */
+			sym->stats.unnamed_by[fr->unnamed]--;
+		}
 		if (sym->opts.show_tiers && rs.tier && rs.tier[0])
 			snprintf(name, sizeof(name), "%s [%s]", rs.name, rs.tier);
 		else
@@ -720,14 +724,18 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	}
 	if (!first)
 		return 0;	/* still unnamed: keeps its fallback, tried again next window */
-	if (fr->base) {
+	/* Managed code without a name is .NET unnamed, whatever it looks like (a ReadyToRun .dll's
+	 * code shows as module+offset): the report says why, not "native". */
+	if (fr->base && rs.unnamed == RT_UNNAMED_NOT_OURS) {
 		sym->stats.native_unnamed++;
 		fr->kind = NK_OFFSET;
-		fr->name = module_offset(sym, fr->base, fr->file_off);
 	} else {
+		fr->unnamed = rs.unnamed > RT_UNNAMED_NOT_OURS && rs.unnamed < RT_UNNAMED__MAX ?
+			      rs.unnamed : RT_UNNAMED_NO_ENTRY;
 		sym->stats.jit_unnamed++;
-		fr->name = str_id(sym, "[unknown]");
+		sym->stats.unnamed_by[fr->unnamed]++;
 	}
+	fr->name = fr->base ? module_offset(sym, fr->base, fr->file_off) : str_id(sym, "[unknown]");
 	/* A file-backed frame the runtime does not know stays module+offset; nothing more will come
 	 * from an exited process either. */
 	if (fr->base || p->gone) {
