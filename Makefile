@@ -293,7 +293,7 @@ FUZZ_OBJ    := $(BUILD)/fuzz/obj
 FUZZ_ALL    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_TIME   ?= 600
-FUZZ_CHECK_RUNS ?= 2000
+FUZZ_CHECK_RUNS ?= 4000
 FUZZ_RUN    = -rss_limit_mb=2048 -artifact_prefix=$(BUILD)/fuzz/artifacts/$(1)- -print_final_stats=1
 # In a shell loop over t: the seed directories of target $t.
 FUZZ_CORPUS = $(BUILD)/fuzz/seeds/$${t\#fuzz_} $$(ls -d tests/fuzz/corpus/$${t\#fuzz_} 2>/dev/null)

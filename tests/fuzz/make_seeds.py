@@ -266,6 +266,114 @@ def spantable_seeds():
         write("spantable", "record-%d" % i, b"\x01\x00" + r + b"\0" * (656 - len(r)) + ktab)
 
 
+def pb_varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_field(num, wire, payload):
+    if wire == 0:
+        return pb_varint(num << 3) + pb_varint(payload)
+    if wire == 1:
+        return pb_varint(num << 3 | 1) + struct.pack("<d", payload)
+    return pb_varint(num << 3 | 2) + pb_varint(len(payload)) + payload
+
+
+def pb_any(v):
+    """opentelemetry.proto.common.v1.AnyValue of a Python value."""
+    if isinstance(v, bool):
+        return pb_field(2, 0, int(v))
+    if isinstance(v, int):
+        return pb_field(3, 0, v & (2**64 - 1))
+    if isinstance(v, float):
+        return pb_field(4, 1, v)
+    if isinstance(v, bytes):
+        return pb_field(7, 2, v)
+    if isinstance(v, list):
+        return pb_field(5, 2, b"".join(pb_field(1, 2, pb_any(x)) for x in v))
+    if isinstance(v, dict):
+        return pb_field(6, 2, b"".join(pb_field(1, 2, pb_kv(k, x)) for k, x in v.items()))
+    return pb_field(1, 2, v.encode())
+
+
+def pb_kv(key, value):
+    return pb_field(1, 2, key.encode()) + pb_field(2, 2, pb_any(value))
+
+
+def process_context(resource, attrs):
+    """ProcessContext (processcontext/v1development): resource = 1 (Resource.attributes = 1),
+    attributes = 2."""
+    res = b"".join(pb_field(1, 2, pb_kv(k, v)) for k, v in resource.items())
+    return pb_field(1, 2, res) + b"".join(pb_field(2, 2, pb_kv(k, v)) for k, v in attrs.items())
+
+
+def otelctx_seeds():
+    # data[0]: bit 0 the payload alone; else header + payload, with bit 1 the payload pointer,
+    # bit 2 the payload size patched in, bit 3 a span table mapped too.
+    resource = {"service.name": "checkout", "service.version": "1.2.3", "host.name": "node-1",
+                "process.pid": 4242, "deployment.environment.name": "prod", "sampled": True,
+                "ratio": 0.25, "blob": b"\x00\x01", "list": ["a", 1], "bad utf-8": "\udcff".encode(
+                    "utf-8", "surrogateescape").decode("latin-1")}
+    attrs = {"threadlocal.schema_version": "tlsdesc_v1_dev",
+             "threadlocal.attribute_key_map": ["local_root_span_id", "span_name", "tenant", "region"]}
+    full = process_context(resource, attrs)
+    write("otelctx", "payload", b"\x01" + full)
+    write("otelctx", "payload-map-in-resource", b"\x01" + process_context(dict(resource, **attrs), {}))
+    write("otelctx", "payload-bad-map", b"\x01" + process_context({}, {
+        "threadlocal.attribute_key_map": ["a", 3, {"k": "v"}]}))
+    write("otelctx", "payload-nested", b"\x01" + process_context({"deep": [[[[["x"]]]]]}, {}))
+    write("otelctx", "payload-long-value", b"\x01" + process_context({"service.name": "\u00e9" * 700}, {}))
+    write("otelctx", "payload-dup-keys", b"\x01" + pb_field(1, 2, pb_field(1, 2, pb_kv("a", "1")) +
+                                                             pb_field(1, 2, pb_kv("a", "2"))))
+    for cfg, name, payload in ((0x0E, "read", full), (0x06, "read-no-table", full),
+                               (0x0E, "read-mismatch", process_context({}, {
+                                   "threadlocal.attribute_key_map": ["x", "y", "tenant"]}))):
+        hdr = struct.pack("<8sIIQQ", b"OTEL_CTX", 2, len(payload), 1700000000 * 10**9, 0)
+        write("otelctx", name, bytes([cfg]) + hdr + payload)
+    write("otelctx", "read-v1", b"\x06" + struct.pack("<8sIIQQ", b"OTEL_CTX", 1, 0, 1, 0))
+    write("otelctx", "read-writing", b"\x06" + struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 0, 0, 0) + full)
+    write("otelctx", "read-too-big", b"\x02" + struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 2 << 20, 1, 0))
+    write("otelctx", "read-null-ptr", b"\x04" + struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 4, 1, 0) + full)
+
+
+def elfsym_seeds():
+    """Small real ELF files, built from the test_elfsym fixtures with $CC (none when it fails)."""
+    cc = os.environ.get("CC", "cc")
+    src = os.path.join(HERE, "..", "fixtures", "elf")
+    small = ["-O1", "-Wl,-z,max-page-size=4096", "-Wl,-z,noseparate-code"]
+    tmp = tempfile.mkdtemp(prefix="make_seeds.")
+    try:
+        def build(name, flags, source):
+            out = os.path.join(tmp, name)
+            subprocess.run([cc] + flags + small + ["-o", out, os.path.join(src, source)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return out
+
+        def tool(*args):
+            subprocess.run(list(args), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        lib = build("fx_lib.so", ["-fPIC", "-shared", "-nostdlib", "-Wl,--build-id=sha1"], "fx_lib.c")
+        build("fx_lib_nobid.so", ["-fPIC", "-shared", "-nostdlib", "-Wl,--build-id=none"], "fx_lib.c")
+        build("fx_pie", ["-fPIE", "-pie"], "fx_main.c")
+        dbg, stripped, linked = (os.path.join(tmp, n) for n in ("fx_lib.debug", "fx_stripped.so", "fx_dl.so"))
+        tool("strip", "--strip-all", "-o", stripped, lib)
+        tool("objcopy", "--only-keep-debug", lib, dbg)
+        tool("objcopy", "--strip-debug", "--strip-unneeded", "--add-gnu-debuglink=" + dbg, lib, linked)
+        for name in sorted(os.listdir(tmp)):
+            with open(os.path.join(tmp, name), "rb") as f:
+                write("elfsym", name, f.read())
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("make_seeds.py: no ELF seeds: %s" % e, file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         OUT = sys.argv[1]
@@ -275,3 +383,5 @@ if __name__ == "__main__":
     procfs_seeds()
     diagipc_seeds()
     spantable_seeds()
+    otelctx_seeds()
+    elfsym_seeds()
