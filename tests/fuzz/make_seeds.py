@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """make_seeds.py: write the seed corpora of the fuzz targets: make_seeds.py [OUTDIR].
 
-OUTDIR/<target>/ (default tests/fuzz/corpus/) gets a few valid and a few broken inputs per
-target. `make fuzz` runs it into build/fuzz/seeds/ (never committed); the ELF seeds are built
-with $CC. perfmap/jitdump seeds start with the 3 control bytes those targets read (config,
+OUTDIR/<target>/ gets a few valid and a few broken inputs per target; `make fuzz` runs it into
+build/fuzz/seeds/ (never committed); the ELF seeds are built with $CC. Without OUTDIR only the
+perfmap and jitdump corpora kept in git (tests/fuzz/corpus/) are rewritten. perfmap/jitdump seeds start with the 3 control bytes those targets read (config,
 split seed); their names are shaped like the ones .NET 10.0.12 writes (checked on this machine;
 see perfmap/README.md).
 """
@@ -375,13 +375,15 @@ def elfsym_seeds():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
+    perfmap_seeds_only = len(sys.argv) < 2  # the corpora kept in git: tests/fuzz/corpus/
+    if not perfmap_seeds_only:
         OUT = sys.argv[1]
     perfmap_seeds()
     jitdump_seeds()
-    kallsyms_seeds()
-    procfs_seeds()
-    diagipc_seeds()
-    spantable_seeds()
-    otelctx_seeds()
-    elfsym_seeds()
+    if not perfmap_seeds_only:
+        kallsyms_seeds()
+        procfs_seeds()
+        diagipc_seeds()
+        spantable_seeds()
+        otelctx_seeds()
+        elfsym_seeds()
