@@ -295,8 +295,8 @@ FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_TIME   ?= 600
 FUZZ_CHECK_RUNS ?= 4000
 FUZZ_RUN    = -rss_limit_mb=2048 -artifact_prefix=$(BUILD)/fuzz/artifacts/$(1)- -print_final_stats=1
-# In a shell loop over t: the seed directories of target $t.
-FUZZ_CORPUS = $(BUILD)/fuzz/seeds/$${t\#fuzz_} $$(ls -d tests/fuzz/corpus/$${t\#fuzz_} 2>/dev/null)
+# In a shell loop over t: the seed directories of target $t (a target without any starts empty).
+FUZZ_CORPUS = $$(ls -d $(BUILD)/fuzz/seeds/$${t\#fuzz_} tests/fuzz/corpus/$${t\#fuzz_} 2>/dev/null)
 OTELCTX_GEN := $(patsubst $(BUILD)/obj/gen/%.o,$(BUILD)/gen/%.c,$(OTELCTX_PROTO_OBJS))
 
 FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
