@@ -299,32 +299,99 @@ tools: $(TOOLS) $(NATIVE_APPS)
 unit: $(TESTS)
 	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
-# ---- fuzz and bench (perfmap) ----
-# libFuzzer targets build the perfmap core alone with clang; `make fuzz` builds them, run e.g.
-# build/fuzz/fuzz_perfmap -max_total_time=600 tests/fuzz/corpus/perfmap. The bench only prints.
+# ---- fuzz ----------------------------------------------------------------------------------
+# Every tests/fuzz/fuzz_X.c is a libFuzzer target (clang, ASan+UBSan) built with the sources in
+# FUZZ_SRCS_fuzz_X (each compiled once into $(BUILD)/fuzz/obj) and linked with FUZZ_LIBS_fuzz_X;
+# its corpus is tests/fuzz/corpus/X (small seeds kept in git, crash regressions) plus the seeds
+# make_seeds.py writes to $(BUILD)/fuzz/seeds/X. A new target is its .c file and one
+# FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
+# its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
+# (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
 PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c
 PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h
-FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_perfmap $(BUILD)/fuzz/fuzz_jitdump $(BUILD)/fuzz/fuzz_r2r
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJ    := $(BUILD)/fuzz/obj
+FUZZ_ALL    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_TIME   ?= 600
+FUZZ_CHECK_RUNS ?= 4000
+FUZZ_RUN    = -rss_limit_mb=2048 -artifact_prefix=$(BUILD)/fuzz/artifacts/$(1)- -print_final_stats=1
+# In a shell loop over t: the seed directories of target $t (a target without any starts empty).
+FUZZ_CORPUS = $$(ls -d $(BUILD)/fuzz/seeds/$${t\#fuzz_} tests/fuzz/corpus/$${t\#fuzz_} 2>/dev/null)
+OTELCTX_GEN := $(patsubst $(BUILD)/obj/gen/%.o,$(BUILD)/gen/%.c,$(OTELCTX_PROTO_OBJS))
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
+FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
+FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
+FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_elfsym    = user/symbols/elfsym.c $(LIB_SRCS)
+FUZZ_LIBS_fuzz_elfsym    = -ldw -lelf -lz -lstdc++
+FUZZ_SRCS_fuzz_diagipc   = perfmap/diagipc.c perfmap/dotnet.c $(LIB_SRCS)
+FUZZ_LIBS_fuzz_diagipc   = -lpthread
+FUZZ_SRCS_fuzz_procfs    = perfmap/dotnet.c user/process/proctab.c user/process/runtime.c user/process/identity.c \
+                           user/process/spanctx.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_spantable = user/process/hookproc.c user/process/spanctx.c user/process/proctab.c \
+                           user/process/runtime.c $(LIB_SRCS)
+FUZZ_LIBS_fuzz_spantable = -lbpf
+FUZZ_SRCS_fuzz_otelctx   = user/process/otelctx.c user/process/spanctx.c user/process/proctab.c \
+                           user/process/runtime.c $(OTELCTX_GEN) $(LIB_SRCS)
+FUZZ_LIBS_fuzz_otelctx   = -lprotobuf-c
+
+.PRECIOUS: $(FUZZ_OBJ)/%.o
+fuzz_objs = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(FUZZ_SRCS_$(1)))
+
+$(FUZZ_OBJ)/%.o: %.c | $(GEN_HDRS)
+	$(call msg,FUZZCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) \
+		$(if $(filter $(BUILD)/%,$<),,$(WARN)) -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(call fuzz_objs,fuzz_$$*) | $(GEN_HDRS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iperfmap -Ilib $(WARN) $< $(PERFMAP_CORE) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(CPPFLAGS) $(WARN) $< \
+		$(call fuzz_objs,fuzz_$*) $(FUZZ_LIBS_fuzz_$*) -o $@
 
-fuzz: $(FUZZ_TARGETS)
+-include $(shell find $(FUZZ_OBJ) -name '*.d' 2>/dev/null)
 
+FUZZ_SEEDS := $(BUILD)/fuzz/seeds/.stamp
+$(FUZZ_SEEDS): tests/fuzz/make_seeds.py $(wildcard tests/fixtures/*/*)
+	$(call msg,SEEDS,$(@D))
+	$(Q)rm -rf $(@D) && CC=$(CC) python3 tests/fuzz/make_seeds.py $(@D)
+	$(Q)touch $@
+
+fuzz: $(FUZZ_ALL:%=$(BUILD)/fuzz/%) $(FUZZ_SEEDS)
+
+# Each target briefly: its seeds, then mutations of them; new inputs go to a scratch directory,
+# never into the corpus. A crash, leak or sanitizer report fails the build.
+fuzzcheck: fuzz
+	$(Q)set -e; mkdir -p $(BUILD)/fuzz/artifacts; for t in $(FUZZ_ALL); do \
+		printf '  %-8s %s\n' FUZZCHK $$t; rm -rf $(BUILD)/fuzz/scratch; mkdir -p $(BUILD)/fuzz/scratch; \
+		$(BUILD)/fuzz/$$t $(call FUZZ_RUN,$$t) -runs=$(FUZZ_CHECK_RUNS) $(BUILD)/fuzz/scratch \
+			$(FUZZ_CORPUS) >$(BUILD)/fuzz/$$t.log 2>&1 || \
+			{ tail -40 $(BUILD)/fuzz/$$t.log >&2; exit 1; }; \
+	done
+
+# A long campaign, one target at a time; the growing corpus is kept in $(BUILD)/fuzz/corpus-X.
+fuzz-run: fuzz
+	$(Q)set -e; mkdir -p $(BUILD)/fuzz/artifacts; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$${t#fuzz_}; echo "== $$t"; \
+		$(BUILD)/fuzz/$$t $(call FUZZ_RUN,$$t) -max_total_time=$(FUZZ_TIME) $(FUZZ_ARGS) \
+			$(BUILD)/fuzz/corpus-$${t#fuzz_} $(FUZZ_CORPUS); \
+	done
+
+# ---- bench (perfmap) ------------------------------------------------------------------------
 $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERFMAP_CORE_HDRS)
 	$(call msg,BENCH,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -Ilib -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
 
-.PHONY: fuzz
+.PHONY: fuzz fuzzcheck fuzz-run
 
 # ---- top-level targets ---------------------------------------------------------------------
 all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 
-test: all apps tools unit hooktest
+test: all apps tools unit hooktest fuzzcheck
 	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
 
 demo: all apps
