@@ -192,6 +192,16 @@ for fw in net8.0 net9.0 net10.0; do
 	[ "${runtime%%.*}" = "$major" ] || fail "plain$major: ran on .NET $runtime"
 	labelled "plain$major" plain-job
 	pass ".NET $runtime ($([ "$fw" = net10.0 ] && echo installed || echo self-contained)): DOTNET_STARTUP_HOOKS=SpanProf.Hook.dll, span labels in the profile"
+	# .NET frames on this runtime: perf maps turned on by spanprof (the run above), and on from
+	# the start; what the runtime wrote is in its .NET line (perfmap/README.md keeps the table).
+	for mode in late start; do
+		if [ $mode = start ]; then profile_app "pm$major" 4 DOTNET_PerfMapEnabled=1 -- "${cmd[@]}"; n=pm$major; else n=plain$major; fi
+		r=$(query dotnet "$TMP/$n.json" --pid "$APP_PID")
+		note "$n (.NET $runtime, perf maps $mode): $(node -pe "const r=($r); 'leaves ' + r.leaf_frac.toFixed(4) + ', frames ' + r.frame_frac.toFixed(4) + ' named'"); $(grep -o "pid $APP_PID ([^)]*): .*code ranges[^;]*\(; jitdump stopped[^;]*\)\?" "$TMP/$n.txt" | sed 's/^pid [0-9]* ([^)]*): //')"
+		ge "$(field "$r" leaf_frac)" 0.95 || fail "$n: .NET leaves named in $(field "$r" leaf_frac) of samples"
+		ge "$(field "$r" frame_frac)" 0.99 || fail "$n: .NET frames named: $(field "$r" frame_frac)"
+	done
+	pass ".NET $runtime: .NET frames named with perf maps on from the start and turned on by spanprof"
 done
 
 # ---- 3. a runtime the hook cannot serve -------------------------------------------------------
