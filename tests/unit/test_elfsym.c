@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1312,6 +1313,60 @@ static void test_elfsym_truncated(void **state)
 	free(buf);
 }
 
+/* Issue 9, row 3: a string table the file declares but never stored (a sparse file: 200 MiB of
+ * table on a few KiB of disk) is refused, not read: the file's other table names it, in bounded
+ * time and memory. */
+static void test_elfsym_sparse_table_refused(void **state)
+{
+	const uint64_t at = 256ull << 20, size = 200ull << 20;
+	char path[PATH_MAX], sparse_path[PATH_MAX];
+	struct elfsym_stats st;
+	struct elfsym *es;
+	struct rusage r0, r1;
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh;
+	uint64_t stroff = 0, strsize = 0;
+	size_t len;
+	int fd, done = 0;
+
+	(void)state;
+	path_in(path, sizeof(path), "fx_lib.so");
+	buf = read_all(path, &len);
+	eh = (Elf64_Ehdr *)buf;
+	sh = (Elf64_Shdr *)(buf + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum && !done; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		stroff = sh[sh[i].sh_link].sh_offset;
+		strsize = sh[sh[i].sh_link].sh_size;
+		sh[sh[i].sh_link].sh_offset = at;
+		sh[sh[i].sh_link].sh_size = size;
+		done = 1;
+	}
+	assert_true(done);
+	path_in(sparse_path, sizeof(sparse_path), "fx_sparse.so");
+	fd = open(sparse_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, len, 0), (ssize_t)len);
+	assert_int_equal(pwrite(fd, buf + stroff, strsize, (off_t)at), (ssize_t)strsize);
+	assert_int_equal(ftruncate(fd, (off_t)(at + size)), 0);
+	close(fd);
+	getrusage(RUSAGE_SELF, &r0);
+	es = elfsym__open(AT_FDCWD, sparse_path);
+	getrusage(RUSAGE_SELF, &r1);
+	assert_non_null(es);
+	elfsym__stats(es, &st);
+	print_message("sparse: %" PRIu64 " tables refused, %" PRIu64 " .dynsym symbols kept, max RSS +%ld KiB\n",
+		      st.sparse, st.dynsym, r1.ru_maxrss - r0.ru_maxrss);
+	assert_int_equal(st.sparse, 1);
+	assert_true(st.dynsym > 0);	/* the exported functions still have their names */
+	assert_true(r1.ru_maxrss - r0.ru_maxrss < 64 * 1024);	/* the 200 MiB were not read */
+	elfsym__free(es);
+	unlink(sparse_path);
+	free(buf);
+}
+
 /* Mutation fuzz loop: flip bytes of the fixture (headers favoured) and feed it through a memfd. */
 static void test_elfsym_fuzz(void **state)
 {
@@ -1480,6 +1535,7 @@ int main(void)
 		cmocka_unit_test(test_elfsym_non_regular_refused),
 		cmocka_unit_test(test_elfsym_garbage),
 		cmocka_unit_test(test_elfsym_truncated),
+		cmocka_unit_test(test_elfsym_sparse_table_refused),
 		cmocka_unit_test(test_elfsym_fuzz),
 		cmocka_unit_test(test_elfsym_fuzz_eh_frame),
 	};

@@ -167,6 +167,23 @@ static int in_file(const struct elffile *f, uint64_t off, uint64_t len)
 	return off <= f->size && len <= f->size - off;
 }
 
+/*
+ * A table with a hole in the file: a sparse file declares what it never stored (a 536 MB string
+ * table on 16 KiB of disk), and reading it costs as much as a real one. What is not on disk is
+ * no symbol table anybody wrote: refused (counted as sparse). Small tables are not looked at.
+ * libelf reads with pread (ELF_C_READ), so moving the offset here is harmless.
+ */
+#define SPARSE_MIN (1u << 20)
+static int sparse(const struct elffile *f, uint64_t off, uint64_t len)
+{
+	off_t hole;
+
+	if (len < SPARSE_MIN || f->fd < 0)
+		return 0;
+	hole = lseek(f->fd, (off_t)off, SEEK_HOLE);
+	return hole >= 0 && (uint64_t)hole < off + len;
+}
+
 /* Open the ELF behind fd (taking it) and read its headers: segments go to es when es != NULL
  * (the main file), sections and the interesting section handles to f. Returns 0 or -errno. */
 static int elffile_open(struct elffile *f, int fd, struct elfsym *es)
@@ -286,6 +303,10 @@ static char *copy_strtab(struct elffile *f, GElf_Shdr *symsh, size_t *len)
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
 	    !in_file(f, sh.sh_offset, sh.sh_size) || sh.sh_size > MAX_TABLE)
 		return NULL;
+	if (sparse(f, sh.sh_offset, sh.sh_size)) {
+		*len = SIZE_MAX;	/* tells the caller why */
+		return NULL;
+	}
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return NULL;
@@ -334,9 +355,16 @@ static int load_table(struct elfsym *es, struct elffile *f, Elf_Scn *scn, int sr
 		es->stats.capped++;
 		return 0;
 	}
+	if (sparse(f, sh.sh_offset, sh.sh_size)) {
+		es->stats.sparse++;
+		return 0;
+	}
 	strtab = copy_strtab(f, &sh, &strlen_tab);
 	if (!strtab) {
-		es->stats.malformed++;
+		if (strlen_tab == SIZE_MAX)
+			es->stats.sparse++;
+		else
+			es->stats.malformed++;
 		return 0;
 	}
 	es->strtabs[slot] = strtab;

@@ -95,6 +95,7 @@ struct elfsym_stats {
 	uint64_t malformed;	/* bad name offset or section index, unreadable table */
 	uint64_t aliases;	/* dropped because another name at the same address was preferred */
 	uint64_t capped;	/* dropped because a cap (symbols, segments) was hit */
+	uint64_t sparse;	/* symbol or string tables refused: holes in the file where they lie */
 	uint64_t debug_rejected;	/* debug files found but refused (build id / CRC mismatch, no .symtab) */
 	uint64_t debug_outside_refused;	/* found outside the file's root without its build id */
 	uint64_t fdes;		/* function ranges kept from .eh_frame */
