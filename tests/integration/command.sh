@@ -35,12 +35,9 @@ DOTNET_STARTUP_HOOKS=/opt/other/Other.dll "$SPANPROF" record -d 10 -o "$TMP/h.pb
 grep -q '^/opt/other/Other.dll:.*SpanProf.Hook.dll$' "$TMP/hooks2" || fail "DOTNET_STARTUP_HOOKS not appended to: $(cat "$TMP/hooks2")"
 pass "an existing DOTNET_STARTUP_HOOKS is kept"
 
-# --user: the command runs as that user, spanprof stays root. Its file is in a directory of its
-# own under /tmp: $TMP's parents (a checkout in a 0700 directory) need not be open to nobody.
-udir=$(mktemp -d /tmp/spanprof-user.XXXXXX)
-rm_udir() { rm -rf "$udir"; }
-at_exit rm_udir
-chmod 711 "$udir"
+# --user: the command runs as that user, spanprof stays root (its file in world_dir: see lib.sh).
+world_dir
+udir=$WORLD_DIR
 : > "$udir/uid"
 chmod 666 "$udir/uid"
 "$SPANPROF" record -d 10 -o "$TMP/u.pb.gz" --user nobody -- sh -c "id -u > '$udir/uid'" > /dev/null 2>&1 ||

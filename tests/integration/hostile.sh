@@ -120,15 +120,18 @@ pass "forged stacks: $frames frames (cap 500), $stacks stacks (cap 40), every sa
 
 # A perf map that is not the process's own: in the jit dir of a process running as nobody, a hard
 # link to a root-only file. spanprof (root) must refuse it after opening it, never read it.
-chmod o+x "$TMP"
-mkdir -p "$TMP/jd"
-chmod 777 "$TMP/jd"
-printf '100000000 100000 SECRET_ROOT_ONLY_NAME\n' > "$TMP/secret"
-chmod 600 "$TMP/secret"
+# (All of it in world_dir, where nobody can reach its program and its jit dir: see lib.sh.)
+world_dir
+jd=$WORLD_DIR/jd
+mkdir -p "$jd"
+chmod 777 "$jd"
+install -m 755 "$FORGED" "$WORLD_DIR/forged_table"
+printf '100000000 100000 SECRET_ROOT_ONLY_NAME\n' > "$WORLD_DIR/secret"
+chmod 600 "$WORLD_DIR/secret"
 start_app --pid-line --timeout 30 "$TMP/h.out" setpriv --reuid=65534 --regid=65534 --clear-groups \
-	env DOTNET_PerfMapJitDumpPath="$TMP/jd" "$FORGED" garbage 20 "$TMP/jd/libcoreclr.so"
+	env DOTNET_PerfMapJitDumpPath="$jd" "$WORLD_DIR/forged_table" garbage 20 "$jd/libcoreclr.so"
 pid=$APP_PID
-ln "$TMP/secret" "$TMP/jd/perf-$pid.map"
+ln "$WORLD_DIR/secret" "$jd/perf-$pid.map"
 record h.pb.gz -p "$pid" -d 2 --no-enable-perfmap
 grep -q "pid $pid .*refused .*perf-$pid.map" "$TMP/h.txt" || { cat "$TMP/h.txt"; fail "a root-only hard link as perf map was not refused"; }
 grep -Eq "pid $pid .*; 0 code ranges" "$TMP/h.txt" || fail "the refused perf map was read"
@@ -211,3 +214,15 @@ rss=$(sed -n 's/.*max RSS \([0-9]*\) MiB.*/\1/p' "$TMP/big.txt")
 note "400,000-line perf map, --max-symbol-mb 16: $(grep -o '[0-9]* code ranges;' "$TMP/big.txt" | head -1) $(grep -o '[0-9]* code ranges not kept' "$TMP/big.txt"), max RSS $rss MiB"
 [ "$rss" -le 64 ] || fail "max RSS $rss MiB with a 16 MiB symbol budget"
 pass "symbol budget: the perf map read up to it, the rest counted, max RSS $rss MiB"
+
+# A perf map rewritten (truncated, written whole again) every 0.5 s: each truncation restarts the
+# read, and a restart waits 50 times what the last one cost (it was ~80 % of a CPU: every restart
+# with a fresh budget).
+start_app --pid-line --timeout 60 "$TMP/rw.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
+	"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 300000 30 0.1 20 500
+record rw.pb.gz -p "$APP_PID" -d 8 --no-enable-perfmap
+cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/rw.txt")
+note "300,000-line perf map rewritten every 0.5 s: spanprof used $cpu ms of CPU while sampling 8 s; $(grep -o '[0-9]* restarts ([0-9]* more deferred)' "$TMP/rw.txt")"
+grep -Eq "pid $APP_PID .* restarts \([1-9][0-9]* more deferred\)" "$TMP/rw.txt" || { cat "$TMP/rw.txt"; fail "no restart of the rewritten perf map was deferred"; }
+[ "$cpu" -le 700 ] || fail "$cpu ms of CPU in 8 s for a perf map rewritten every 0.5 s"
+pass "perf map rewritten every 0.5 s: $cpu ms of CPU in an 8 s recording, restarts paced"

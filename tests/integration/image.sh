@@ -215,7 +215,8 @@ stop "$pid"
 # ---- the app-patch path: hook copied by the init container, .NET app as another user -----------------
 # The init container's command, as its securityContext runs it (uid 65532, no capabilities), into
 # a directory standing in for the emptyDir.
-HOOKVOL=$TMP/spanprof-hook
+world_dir	# the hook volume and the app run as nobody below: somewhere nobody can reach (lib.sh)
+HOOKVOL=$WORLD_DIR/spanprof-hook
 mkdir -m 1777 "$HOOKVOL"
 initcmd=(cp -R /opt/spanprof/hook/. /spanprof-hook/)
 if [ -n "$KUBECTL" ]; then
@@ -227,7 +228,8 @@ buildah run --isolation=chroot --user 65532:65532 --cap-drop "$(IFS=,; echo "${A
 [ "$(stat -c %u "$HOOKVOL/SpanProf.Hook.dll")" = 65532 ] || fail "init container copy: wrong owner"
 pass "init container command (${initcmd[*]}) as uid 65532 copies the hook"
 
-APP=$BUILD/apps/HotChain/HotChain
+APP=$WORLD_DIR/HotChain/HotChain
+[ -x "$BUILD/apps/HotChain/HotChain" ] && cp -a "$BUILD/apps/HotChain" "$WORLD_DIR/HotChain"
 if [ -x "$APP" ]; then
 	hookpath=$(awk '/name: DOTNET_STARTUP_HOOKS/ { getline; print $2; exit }' "$TMP/app.yaml" 2>/dev/null || true)
 	hookpath=${hookpath:-/spanprof-hook/SpanProf.Hook.dll}

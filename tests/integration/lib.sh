@@ -253,6 +253,16 @@ count_samples() {
 AT_EXIT=()
 at_exit() { AT_EXIT+=("$1"); }
 
+# world_dir: WORLD_DIR, a directory under /tmp that another user can reach (mode 711), removed at
+# exit. For what runs as nobody: $TMP lies in the checkout, whose parents (a clone in a 0700
+# directory) need not be open to other users.
+world_dir() {
+	WORLD_DIR=$(mktemp -d /tmp/spanprof-world.XXXXXX)
+	chmod 711 "$WORLD_DIR"
+	at_exit rm_world_dir
+}
+rm_world_dir() { rm -rf "$WORLD_DIR"; }
+
 cleanup() {
 	local rc=$? p
 	trap - EXIT ERR

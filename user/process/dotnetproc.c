@@ -44,6 +44,8 @@ struct dotnet_state {
 	int enable_tried;
 	uint64_t last_open_ns;
 	uint32_t restarts;
+	uint32_t restarts_deferred;	/* truncations seen before the last restart's pause ended */
+	uint64_t next_restart_ns;	/* no restart before: RESTART_PACE times the last one's cost */
 	uint32_t released;	/* times its symbol data was freed while it was idle */
 	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
 	struct dn_image *images;
@@ -403,6 +405,28 @@ static int idle(const struct proc *p, struct dotnet_state *d, const struct runti
 	return 1;
 }
 
+/*
+ * A truncated file (-ESTALE) means a restart: both files read again from their start. A process
+ * that rewrites a big perf map every half second would make that a full read every time: a
+ * restart waits RESTART_PACE times what the last one cost (the data read so far is kept
+ * meanwhile, and the truncation counted as deferred).
+ */
+#define RESTART_PACE 50
+static int64_t restart_paced(struct proc *p, struct dotnet_state *d)
+{
+	uint64_t t0 = now_ns();
+	int64_t n;
+
+	if (t0 < d->next_restart_ns) {
+		d->restarts_deferred++;
+		return 0;
+	}
+	d->restarts++;
+	n = restart(p, d);
+	d->next_restart_ns = now_ns() + RESTART_PACE * (now_ns() - t0);
+	return n;
+}
+
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
@@ -428,19 +452,15 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		try_enable(p, d, o);	/* once, and only when o allows it */
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
-		if (n == -ESTALE) {
-			d->restarts++;
-			n = restart(p, d);
-		}
+		if (n == -ESTALE)
+			n = restart_paced(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
 	if (d->files.jitdump_fd >= 0) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
-		if (n == -ESTALE) {
-			d->restarts++;
-			n = restart(p, d);
-		}
+		if (n == -ESTALE)
+			n = restart_paced(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
@@ -665,7 +685,8 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 		size_t n = strlen(buf);
 
 		snprintf(buf + n, len - n, "; %" PRIu64 " malformed lines/records, %" PRIu64
-			 " dropped at a cap, %u restarts", ps.malformed, ps.capped, d->restarts);
+			 " dropped at a cap, %u restarts (%u more deferred)", ps.malformed, ps.capped,
+			 d->restarts, d->restarts_deferred);
 	}
 }
 

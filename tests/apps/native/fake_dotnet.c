@@ -2,8 +2,10 @@
  * perf map of LINES synthetic methods into DIR/perf-<pid>.map, the last one covering code it
  * copied into anonymous executable memory ("[Fake] Burst::Spin()"), as a JIT would. Every EVERY
  * seconds it runs that code for BURST_MS milliseconds (EVERY 0: never, an idle process), until
- * SECONDS have passed. Prints its pid once the map is written.
- * Usage: fake_dotnet FAKE_LIBCORECLR_PATH DIR LINES SECONDS EVERY BURST_MS */
+ * SECONDS have passed. Prints its pid once the map is written. With REWRITE_MS, it writes the
+ * whole perf map anew (truncated first) that often, as a runtime does when perf maps are turned
+ * off and on again, here without end.
+ * Usage: fake_dotnet FAKE_LIBCORECLR_PATH DIR LINES SECONDS EVERY BURST_MS [REWRITE_MS] */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -26,6 +28,21 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int write_map(const char *path, long lines, const unsigned char *code)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	/* Methods far below the spin code, each 0x40 bytes, names like a framework's. */
+	for (long i = 0; i < lines; i++)
+		fprintf(f, "%lx 40 [System.Private.Fake] System.Fake.Namespace%ld.Type%ld::Method%ld(int32,string)[OptimizedTier1]\n",
+			0x10000000ul + (unsigned long)i * 0x40, i % 97, i % 1009, i);
+	fprintf(f, "%lx %zx [Fake] Burst::Spin()[OptimizedTier1]\n", (unsigned long)(uintptr_t)code,
+		sizeof(spin_code));
+	return fclose(f) ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t iters = 1000000;
@@ -33,15 +50,15 @@ int main(int argc, char **argv)
 	void (*spin)(void);
 	double t0, end;
 	char path[4096];
-	FILE *f;
 	int fd;
 
-	if (argc != 7) {
-		fprintf(stderr, "usage: fake_dotnet FAKE_LIBCORECLR_PATH DIR LINES SECONDS EVERY BURST_MS\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: fake_dotnet FAKE_LIBCORECLR_PATH DIR LINES SECONDS EVERY BURST_MS [REWRITE_MS]\n");
 		return 2;
 	}
 	long lines = atol(argv[3]);
 	double seconds = atof(argv[4]), every = atof(argv[5]), burst = atof(argv[6]) / 1000;
+	double rewrite = argc > 7 ? atof(argv[7]) / 1000 : 0, rewritten;
 
 	fd = open(argv[1], O_RDWR | O_CREAT, 0644);
 	if (fd < 0 || ftruncate(fd, 4096) || mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED)
@@ -52,15 +69,7 @@ int main(int argc, char **argv)
 	memcpy(code, spin_code, sizeof(spin_code));
 	spin = (void (*)(void))code;
 	snprintf(path, sizeof(path), "%s/perf-%d.map", argv[2], (int)getpid());
-	if (!(f = fopen(path, "w")))
-		return 1;
-	/* Methods far below the spin code, each 0x40 bytes, names like a framework's. */
-	for (long i = 0; i < lines; i++)
-		fprintf(f, "%lx 40 [System.Private.Fake] System.Fake.Namespace%ld.Type%ld::Method%ld(int32,string)[OptimizedTier1]\n",
-			0x10000000ul + (unsigned long)i * 0x40, i % 97, i % 1009, i);
-	fprintf(f, "%lx %zx [Fake] Burst::Spin()[OptimizedTier1]\n", (unsigned long)(uintptr_t)code,
-		sizeof(spin_code));
-	if (fclose(f))
+	if (write_map(path, lines, code))
 		return 1;
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
@@ -74,7 +83,13 @@ int main(int argc, char **argv)
 	memcpy(code + 2, &iters, 8);
 
 	end = now_s() + seconds;
+	rewritten = now_s();
 	while (now_s() < end) {
+		if (rewrite > 0 && now_s() - rewritten >= rewrite) {
+			if (write_map(path, lines, code))
+				return 1;
+			rewritten = now_s();
+		}
 		if (every <= 0) {
 			sleep((unsigned)seconds + 1);	/* off the CPU the whole time */
 			continue;
