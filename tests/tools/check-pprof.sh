@@ -94,8 +94,20 @@ for (const l of lines) {
   if (!r) continue;
   if (BigInt(r[1]) !== 0n) goFlat.set(r[3], (goFlat.get(r[3]) ?? 0n) + BigInt(r[1]));
 }
+// go tool pprof also shortens some names for display: a trailing argument list or template
+// ("[Fake] Burst::Spin()" shows as "[Fake] Burst::Spin", "stub X<Y>" as "stub X"). A name go does not
+// show as is is compared under the shortest such form go shows (overloads then add up, as in go).
+const shorten = (n) => {
+  for (let m = n; ;) {
+    const t = m.replace(/\([^()]*\)$/, '').replace(/<[^<>]*>$/, '');
+    if (t === m) return n;
+    if (goFlat.has(t)) return t;
+    m = t;
+  }
+};
 const goName = (n) => goFlat.has(n) ? n :
-  /^0x[0-9a-f]+$/.test(n) ? '<unknown>' : n.replace(/^(.+)\+0x[0-9a-f]+$/, '[$1]');
+  /^0x[0-9a-f]+$/.test(n) ? '<unknown>' : /\+0x[0-9a-f]+$/.test(n) ? n.replace(/^(.+)\+0x[0-9a-f]+$/, '[$1]') :
+  shorten(n);
 const flat = new Map();
 for (const s of p.samples) {
   const leaf = s.stack.length ? goName(s.stack[s.stack.length - 1]) : null;
