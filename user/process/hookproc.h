@@ -26,7 +26,7 @@ struct pf_label;
 int hookproc__registered(const struct proc *p);
 /* A sample of p found no span table in the sampler's map although p has one registered: it was
  * evicted (the map is an LRU). Registers it again, at most once a second: 1 when it did. */
-int hookproc__evicted(struct proc *p, uint64_t now_ns);
+int hookproc__evicted(struct proc *p, uint64_t now_ns);	/* now_ns: CLOCK_MONOTONIC (a sample time) */
 
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);

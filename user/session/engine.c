@@ -180,7 +180,7 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		return 0;
 	}
 	p->last_sample_ns = smp->time_ns;
-	if (smp->ctx_status == SP_CNT_CTX_UNHOOKED && hookproc__evicted(p, now_ns()) > 0)
+	if (smp->ctx_status == SP_CNT_CTX_UNHOOKED && hookproc__evicted(p, smp->time_ns) > 0)
 		e->c.ctx_reregistered++;
 
 	/* pprof order: leaf first; kernel frames are above the user ones. */
