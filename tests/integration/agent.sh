@@ -178,9 +178,9 @@ const [rxFile, agentFile] = process.argv.slice(2);
 const lines = fs.readFileSync(rxFile, 'utf8').split('\n').filter(Boolean).map(JSON.parse);
 const log = fs.readFileSync(agentFile, 'utf8');
 const windows = [...log.matchAll(/window \d+: (\d+) samples, (\d+) series/g)].map(m => [+m[1], +m[2]]);
-const stopped = log.match(/agent stopped: (\d+) windows, (\d+) samples exported; sampler sent (\d+), lost (\d+) \(ring buffer full\) (\d+) \(scratch\); received (\d+), not profiled (\d+), malformed (\d+), out of memory (\d+), unencodable (\d+)/);
+const stopped = log.match(/agent stopped: (\d+) windows, (\d+) samples exported; sampler sent (\d+), lost (\d+) \(ring buffer full\) (\d+) \(scratch\); received (\d+), not profiled (\d+), malformed (\d+), out of memory (\d+), unencodable (\d+), left out (\d+)/);
 if (!stopped) throw new Error('no "agent stopped" line');
-const [, nwin, exported, sent, lostRb, lostScratch, received, notTarget, malformed, nomem, unenc] = stopped.map(Number);
+const [, nwin, exported, sent, lostRb, lostScratch, received, notTarget, malformed, nomem, unenc, leftOut] = stopped.map(Number);
 const bad = lines.filter(l => l.answered !== 200 || l.error);
 if (bad.length) throw new Error(`requests not accepted: ${JSON.stringify(bad[0]).slice(0, 400)}`);
 const withSeries = windows.filter(w => w[1] > 0).length;
@@ -195,7 +195,7 @@ for (const l of lines)
   }
 if (total !== exported) throw new Error(`receiver saw ${total} samples, agent exported ${exported}`);
 if (received !== sent) throw new Error(`sampler sent ${sent}, agent received ${received}`);
-if (exported !== received - notTarget - malformed - nomem - unenc)
+if (exported !== received - notTarget - malformed - nomem - unenc - leftOut)
   throw new Error(`exported ${exported} != received ${received} - not profiled ${notTarget} - losses`);
 console.log(JSON.stringify({ pushes: lines.length, windows: nwin, exported, sent, lostRb, notTarget, series }));
 EOF

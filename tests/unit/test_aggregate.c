@@ -40,14 +40,17 @@ static uint64_t build_total(struct agg_window *w, uint64_t *per_target)
 {
 	struct profile_opts po = { .period_ns = 10000000 };
 	struct profile *profs[2] = { profile__new(&po), profile__new(&po) };
-	uint64_t refused = 0;
+	uint64_t refused = 0, left_out = 0;
+	struct agg_window_info wi;
 	int64_t n;
 
 	assert_non_null(profs[0]);
 	assert_non_null(profs[1]);
-	n = aggregate__build(w, &sink, profs, 2, &refused);
+	n = aggregate__build(w, &sink, profs, 2, &refused, &left_out);
 	assert_true(n >= 0);
 	assert_int_equal(refused, 0);
+	aggregate__info(w, &wi);
+	assert_int_equal((uint64_t)n + left_out, wi.samples);	/* every sample added or counted */
 	per_target[0] += profile__total(profs[0]);
 	per_target[1] += profile__total(profs[1]);
 	assert_int_equal((uint64_t)n, profile__total(profs[0]) + profile__total(profs[1]));
@@ -106,10 +109,12 @@ static void test_aggregate_windows_add_up(void **state)
 		aggregate__window_free(w);
 	}
 	/* What was added past the last cut waits in the open window. */
+	assert_int_equal(aggregate__open_samples(a), expect[10]);
 	{
 		struct agg_window *w = aggregate__cut(a);
 		struct agg_window_info wi;
 
+		assert_int_equal(aggregate__open_samples(a), 0);
 		aggregate__info(w, &wi);
 		assert_int_equal(wi.samples, expect[10]);
 		got_total += wi.samples;
@@ -134,15 +139,19 @@ static void test_aggregate_late_samples_counted(void **state)
 	assert_int_equal(aggregate__add(a, 0, 0, &f, 1, NULL, 0), 0);
 	assert_int_equal(aggregate__add(a, SEC + 1, 0, &f, 1, NULL, 0), 0);
 	assert_int_equal(aggregate__add(a, 5 * SEC, 0, &f, 1, NULL, 0), 0);
+	/* Samples of both open windows count as open: a last flush must cut until none is. */
+	assert_int_equal(aggregate__open_samples(a), 3);
 	w = aggregate__cut(a);
 	aggregate__info(w, &wi);
 	assert_int_equal(wi.samples, 1);
 	aggregate__window_free(w);
+	assert_int_equal(aggregate__open_samples(a), 2);
 	w = aggregate__cut(a);
 	aggregate__info(w, &wi);
 	assert_int_equal(wi.samples, 2);
 	assert_int_equal(wi.late, 1);
 	aggregate__window_free(w);
+	assert_int_equal(aggregate__open_samples(a), 0);
 	aggregate__free(a);
 }
 

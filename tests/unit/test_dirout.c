@@ -92,12 +92,12 @@ static void close_dir(void)
 }
 
 /* Export one window [start, start + 15 s) with one series per service (NULL: no label). */
-static int export(struct exporter *x, int64_t start, const char *const *services,
-		  struct profile *const *profs, size_t n)
+static int export_until(struct exporter *x, int64_t start, int64_t end,
+			const char *const *services, struct profile *const *profs, size_t n)
 {
 	struct pf_label labels[8][2];
 	struct export_series s[8];
-	struct export_batch b = { .start_ns = start, .end_ns = start + 15 * NS, .series = s, .n = n };
+	struct export_batch b = { .start_ns = start, .end_ns = end, .series = s, .n = n };
 
 	assert_true(n <= 8);
 	for (size_t i = 0; i < n; i++) {
@@ -107,6 +107,12 @@ static int export(struct exporter *x, int64_t start, const char *const *services
 					       .prof = profs[i] };
 	}
 	return x->ops->export(x->self, &b);
+}
+
+static int export(struct exporter *x, int64_t start, const char *const *services,
+		  struct profile *const *profs, size_t n)
+{
+	return export_until(x, start, start + 15 * NS, services, profs, n);
 }
 
 static int export1(struct exporter *x, int64_t start, const char *service, struct profile *p)
@@ -166,7 +172,7 @@ static void test_dirout_file_per_series(void **state)
 	assert_int_equal(export(x, t0, services, profs, 2), 0);
 	assert_int_equal(x->ops->flush(x->self, 10), 0);
 	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%s/20261201T101500Z-20261201T101515Z.pb.gz", dir,
+		snprintf(path, sizeof(path), "%s/%s/20261201T101500.000Z-20261201T101515.000Z.pb.gz", dir,
 			 services[i]);
 		got = testutil__slurp(path, &glen);
 		assert_non_null(got);
@@ -179,8 +185,8 @@ static void test_dirout_file_per_series(void **state)
 	/* The next window: a second file beside the first. */
 	assert_int_equal(export1(x, t0 + 15 * NS, "api", prof), 0);
 	list_dir(strcat(strcpy(path, dir), "/api"), path, sizeof(path));
-	assert_string_equal(path, "20261201T101500Z-20261201T101515Z.pb.gz "
-				  "20261201T101515Z-20261201T101530Z.pb.gz");
+	assert_string_equal(path, "20261201T101500.000Z-20261201T101515.000Z.pb.gz "
+				  "20261201T101515.000Z-20261201T101530.000Z.pb.gz");
 	x->ops->stats(x->self, &st);
 	assert_int_equal(st.batches, 2);
 	assert_int_equal(st.sent_ok, 3);
@@ -202,8 +208,8 @@ static void test_dirout_service_names_sanitised(void **state)
 	list_dir(tmp, names, sizeof(names));
 	assert_string_equal(names, "out");	/* nothing written beside DIR ("..") */
 	assert_false(testutil__exists("%s/../x", dir));
-	assert_true(testutil__exists("%s/.._x/20261201T101500Z-20261201T101515Z.pb.gz", dir));
-	assert_true(testutil__exists("%s/unknown/20261201T101500Z-20261201T101515Z.pb.gz", dir));
+	assert_true(testutil__exists("%s/.._x/20261201T101500.000Z-20261201T101515.000Z.pb.gz", dir));
+	assert_true(testutil__exists("%s/unknown/20261201T101500.000Z-20261201T101515.000Z.pb.gz", dir));
 	close_dir();
 }
 
@@ -216,18 +222,21 @@ static void test_dirout_atomic_no_temp_left(void **state)
 	assert_int_equal(export1(x, t0, "api", prof), 0);
 	snprintf(path, sizeof(path), "%s/api", dir);
 	list_dir(path, names, sizeof(names));
-	assert_string_equal(names, "20261201T101500Z-20261201T101515Z.pb.gz");
+	assert_string_equal(names, "20261201T101500.000Z-20261201T101515.000Z.pb.gz");
 
-	/* A failed rename (a directory squats the name) leaves no temporary file either. */
-	snprintf(path, sizeof(path), "%s/api/20261201T101515Z-20261201T101530Z.pb.gz", dir);
-	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/api/20261201T101515Z-20261201T101530Z.pb.gz/f", dir);
-	assert_int_equal(mkdir(path, 0755), 0);	/* not empty: rename cannot replace it */
+	/* A failed rename (directories squat the name and the one numbered after it) leaves no
+	 * temporary file either. */
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/api/20261201T101515.000Z-20261201T101530.000Z%s.pb.gz",
+			 dir, i ? ".2" : "");
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
 	assert_true(export1(x, t0 + 15 * NS, "api", prof) < 0);
 	snprintf(path, sizeof(path), "%s/api", dir);
 	list_dir(path, names, sizeof(names));
-	assert_string_equal(names, "20261201T101500Z-20261201T101515Z.pb.gz "
-				   "20261201T101515Z-20261201T101530Z.pb.gz");
+	assert_string_equal(names, "20261201T101500.000Z-20261201T101515.000Z.pb.gz "
+				   "20261201T101515.000Z-20261201T101530.000Z.2.pb.gz "
+				   "20261201T101515.000Z-20261201T101530.000Z.pb.gz");
 	close_dir();
 }
 
@@ -266,8 +275,8 @@ static void test_dirout_size_cap_keeps_newest(void **state)
 	assert_string_equal(names, "");
 	snprintf(path, sizeof(path), "%s/web", dir);
 	list_dir(path, names, sizeof(names));
-	assert_string_equal(names, "20261201T101545Z-20261201T101600Z.pb.gz "
-				   "20261201T101600Z-20261201T101615Z.pb.gz");
+	assert_string_equal(names, "20261201T101545.000Z-20261201T101600.000Z.pb.gz "
+				   "20261201T101600.000Z-20261201T101615.000Z.pb.gz");
 	close_dir();
 }
 
@@ -342,7 +351,7 @@ static void test_dirout_symlinked_service_dir_not_followed(void **state)
 	assert_true(export(x, t0, services, profs, 2) < 0);
 	list_dir(outside, names, sizeof(names));
 	assert_string_equal(names, "");
-	assert_true(testutil__exists("%s/good/20261201T101500Z-20261201T101515Z.pb.gz", dir));
+	assert_true(testutil__exists("%s/good/20261201T101500.000Z-20261201T101515.000Z.pb.gz", dir));
 	x->ops->stats(x->self, &st);
 	assert_int_equal(st.failed, 1);
 	assert_int_equal(st.sent_ok, 1);
@@ -394,7 +403,45 @@ static void test_dirout_size_cap_applies_to_every_service(void **state)
 	assert_int_equal(export1(x, t0 + 30 * NS, "../x", prof), 0);
 	snprintf(path, sizeof(path), "%s/.._x", dir);
 	list_dir(path, names, sizeof(names));
-	assert_string_equal(names, "20261201T101530Z-20261201T101545Z.pb.gz");
+	assert_string_equal(names, "20261201T101530.000Z-20261201T101545.000Z.pb.gz");
+	close_dir();
+}
+
+/* Windows shorter than a second (--interval 0.1) keep a file each; a file already there is
+ * never replaced (series of one name in one window, e.g. a service's two pods: numbered). */
+static void test_dirout_subsecond_windows_never_overwrite(void **state)
+{
+	const char *api = "api", *two[] = { "api", "api" };
+	struct profile *profs[] = { prof, prof2 };
+	struct exporter *x = open_dir(0);
+	struct export_stats st;
+	char path[256], names[512];
+	void *got, *want;
+	size_t glen, wlen;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(export_until(x, t0 + i * NS / 10, t0 + (i + 1) * NS / 10, &api,
+					      &prof, 1), 0);
+	snprintf(path, sizeof(path), "%s/api", dir);
+	list_dir(path, names, sizeof(names));
+	assert_string_equal(names, "20261201T101500.000Z-20261201T101500.100Z.pb.gz "
+				   "20261201T101500.100Z-20261201T101500.200Z.pb.gz "
+				   "20261201T101500.200Z-20261201T101500.300Z.pb.gz");
+	assert_int_equal(export_until(x, t0 + 3 * NS / 10, t0 + 4 * NS / 10, two, profs, 2), 0);
+	x->ops->stats(x->self, &st);
+	assert_int_equal(st.sent_ok, 5);
+	assert_int_equal(st.failed, 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/api/20261201T101500.300Z-20261201T101500.400Z%s.pb.gz",
+			 dir, i ? ".2" : "");
+		got = testutil__slurp(path, &glen);
+		assert_non_null(got);
+		want = pprof_of(profs[i], &wlen);
+		assert_int_equal(glen, wlen);
+		assert_memory_equal(got, want, wlen);
+		free(got);
+		free(want);
+	}
 	close_dir();
 }
 
@@ -411,6 +458,7 @@ int main(void)
 		T(test_dirout_symlinked_service_dir_not_followed),
 		T(test_dirout_bad_dir_refused),
 		T(test_dirout_size_cap_applies_to_every_service),
+		T(test_dirout_subsecond_windows_never_overwrite),
 	};
 #undef T
 

@@ -260,6 +260,8 @@ static int export_window(struct agent *a)
 	aggregate__info(w, &wi);
 	if (wi.start_ns < engine__attached_ns(a->e))
 		wi.start_ns = engine__attached_ns(a->e);	/* the first window starts with sampling */
+	if (wi.end_ns > wall0)
+		wi.end_ns = wall0 > wi.start_ns ? wall0 : wi.start_ns;	/* cut at the stop: ends now */
 	cap = proctab__live(engine__procs(a->e)) + 1;
 	a->series = calloc(cap, sizeof(*a->series));
 	a->profs = calloc(cap, sizeof(*a->profs));
@@ -353,9 +355,9 @@ static void publish_metrics(struct agent *a)
 	{
 		const char *causes[][2] = { { "ringbuf_full", NULL }, { "scratch", NULL },
 					    { "malformed", NULL }, { "out_of_memory", NULL },
-					    { "unencodable_labels", NULL } };
+					    { "unencodable_labels", NULL }, { "left_out", NULL } };
 		uint64_t v[] = { c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.malformed,
-				 c.dropped_nomem, c.refused };
+				 c.dropped_nomem, c.refused, c.left_out };
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 			const char *l[] = { "cause", causes[i][0], NULL };
@@ -562,9 +564,13 @@ int agent__run(const struct agent_opts *o)
 			next_metrics = now_ns() + 1000000000ull;
 		}
 	}
-	/* SIGTERM: the window so far is flushed, then delivery gets a bounded wait. */
+	/* SIGTERM: the windows so far are flushed (a sample past the open window's end waits in the
+	 * one after it), then delivery gets a bounded wait. */
 	engine__stop(a.e);
-	export_window(&a);
+	for (int i = 0; i < 3 && (!i || engine__open_samples(a.e)); i++)
+		if ((rc = export_window(&a)))
+			fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+	rc = 0;
 	for (int i = 0; i < a.nex; i++)
 		a.ex[i]->ops->flush(a.ex[i]->self, o->flush_timeout_ms);
 	if (a.metrics)
@@ -577,10 +583,11 @@ int agent__run(const struct agent_opts *o)
 		fprintf(stderr, "spanprof: agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
 			"exported; sampler sent %" PRIu64 ", lost %" PRIu64 " (ring buffer full) %"
 			PRIu64 " (scratch); received %" PRIu64 ", not profiled %" PRIu64
-			", malformed %" PRIu64 ", out of memory %" PRIu64 ", unencodable %" PRIu64 "\n",
+			", malformed %" PRIu64 ", out of memory %" PRIu64 ", unencodable %" PRIu64
+			", left out %" PRIu64 "\n",
 			a.windows_built, a.window_samples, c.bpf[SP_CNT_SENT],
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
-			c.not_target, c.malformed, c.dropped_nomem, c.refused);
+			c.not_target, c.malformed, c.dropped_nomem, c.refused, c.left_out);
 		if (o->verbose)
 			report__dotnet_processes(stderr, a.e, "spanprof:   ");
 	}

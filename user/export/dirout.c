@@ -35,17 +35,21 @@ static void safe_name(const char *in, char *out, size_t len)
 		snprintf(out, len, "%s", "unknown");
 }
 
-/* UTC time as 20261201T101500Z, so names sort by time. */
+/* UTC time to the millisecond as 20261201T101500.250Z, so names sort by time and windows
+ * shorter than a second keep names of their own. */
 static void stamp(int64_t ns, char *buf, size_t len)
 {
 	time_t t = ns / 1000000000;
 	struct tm tm;
+	size_t n;
 
 	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
+	n = strftime(buf, len, "%Y%m%dT%H%M%S", &tm);
+	snprintf(buf + n, len - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
 }
 
-/* Write to a temporary file in the same directory, fsync, rename: readers never see half a file. */
+/* Write to a temporary file in the same directory, fsync, rename: readers never see half a file.
+ * (EINVAL from renameat2: a file system without RENAME_NOREPLACE, renamed over.) */
 static int write_one(int dir_fd, const char *sub, const char *name, const struct profile *prof)
 {
 	char tmp[320];
@@ -71,7 +75,9 @@ static int write_one(int dir_fd, const char *sub, const char *name, const struct
 		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;
-	if (!err && renameat(sfd, tmp, sfd, name))
+	/* Never over a file already there (a window of the same name: a failure, counted). */
+	if (!err && renameat2(sfd, tmp, sfd, name, RENAME_NOREPLACE) &&
+	    (errno != EINVAL || renameat(sfd, tmp, sfd, name)))
 		err = -errno;
 	if (err)
 		unlinkat(sfd, tmp, 0);
@@ -182,7 +188,13 @@ static int dir_export(void *self, const struct export_batch *b)
 			continue;
 		safe_name(label(&b->series[i], d->name_label), sub, sizeof(sub));
 		snprintf(name, sizeof(name), "%s-%s.pb.gz", start, end);
-		if ((err = write_one(d->dir_fd, sub, name, b->series[i].prof))) {
+		err = write_one(d->dir_fd, sub, name, b->series[i].prof);
+		/* Series of one name (a service's pods) in one window: a file each, numbered. */
+		for (size_t k = 2; err == -EEXIST && k <= b->n + 1; k++) {
+			snprintf(name, sizeof(name), "%s-%s.%zu.pb.gz", start, end, k);
+			err = write_one(d->dir_fd, sub, name, b->series[i].prof);
+		}
+		if (err) {
 			fprintf(stderr, "spanprof: cannot write %s/%s: %s\n", sub, name, strerror(-err));
 			d->st.failed++;
 			first = first ? first : err;

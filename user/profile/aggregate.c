@@ -173,6 +173,11 @@ uint64_t aggregate__window_start(const struct aggregator *a)
 	return a->cur->start;
 }
 
+uint64_t aggregate__open_samples(const struct aggregator *a)
+{
+	return a->cur->samples + a->next->samples;
+}
+
 void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -228,7 +233,8 @@ static int64_t frame_location(struct loc_cache *c, const struct agg_sink *sink, 
 }
 
 int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink,
-			 struct profile **profiles, size_t n_profiles, uint64_t *refused)
+			 struct profile **profiles, size_t n_profiles, uint64_t *refused,
+			 uint64_t *left_out)
 {
 	struct loc_cache cache = { .keys = intern__new() };
 	struct pf_label labels[MAX_LABELS];
@@ -245,8 +251,13 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 		size_t nf = klen / sizeof(*key) - 2;
 		int t = sink->target(sink->arg, key[0]);
 
-		if (t < 0 || (size_t)t >= n_profiles || !w->counts[id])
+		if (!w->counts[id])
 			continue;
+		if (t < 0 || (size_t)t >= n_profiles) {
+			if (left_out)
+				*left_out += w->counts[id];
+			continue;
+		}
 		for (size_t i = 0; i < nf; i++) {
 			int64_t loc = frame_location(&cache, sink, profiles[t], t, key[0], key[2 + i]);
 

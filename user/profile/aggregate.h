@@ -50,6 +50,9 @@ struct agg_window *aggregate__cut(struct aggregator *a);
 /* The open window's start and end (sample clock). */
 uint64_t aggregate__window_start(const struct aggregator *a);
 uint64_t aggregate__window_end(const struct aggregator *a);
+/* Samples in the open windows (the one to cut next and the one after it, which a sample past the
+ * first one's end goes to): a last flush cuts until this is 0. */
+uint64_t aggregate__open_samples(const struct aggregator *a);
 
 struct agg_window_info {
 	uint64_t start_ns, end_ns;	/* sample clock */
@@ -75,10 +78,12 @@ struct agg_sink {
 
 /*
  * Add w's samples to profiles[target]. Returns the number of samples added, or -errno. Samples a
- * profile refuses (a label no writer could encode) are counted in *refused and left out.
+ * profile refuses (a label no writer could encode) are counted in *refused, samples of processes
+ * the target leaves out in *left_out; every sample of w is added or counted.
  */
 int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink,
-			 struct profile **profiles, size_t n_profiles, uint64_t *refused);
+			 struct profile **profiles, size_t n_profiles, uint64_t *refused,
+			 uint64_t *left_out);
 
 void aggregate__window_free(struct agg_window *w);	/* NULL-safe */
 

@@ -490,6 +490,11 @@ uint64_t engine__window_end(const struct engine *e)
 	return e->agg ? aggregate__window_end(e->agg) : UINT64_MAX;
 }
 
+uint64_t engine__open_samples(const struct engine *e)
+{
+	return e->agg ? aggregate__open_samples(e->agg) : 0;
+}
+
 struct agg_window *engine__cut(struct engine *e)
 {
 	struct agg_window *w;
@@ -543,7 +548,7 @@ int64_t engine__build(struct engine *e, const struct agg_window *w,
 	struct build_ctx b = { e, target, arg };
 	struct agg_sink sink = { sink_frame, sink_target, &b };
 
-	return aggregate__build(w, &sink, profiles, n_profiles, &e->c.refused);
+	return aggregate__build(w, &sink, profiles, n_profiles, &e->c.refused, &e->c.left_out);
 }
 
 void engine__prune(struct engine *e)

@@ -52,6 +52,8 @@ struct engine_counters {
 	uint64_t ctx_undecodable;	/* span record present but not decodable */
 	uint64_t not_target;	/* samples of processes the front-end does not profile */
 	uint64_t refused;	/* samples a profile refused (a label no writer could encode) */
+	uint64_t left_out;	/* samples no profile took (no series for their process: out of
+				 * memory, or its entry gone) */
 	uint64_t windows;	/* windows cut */
 	uint64_t stacks_truncated;	/* samples past the stack cap (in [truncated] stacks) */
 	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
@@ -85,6 +87,9 @@ int engine__attach(struct engine *e);
 int engine__poll(struct engine *e, int timeout_ms);
 /* The open window's end, CLOCK_MONOTONIC (UINT64_MAX: one window). */
 uint64_t engine__window_end(const struct engine *e);
+/* Samples in the open windows (a sample past the open window's end goes to the one after it):
+ * the last flush cuts until none is left. */
+uint64_t engine__open_samples(const struct engine *e);
 /* Close the open window once its end has passed: drain, name its frames, return it (free with
  * aggregate__window_free). NULL and errno on failure. */
 struct agg_window *engine__cut(struct engine *e);
