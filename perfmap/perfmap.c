@@ -9,6 +9,7 @@
 
 #include "hexnum.h"
 #include "perfmap_int.h"
+#include "symbudget.h"
 
 #define READ_BUF	(256u << 10)
 #define MAX_TIER_LEN	64
@@ -57,38 +58,16 @@ static void names_release(void)
 }
 
 /*
- * One budget for the code ranges of every perfmap in the program (a hostile process's 5 M-line
- * perf map, or many processes' maps): past it a perfmap takes no more ranges (counted per perfmap
- * as budget_capped), and what they would have named shows as .NET unnamed. A perfmap gives its
- * share back when it is freed (an exited process, an idle one whose maps the agent dropped).
+ * The code ranges of every perfmap come out of the program's symbol budget (symbudget.h; a
+ * hostile process's 5 M-line perf map, or many processes' maps): past it a perfmap takes no more
+ * ranges (counted per perfmap as budget_capped), and what they would have named shows as .NET
+ * unnamed. A perfmap gives its share back when it is freed (an exited process, an idle one whose
+ * maps the agent dropped).
  */
-static uint64_t budget_max;	/* 0: no budget */
-static uint64_t budget_used;
-
-void perfmap__set_budget(uint64_t max_entries)
-{
-	pthread_mutex_lock(&shared_lock);
-	budget_max = max_entries;
-	pthread_mutex_unlock(&shared_lock);
-}
-
-void perfmap__budget(uint64_t *used, uint64_t *max)
-{
-	pthread_mutex_lock(&shared_lock);
-	*used = budget_used;
-	*max = budget_max;
-	pthread_mutex_unlock(&shared_lock);
-}
-
 static bool budget_take(struct perfmap *pm)
 {
-	bool ok;
+	bool ok = symbudget__take(SB_PERF_MAPS, PERFMAP_BYTES_PER_RANGE);
 
-	pthread_mutex_lock(&shared_lock);
-	ok = !budget_max || budget_used < budget_max;
-	if (ok)
-		budget_used++;
-	pthread_mutex_unlock(&shared_lock);
 	if (ok)
 		pm->budget_held++;
 	else
@@ -100,9 +79,7 @@ static void budget_give_back(struct perfmap *pm, uint64_t n)
 {
 	if (n > pm->budget_held)
 		n = pm->budget_held;
-	pthread_mutex_lock(&shared_lock);
-	budget_used -= n < budget_used ? n : budget_used;
-	pthread_mutex_unlock(&shared_lock);
+	symbudget__give(SB_PERF_MAPS, n * PERFMAP_BYTES_PER_RANGE);
 	pm->budget_held -= n;
 }
 

@@ -83,12 +83,10 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
 
-/* One budget of code ranges for every perfmap of the program (0: none, the default); past it
- * ranges are dropped and counted (budget_capped). What a perfmap took is given back when it is
- * freed. Index and names cost about PERFMAP_BYTES_PER_RANGE a range. */
+/* Each code range takes PERFMAP_BYTES_PER_RANGE (what its index entry and names cost) from the
+ * program's symbol budget (symbudget.h); past it ranges are dropped and counted (budget_capped).
+ * What a perfmap took is given back when it is freed. */
 #define PERFMAP_BYTES_PER_RANGE 180
-void perfmap__set_budget(uint64_t max_ranges);
-void perfmap__budget(uint64_t *used, uint64_t *max);
 
 /* The names every perfmap of the program shares (lib/nametab.h): distinct, references, bytes. */
 struct nametab_stats;

@@ -11,6 +11,7 @@
 
 #include "intern.h"
 #include "r2r.h"
+#include "symbudget.h"
 
 /*
  * Checked against the .NET 10.0.12 shared framework (crossgen2 output, R2R 16.0) and the
@@ -146,6 +147,7 @@ struct r2r_image {
 	/* the shared cache (r2r__get) */
 	struct r2r_key key;
 	uint32_t refs;
+	uint64_t charged;	/* bytes taken from the symbol budget */
 	struct r2r_image *next;
 };
 
@@ -1556,6 +1558,7 @@ const char *r2r__status_str(enum r2r_status st)
 		[R2R_BAD_HEADER] = "malformed PE/ReadyToRun headers",
 		[R2R_BAD_METADATA] = "malformed metadata", [R2R_TOO_BIG] = "larger than the caps",
 		[R2R_NOMEM] = "out of memory",
+		[R2R_OVER_BUDGET] = "over the symbol budget (--max-symbol-mb)",
 	};
 
 	return st < R2R__STATUS_MAX ? s[st] : "?";
@@ -1628,6 +1631,17 @@ struct r2r_image *r2r__get(int fd)
 	img = r2r__open_fd(fd, NULL);
 	if (!img)
 		return NULL;
+	if (!symbudget__take(SB_R2R, img->st.mem_bytes)) {
+		struct r2r_image *empty = calloc(1, sizeof(*empty));
+
+		r2r__free(img);
+		if (!empty)
+			return NULL;
+		empty->st.status = R2R_OVER_BUDGET;
+		empty->refs = 1;	/* not in the cache: r2r__put frees it */
+		return empty;
+	}
+	img->charged = img->st.mem_bytes;
 	img->key = k;
 	img->refs = 1;
 	img->next = cache;
@@ -1646,6 +1660,7 @@ void r2r__put(struct r2r_image *img)
 			*pp = img->next;
 			break;
 		}
+	symbudget__give(SB_R2R, img->charged);
 	r2r__free(img);
 }
 

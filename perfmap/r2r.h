@@ -27,6 +27,7 @@ enum r2r_status {
 	R2R_BAD_METADATA,	/* ECMA-335 metadata root, streams or tables inconsistent */
 	R2R_TOO_BIG,		/* a section or the metadata is larger than the caps */
 	R2R_NOMEM,
+	R2R_OVER_BUDGET,	/* its tables did not fit the program's symbol budget (r2r__get) */
 	R2R__STATUS_MAX,
 };
 
@@ -78,7 +79,10 @@ int r2r__function(struct r2r_image *img, uint32_t i, uint32_t *start, uint32_t *
 /*
  * Images shared by file identity (device, inode, size, mtime, ctime), not by path or process:
  * r2r__get parses an image at the first request (fd is only read, never kept) and hands out
- * references; r2r__put drops one and frees the image with the last. Not thread-safe.
+ * references; r2r__put drops one and frees the image with the last. Not thread-safe. An image
+ * takes what its tables hold from the program's symbol budget (symbudget.h) while cached; one
+ * that does not fit is handed out empty, status R2R_OVER_BUDGET, and not cached (asked again,
+ * it is parsed again).
  * NULL only when out of memory or fstat fails (errno set).
  */
 struct r2r_image *r2r__get(int fd);

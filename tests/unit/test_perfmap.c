@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "perfmap.h"
+#include "symbudget.h"
 #include "testutil.h"
 
 #ifndef FIXTURES
@@ -519,12 +520,12 @@ static void test_perfmap_shared_budget(void **state)
 {
 	struct perfmap *a = perfmap__new(NULL), *b = perfmap__new(NULL);
 	struct perfmap_stats st;
-	uint64_t used, max;
+	struct symbudget_stats sb;
 	char line[128];
 
 	assert_non_null(a);
 	assert_non_null(b);
-	perfmap__set_budget(100);
+	symbudget__set(100 * PERFMAP_BYTES_PER_RANGE);
 	for (int i = 0; i < 150; i++) {
 		int n = snprintf(line, sizeof(line), "%x 10 M%d\n", 0x1000 + i * 0x10, i);
 
@@ -539,19 +540,21 @@ static void test_perfmap_shared_budget(void **state)
 	perfmap__stats(b, &st);
 	assert_int_equal(st.entries, 0);
 	assert_int_equal(st.budget_capped, 1);
-	perfmap__budget(&used, &max);
-	assert_int_equal(used, 100);
-	assert_int_equal(max, 100);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_PERF_MAPS], 100 * PERFMAP_BYTES_PER_RANGE);
+	assert_int_equal(sb.used, 100 * PERFMAP_BYTES_PER_RANGE);
+	assert_int_equal(sb.max, 100 * PERFMAP_BYTES_PER_RANGE);
+	assert_int_equal(sb.refused_by[SB_PERF_MAPS], 51);
 	perfmap__free(a);
-	perfmap__budget(&used, &max);
-	assert_int_equal(used, 0);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used, 0);
 	assert_int_equal(perfmap__feed_map(b, "a000 10 Again\n", 14), 0);
 	perfmap__stats(b, &st);
 	assert_int_equal(st.entries, 1);
 	perfmap__free(b);
-	perfmap__budget(&used, &max);
-	assert_int_equal(used, 0);
-	perfmap__set_budget(0);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used, 0);
+	symbudget__set(0);
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "r2r.h"
+#include "symbudget.h"
 #include "testutil.h"
 
 #ifndef FIXTURES
@@ -334,6 +335,45 @@ static void test_r2r_cache(void **state)
 	unlink(path);
 }
 
+/* A cached image takes what its tables hold from the symbol budget and gives it back with its
+ * last reference; one that does not fit is handed out empty (R2R_OVER_BUDGET), not cached. */
+static void test_r2r_cache_within_budget(void **state)
+{
+	struct r2r_image_stats st;
+	struct symbudget_stats sb;
+	struct r2r_image *a, *b;
+	int fd;
+
+	if (find_corelib())
+		skip();
+	fd = open(corelib, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	symbudget__set(1 << 20);	/* CoreLib's tables are larger */
+	a = r2r__get(fd);
+	assert_non_null(a);
+	r2r__stats(a, &st);
+	assert_int_equal(st.status, R2R_OVER_BUDGET);
+	assert_null(r2r__lookup(a, 0x1000, NULL, NULL));
+	assert_int_equal(r2r__cached(), 0);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_R2R], 0);
+	assert_int_equal(sb.refused_by[SB_R2R], 1);
+	r2r__put(a);
+
+	symbudget__set(0);	/* asked again: parsed again, kept */
+	b = r2r__get(fd);
+	r2r__stats(b, &st);
+	assert_int_equal(st.status, R2R_OK);
+	assert_int_equal(r2r__cached(), 1);
+	symbudget__stats(&sb);
+	assert_true(st.mem_bytes > (1 << 20));
+	assert_int_equal(sb.used_by[SB_R2R], st.mem_bytes);
+	r2r__put(b);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_R2R], 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_r2r_truncated),
 		cmocka_unit_test(test_r2r_garbage),
 		cmocka_unit_test(test_r2r_sparse_huge),
+		cmocka_unit_test(test_r2r_cache_within_budget),
 		cmocka_unit_test(test_r2r_cache),
 	};
 

@@ -21,6 +21,7 @@
 #include "proctab.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "symbudget.h"
 #include "testutil.h"
 
 /* Where the process maps things (its own addresses, nothing to do with this test process). */
@@ -434,6 +435,60 @@ static void test_symbolize_no_symbol_is_module_offset(void **state)
 	symbolizer__stats(fx.sym, &st);
 	assert_int_equal(st.native_unnamed, 2);
 	assert_int_equal(st.native_named, 0);
+}
+
+/* ELF tables come out of the symbol budget: one that does not fit is not kept (module+offset,
+ * counted) and is tried again 10 s later; one unused for a while is dropped and read again for
+ * the next new frame; what a table holds is given back with it. */
+static void test_symbolize_elf_tables_within_budget(void **state)
+{
+	const uint64_t s = 1000000000ull;
+	uint64_t mul = lib_addr(LIB_START, "fx_lib_mul", 4), add = lib_addr(LIB_START, "fx_lib_add", 0);
+	struct symbudget_stats sb;
+	struct symbolizer_stats st;
+	char want[64];
+	struct proc *p;
+	int64_t id;
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	symbudget__set(1);	/* no table fits */
+	id = symbolizer__user(fx.sym, p, mul, 1, 1 * s);
+	snprintf(want, sizeof(want), "libfx.so+0x%" PRIx64, mul - LIB_START);
+	assert_string_equal(name_of(p, id), want);
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.elf_over_budget, 1);
+	assert_int_equal(st.elf_not_held, 1);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+	assert_int_equal(sb.refused_by[SB_ELF], 1);
+
+	symbudget__set(0);	/* room again: not read before 10 s have passed ... */
+	id = symbolizer__user(fx.sym, p, add, 1, 5 * s);
+	assert_string_not_equal(name_of(p, id), "fx_lib_add");
+	id = symbolizer__user(fx.sym, p, add + 1, 1, 12 * s);	/* ... then read for a new frame */
+	assert_string_equal(name_of(p, id), "fx_lib_add");
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.elf_reloaded, 1);
+	symbudget__stats(&sb);
+	assert_true(sb.used_by[SB_ELF] > 0);
+
+	/* Unused for 20 s with a 10 s idle bound: dropped, its bytes given back. */
+	symbolizer__release_idle(fx.sym, 32 * s, 10 * s);
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.elf_idle_released, 1);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+	/* Frames named keep their names; a new one reads the table again at once. */
+	assert_string_equal(name_of(p, id), "fx_lib_add");
+	id = symbolizer__user(fx.sym, p, mul + 1, 1, 33 * s);
+	assert_string_equal(name_of(p, id), "fx_lib_mul");
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.elf_reloaded, 2);
+	symbolizer__free(fx.sym);	/* gives back what it holds */
+	fx.sym = NULL;
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
 }
 
 /* A return address (not the leaf) is looked up at addr - 1: the call is in the caller. */
@@ -871,6 +926,7 @@ int main(void)
 		T(test_symbolize_file_replaced_same_inode),
 		T(test_symbolize_exited_process_shares_inode),
 		T(test_symbolize_no_symbol_is_module_offset),
+		T(test_symbolize_elf_tables_within_budget),
 		T(test_symbolize_return_address_looked_up_before),
 		T(test_symbolize_same_address_same_id),
 		T(test_symbolize_new_mapping_found_after_maps_change),

@@ -26,6 +26,7 @@
 #include "profile.h"
 #include "pyroscope.h"
 #include "report.h"
+#include "symbudget.h"
 #include "util.h"
 
 #define POLL_MS		100
@@ -376,6 +377,15 @@ static void publish_metrics(struct agent *a)
 		struct symbolizer_stats st;
 
 		symbolizer__stats(engine__symbolizer(a->e), &st);
+		{
+			const char *ev[] = { "evicted", "over_budget", "reloaded", "idle_released" };
+			uint64_t n[] = { st.elf_evicted, st.elf_over_budget, st.elf_reloaded,
+					 st.elf_idle_released };
+
+			for (int i = 0; i < 4; i++)
+				C("elf_tables_total", i ? NULL : "ELF symbol tables by what the symbol "
+				  "budget did to them.", ((const char *[]){ "event", ev[i], NULL }), n[i]);
+		}
 		for (int i = 0; i < LEAF__MAX; i++) {
 			const char *l[] = { "outcome", leaf_outcome_names[i], NULL };
 
@@ -406,6 +416,22 @@ static void publish_metrics(struct agent *a)
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
+	{
+		struct symbudget_stats sb;
+
+		symbudget__stats(&sb);
+		G("memory_bytes", NULL, ((const char *[]){ "structure", "elf_tables", NULL }),
+		  sb.used_by[SB_ELF]);
+		G("memory_bytes", NULL, ((const char *[]){ "structure", "ready_to_run", NULL }),
+		  sb.used_by[SB_R2R]);
+		G("symbol_budget_bytes", "The symbol budget (--max-symbol-mb) and what is held of it.",
+		  ((const char *[]){ "state", "max", NULL }), sb.max);
+		G("symbol_budget_bytes", NULL, ((const char *[]){ "state", "used", NULL }), sb.used);
+		for (int k = 0; k < SB__MAX; k++)
+			C("symbol_budget_refused_total", k ? NULL : "Tables (code ranges for perf "
+			  "maps) the symbol budget had no room for.",
+			  ((const char *[]){ "kind", symbudget__kind_name(k), NULL }), sb.refused_by[k]);
+	}
 	{
 		struct symbolizer_stats st;
 		struct symsrv_stats ss;

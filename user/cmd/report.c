@@ -11,6 +11,7 @@
 #include "proctab.h"
 #include "perfmap.h"
 #include "report.h"
+#include "symbudget.h"
 #include "runtime.h"
 #include "vec.h"
 
@@ -165,6 +166,27 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 	intern__free(names);
 }
 
+static void print_symbol_budget(FILE *f, const char *prefix)
+{
+	struct symbudget_stats sb;
+	uint64_t refused = 0;
+
+	symbudget__stats(&sb);
+	for (int k = 0; k < SB__MAX; k++)
+		refused += sb.refused_by[k];
+	if (!refused)
+		return;
+	fprintf(f, "%ssymbol budget spent (--max-symbol-mb %" PRIu64 "): %.1f MiB held (", prefix,
+		sb.max >> 20, sb.used / 1048576.0);
+	for (int k = 0; k < SB__MAX; k++)
+		fprintf(f, "%s%s %.1f", k ? ", " : "", symbudget__kind_name(k),
+			sb.used_by[k] / 1048576.0);
+	fprintf(f, "); not kept: %" PRIu64 " code ranges, %" PRIu64 " ELF tables, %" PRIu64
+		" ReadyToRun images", sb.refused_by[SB_PERF_MAPS], sb.refused_by[SB_ELF],
+		sb.refused_by[SB_R2R]);
+	fprintf(f, " (their frames: module+offset, or .NET unnamed)\n");
+}
+
 void report__symbols(FILE *f, struct engine *e)
 {
 	const struct symbolizer *sym = engine__symbolizer(e);
@@ -184,6 +206,12 @@ void report__symbols(FILE *f, struct engine *e)
 			ss.invalid, ss.evicted, ss.pending, st.debug_attached,
 			last[0] ? "; last error: " : "", last);
 	}
+	print_symbol_budget(f, "  ");
+	if (st.elf_evicted || st.elf_over_budget || st.elf_idle_released)
+		fprintf(f, "  ELF tables: %" PRIu64 " evicted for room, %" PRIu64 " not kept (over the "
+			"symbol budget), %" PRIu64 " dropped idle, %" PRIu64 " read again; %" PRIu64
+			" frames module+offset for it\n", st.elf_evicted, st.elf_over_budget,
+			st.elf_idle_released, st.elf_reloaded, st.elf_not_held);
 	if (st.debug_refused) {
 		fprintf(f, "  debug files refused (outside the process's root, no matching build id): %"
 			PRIu64 "\n", st.debug_refused);
@@ -231,14 +259,6 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames, %" PRIu64
 			" samples past --max-stacks (kept, as [truncated])\n", st.truncated,
 			cnt.stacks_truncated);
-	{
-		uint64_t used, max;
-
-		perfmap__budget(&used, &max);
-		if (max && used >= max)
-			fprintf(f, "  symbol budget spent (--max-symbol-mb): %" PRIu64 " .NET code ranges "
-				"held; later ones not read (see the .NET lines)\n", used);
-	}
 	if (cnt.ctx_reregistered)
 		fprintf(f, "  span tables registered again after the sampler's table evicted them: %" PRIu64
 			" (more hooked processes than --max-span-tables)\n", cnt.ctx_reregistered);

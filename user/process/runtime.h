@@ -36,7 +36,8 @@ enum rt_unnamed {
 	RT_UNNAMED_NOT_OURS = 0,	/* not known to be the runtime's code */
 	RT_UNNAMED_NO_ENTRY,		/* JIT or precompiled code without a perf map / image entry */
 	RT_UNNAMED_JITDUMP_STOPPED,	/* JIT code, and the jitdump (the only source) stopped early */
-	RT_UNNAMED_IMAGE,		/* a managed image that could not be read, or is not R2R */
+	RT_UNNAMED_IMAGE,		/* a managed image that could not be read, is not R2R, or
+					 * did not fit the symbol budget */
 	RT_UNNAMED__MAX,
 };
 

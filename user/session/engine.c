@@ -13,6 +13,7 @@
 #include "perfmap.h"
 #include "procevents.h"
 #include "proctab.h"
+#include "symbudget.h"
 #include "util.h"
 
 #define YOUNG_MAPS_NS	(250 * 1000000ull)	/* a young process's mappings looked at this often */
@@ -79,8 +80,7 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	/* Windows name their frames at each cut: after two of them without a sample, nothing of an
 	 * idle process's symbol data is needed until it runs again. One window (record): kept. */
 	e->env.idle_release_ns = 2 * o->interval_ns;
-	perfmap__set_budget(((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB)
-			     << 20) / PERFMAP_BYTES_PER_RANGE);
+	symbudget__set((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB) << 20);
 	e->env.remote_refused = &e->c.remote_refused;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
@@ -509,6 +509,9 @@ struct agg_window *engine__cut(struct engine *e)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* Windows cut often (agent): symbol tables nothing looked up for a while go. */
+	if (e->env.idle_release_ns)
+		symbolizer__release_idle(e->sym, now_ns(), e->env.idle_release_ns);
 	w = aggregate__cut(e->agg);
 	if (w) {
 		struct agg_window_info wi;

@@ -83,6 +83,7 @@ struct elfsym {
 	struct seg segs[MAX_SEGS];
 	size_t n_segs;
 	char *strtabs[3];	/* copies of the string tables the names point into */
+	uint64_t strtab_bytes, demangled_bytes;	/* what those copies and demangled names hold */
 	char *debug_path;
 	struct fde *fdes;	/* sorted by start, not overlapping */
 	size_t n_fdes;
@@ -368,6 +369,7 @@ static int load_table(struct elfsym *es, struct elffile *f, Elf_Scn *scn, int sr
 		return 0;
 	}
 	es->strtabs[slot] = strtab;
+	es->strtab_bytes += strlen_tab;
 	data = elf_getdata(scn, NULL);
 	entsz = gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
 	if (!data || !data->d_buf || entsz == 0) {
@@ -1033,6 +1035,15 @@ uint64_t elfsym__count(const struct elfsym *es)
 	return es ? es->n : 0;
 }
 
+uint64_t elfsym__bytes(const struct elfsym *es)
+{
+	if (!es)
+		return 0;
+	return sizeof(*es) + es->n * (sizeof(*es->syms) + sizeof(*es->addrs)) + es->strtab_bytes +
+	       es->demangled_bytes + es->n_fdes * sizeof(*es->fdes) +
+	       (es->debug_path ? strlen(es->debug_path) + 1 : 0) + elfsym__bytes(es->dbg);
+}
+
 void elfsym__stats(const struct elfsym *es, struct elfsym_stats *out)
 {
 	if (es)
@@ -1063,7 +1074,7 @@ int elfsym__file_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *
 	return -ENOENT;
 }
 
-static const char *sym_name(struct sym *s)
+static const char *sym_name(struct elfsym *es, struct sym *s)
 {
 	char *dm;
 	int status = -1;
@@ -1075,6 +1086,7 @@ static const char *sym_name(struct sym *s)
 		return s->name;
 	dm = __cxa_demangle(s->name, NULL, NULL, &status);
 	if (status == 0 && dm) {
+		es->demangled_bytes += strlen(dm) + 1;
 		s->name = dm;
 		s->flags |= SYM_NAME_OWNED;
 	} else {
@@ -1114,7 +1126,7 @@ const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sy
 		if (vaddr < s->end) {
 			if (sym_off)
 				*sym_off = vaddr - s->addr;
-			return sym_name(s);
+			return sym_name(es, s);
 		}
 		if (s->maxend <= vaddr)
 			break;

@@ -87,6 +87,8 @@ const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sy
 int elfsym__file_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
 
 uint64_t elfsym__count(const struct elfsym *es);	/* symbols loaded (after dedupe) */
+/* Memory es holds (tables, string copies, demangled names so far, its debug file's). */
+uint64_t elfsym__bytes(const struct elfsym *es);
 
 struct elfsym_stats {
 	uint64_t symtab;	/* function symbols taken from .symtab (the file's or the debug file's) */

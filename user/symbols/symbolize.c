@@ -19,12 +19,26 @@
 #include "rootfs.h"
 #include "runtime.h"
 #include "symbolize.h"
+#include "symbudget.h"
 #include "symsrv.h"
 #include "util.h"
 #include "vec.h"
 
+/* What tells one file's content from another's: a file rewritten in place keeps its device and
+ * inode, not its size, times or build id. */
+struct file_key {
+	uint64_t dev, ino, size;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
 struct symfile {
-	struct elfsym *es;	/* NULL: not ELF or unreadable */
+	struct elfsym *es;	/* NULL: not ELF or unreadable, or not held (evicted, over budget) */
+	struct file_key key;	/* the content its table was read from (a reload must match) */
+	uint64_t charged;	/* bytes es took from the symbol budget */
+	uint64_t last_used_ns;	/* sample time of its last lookup */
+	uint64_t reload_after_ns;	/* evicted: read again on demand from then; 0: not evicted */
+	uint32_t build_id;	/* string id, kept when es is not */
+	uint8_t is_elf;		/* its table was read once: an ELF file whatever es is now */
 	struct leafcfi *cfi;	/* its CFI, opened at the first leaf sample in it; NULL: none */
 	int cfi_tried;
 	uint32_t base;		/* basename, a string id */
@@ -170,6 +184,7 @@ void symbolizer__free(struct symbolizer *sym)
 	for (uint32_t i = 0; i < intern__count(sym->file_keys) && sym->files; i++) {
 		if (!sym->files[i])
 			continue;
+		symbudget__give(SB_ELF, sym->files[i]->charged);
 		elfsym__free(sym->files[i]->es);
 		leafcfi__free(sym->files[i]->cfi);
 		free(sym->files[i]);
@@ -217,13 +232,6 @@ static int open_file(const struct proc *p, const struct vma *v)
 	return rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
 }
 
-/* What tells one file's content from another's: a file rewritten in place keeps its device and
- * inode, not its size, times or build id. */
-struct file_key {
-	uint64_t dev, ino, size;
-	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
-};
-
 static void note_refusal(struct symbolizer *sym, const struct proc *p, const struct vma *v,
 			 const char *refused)
 {
@@ -238,11 +246,130 @@ static void note_refusal(struct symbolizer *sym, const struct proc *p, const str
 		sym->stats.n_refused_named++;
 }
 
+/*
+ * ELF tables come out of the program's symbol budget (symbudget.h). To make room, the tables used
+ * least recently are evicted (frames already named keep their names; a new frame in an evicted
+ * file reads it again, at most once a second per file). One that still does not fit is not kept:
+ * its frames are module+offset, and it is tried again after RELOAD_REFUSED_NS. Tables with a
+ * debug file from a symbol server stay: that file was fetched at a cost.
+ */
+#define RELOAD_EVICTED_NS (1000000000ull)
+#define RELOAD_REFUSED_NS (10 * 1000000000ull)
+
+static int evictable(const struct symfile *f, const struct symfile *keep)
+{
+	return f && f != keep && f->es && !f->attached_gen && !f->awaiting;
+}
+
+static void evict(struct symbolizer *sym, struct symfile *f, uint64_t now)
+{
+	symbudget__give(SB_ELF, f->charged);
+	f->charged = 0;
+	elfsym__free(f->es);
+	f->es = NULL;
+	f->reload_after_ns = now + RELOAD_EVICTED_NS;
+}
+
+/* Evict the least recently used table but keep; 0 when there was none to evict. */
+static int evict_lru(struct symbolizer *sym, const struct symfile *keep, uint64_t now)
+{
+	struct symfile *lru = NULL;
+
+	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++) {
+		struct symfile *f = sym->files[i];
+
+		if (evictable(f, keep) && (!lru || f->last_used_ns < lru->last_used_ns))
+			lru = f;
+	}
+	if (!lru)
+		return 0;
+	evict(sym, lru, now);
+	sym->stats.elf_evicted++;
+	return 1;
+}
+
+/* Hold es as f's table if the budget has room (made by eviction); else free it. */
+static void keep_table(struct symbolizer *sym, struct symfile *f, struct elfsym *es, uint64_t now)
+{
+	uint64_t bytes = elfsym__bytes(es);
+
+	f->is_elf = 1;
+	f->build_id = str_id(sym, elfsym__build_id(es));
+	/* Evict only for a table that fits the budget at all. */
+	while (symbudget__fits(bytes) < 0 && evict_lru(sym, f, now))
+		;
+	if (!symbudget__take(SB_ELF, bytes)) {
+		elfsym__free(es);
+		sym->stats.elf_over_budget++;
+		f->reload_after_ns = now + RELOAD_REFUSED_NS;
+		return;
+	}
+	f->es = es;
+	f->charged = bytes;
+	f->last_used_ns = now;
+	f->reload_after_ns = 0;
+}
+
+/* f's table for a lookup in p's mapping v at time now: read again if it was evicted, when the
+ * file there is still the same content. NULL: none. */
+static struct elfsym *table(struct symbolizer *sym, struct symfile *f, const struct proc *p,
+			    const struct vma *v, uint64_t now)
+{
+	struct file_key key;
+	struct stat st;
+	int fd;
+
+	if (f->es) {
+		f->last_used_ns = now;
+		return f->es;
+	}
+	if (!f->reload_after_ns || now < f->reload_after_ns)
+		return NULL;
+	f->reload_after_ns = now + RELOAD_EVICTED_NS;
+	fd = open_file(p, v);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return NULL;
+	}
+	key = (struct file_key){ st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+				 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
+	if (memcmp(&key, &f->key, sizeof(key))) {
+		close(fd);
+		f->reload_after_ns = 0;	/* another file now: this table is gone for good */
+		return NULL;
+	}
+	{
+		struct elfsym *es = elfsym__open_fd(fd, v->path, p->root_fd);
+
+		if (!es)
+			return NULL;
+		sym->stats.elf_reloaded++;
+		keep_table(sym, f, es, now);
+	}
+	return f->es;
+}
+
+void symbolizer__release_idle(struct symbolizer *sym, uint64_t now, uint64_t idle_ns)
+{
+	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++) {
+		struct symfile *f = sym->files[i];
+
+		if (evictable(f, NULL) && f->last_used_ns + idle_ns < now) {
+			evict(sym, f, now);
+			f->reload_after_ns = now;	/* on demand at once */
+			sym->stats.elf_idle_released++;
+		}
+	}
+}
+
 /* The symbol file of a file-backed mapping, shared by every process that maps the same content.
  * A process that exited before its samples were read has no file to open: it gets the newest
  * symbol file read for the same device and inode. Returns its index + 1, or 0 (none, or no
  * memory). */
-static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const struct vma *v)
+static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const struct vma *v,
+			   uint64_t now)
 {
 	char buf[sizeof(struct file_key) + 2 * 64 + 4096], bid[2 * 64 + 1];
 	struct { uint64_t dev, ino; } ikey = { v->dev, v->ino };
@@ -294,9 +421,13 @@ static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const s
 		goto close_fd;
 	slash = strrchr(v->path, '/');
 	f->base = str_id(sym, slash ? slash + 1 : v->path);
+	f->key = key;
 	if (fd >= 0) {
-		f->es = elfsym__open_fd(fd, v->path, p->root_fd);
+		struct elfsym *es = elfsym__open_fd(fd, v->path, p->root_fd);
+
 		fd = -1;
+		if (es)
+			keep_table(sym, f, es, now);
 	}
 	if (f->es && elfsym__debug_refused(f->es))
 		note_refusal(sym, p, v, elfsym__debug_refused(f->es));
@@ -319,7 +450,7 @@ close_fd:
 
 /* The symbol file of v in p: looked up once per mapping of the process. */
 static struct symfile *symfile(struct symbolizer *sym, struct proc_syms *ps, const struct proc *p,
-			       const struct vma *v, uint32_t *file)
+			       const struct vma *v, uint32_t *file, uint64_t now)
 {
 	struct { uint64_t start, end, pgoff, dev, ino; } key = { v->start, v->end, v->pgoff, v->dev,
 								   v->ino };
@@ -330,7 +461,7 @@ static struct symfile *symfile(struct symbolizer *sym, struct proc_syms *ps, con
 	if (id < 0 || VEC_RESERVE(ps->vma_file, ps->vma_cap, (size_t)id + 1))
 		return NULL;
 	if (added)
-		ps->vma_file[id] = symfile_id(sym, p, v);
+		ps->vma_file[id] = symfile_id(sym, p, v, now);
 	*file = ps->vma_file[id];
 	return *file ? sym->files[*file - 1] : NULL;
 }
@@ -370,7 +501,7 @@ static uint32_t smap_of(struct symbolizer *sym, struct proc_syms *ps, const stru
 	m.limit = v->end;
 	m.offset = is_jit ? 0 : v->pgoff;
 	m.filename = is_jit ? str_id(sym, "[jit]") : str_id(sym, v->path);
-	m.build_id = f && f->es ? str_id(sym, elfsym__build_id(f->es)) : 0;
+	m.build_id = f ? f->build_id : 0;
 	m.is_jit = is_jit;
 	id = intern__id(ps->maps, &m, sizeof(m), NULL);
 	return id < 0 ? 0 : id + 1;
@@ -491,15 +622,23 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
 	if (v && v->kind == VMA_FILE)
-		f = symfile(sym, ps, p, v, &file);
+		f = symfile(sym, ps, p, v, &file, time_ns);
 	if (f) {
 		fr->base = f->base;
 		fr->file = file;
 		fr->file_off = addr - v->start + v->pgoff;
 	}
-	if (f && f->es) {
+	if (f && table(sym, f, p, v, time_ns)) {
 		fr->map = smap_of(sym, ps, v, f, 0);
 		return native_name(sym, f, fr) ? id : -ENOMEM;
+	}
+	if (f && f->is_elf) {	/* its table is not held (symbol budget): module+offset */
+		sym->stats.native_unnamed++;
+		sym->stats.elf_not_held++;
+		fr->kind = NK_OFFSET;
+		fr->map = smap_of(sym, ps, v, f, 0);
+		fr->name = module_offset(sym, f->base, fr->file_off);
+		return fr->name ? id : -ENOMEM;
 	}
 	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
 	if (runtime__claims(p, addr, f != NULL)) {
@@ -685,7 +824,8 @@ int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_r
 		o = LEAF_NO_CODE;
 		goto out;
 	}
-	if (v->kind == VMA_FILE && (f = symfile(sym, ps, p, v, &file)) && f->es)
+	if (v->kind == VMA_FILE && (f = symfile(sym, ps, p, v, &file, time_ns)) &&
+	    table(sym, f, p, v, time_ns))
 		w = native_where(f, p, v, r->ip);
 	else if (v->kind == VMA_VDSO && !strcmp(v->path, "[vdso]"))
 		w = vdso_where(sym, p, ps, v, r->ip);
@@ -768,7 +908,7 @@ static void take_debug_files(struct symbolizer *sym)
 		const char *bid;
 		struct elfsym *dbg;
 
-		if (!f || f->no_debug || !elfsym__needs_debug(f->es))
+		if (!f || !f->es || f->no_debug || !elfsym__needs_debug(f->es))
 			continue;
 		bid = elfsym__build_id(f->es);
 		f->awaiting = 0;
@@ -776,6 +916,12 @@ static void take_debug_files(struct symbolizer *sym)
 		case SYMSRV_READY:
 			dbg = symsrv__take(ss, bid);
 			if (dbg && elfsym__attach_debug(f->es, dbg) == 0) {
+				uint64_t b = elfsym__bytes(f->es);
+
+				/* Charged past the budget if need be: fetched for this, never evicted. */
+				if (b > f->charged)
+					symbudget__force(SB_ELF, b - f->charged);
+				f->charged = b > f->charged ? b : f->charged;
 				f->attached_gen = ++sym->attach_gen;
 				sym->stats.debug_attached++;
 			} else {

@@ -38,6 +38,12 @@ struct symbolizer_stats {
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
+	/* ELF tables and the symbol budget (--max-symbol-mb) */
+	uint64_t elf_evicted;	/* least recently used tables dropped to make room */
+	uint64_t elf_over_budget;	/* tables read and not kept: no room even after evicting */
+	uint64_t elf_reloaded;	/* dropped tables read again for a new frame */
+	uint64_t elf_idle_released;	/* tables dropped after going unused (agent) */
+	uint64_t elf_not_held;	/* frames named module+offset because their table was not held */
 	uint64_t truncated;	/* frames past a process's max_frames, shown as [truncated] */
 	uint64_t leaf[LEAF__MAX];	/* samples by what became of their leaf's caller (leafunwind.h) */
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
@@ -91,6 +97,9 @@ int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32
 
 /* Free the frames of p (it exited); its ids become invalid. */
 void symbolizer__forget(struct symbolizer *sym, struct proc *p);
+/* Drop the ELF tables no lookup used in the last idle_ns (sample clock; now: CLOCK_MONOTONIC):
+ * read again when a new frame needs one. Frames already named keep their names. */
+void symbolizer__release_idle(struct symbolizer *sym, uint64_t now, uint64_t idle_ns);
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 
