@@ -215,6 +215,59 @@ note "400,000-line perf map, --max-symbol-mb 16: $(grep -o '[0-9]* code ranges;'
 [ "$rss" -le 64 ] || fail "max RSS $rss MiB with a 16 MiB symbol budget"
 pass "symbol budget: the perf map read up to it, the rest counted, max RSS $rss MiB"
 
+# The same budget holds ELF tables: a process runs code in 8 libraries (copies of one, each its
+# own file), each with 60,000 function symbols (~13 MB of tables: .symtab and .dynsym). With --max-symbol-mb 16
+# spanprof keeps what fits, evicting the least recently used (counted), its memory bounded (max
+# RSS 142 MiB before, ~40 of them the baseline of any recording); each library's hot function is
+# named all the same (its table read when its first frame came).
+cat > "$TMP/elfgen.py" << 'PY'
+import sys
+out = sys.stdout
+out.write(".text\n.globl spin\n.type spin,@function\nspin:\n  mov $20000000, %ecx\n1: dec %ecx\n  jnz 1b\n  ret\n")
+for i in range(60000):
+    n = "elf_budget_filler_function_with_a_rather_long_name_%06d" % i
+    out.write(".globl %s\n.type %s,@function\n%s:\n  ret\n" % (n, n, n))
+PY
+python3 "$TMP/elfgen.py" > "$TMP/libbig.s"
+cc -shared -nostdlib -o "$TMP/libbig0.so" "$TMP/libbig.s"
+for i in 1 2 3 4 5 6 7; do cp "$TMP/libbig0.so" "$TMP/libbig$i.so"; done
+cat > "$TMP/elfdrv.c" << 'C'
+#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	void (*spin[16])(void);
+	int n = 0;
+
+	for (int i = 1; i < argc && n < 16; i++) {
+		void *h = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
+
+		if (!h || !(spin[n] = (void (*)(void))dlsym(h, "spin")))
+			return fprintf(stderr, "%s\n", dlerror()), 1;
+		n++;
+	}
+	printf("%d\n", getpid());
+	fflush(stdout);
+	for (;;)
+		for (int i = 0; i < n; i++)
+			spin[i]();
+}
+C
+cc -O1 -o "$TMP/elfdrv" "$TMP/elfdrv.c" -ldl
+start_app --pid-line --timeout 30 "$TMP/elfdrv.out" "$TMP/elfdrv" "$TMP"/libbig[0-7].so
+record elfb.pb.gz -p "$APP_PID" -d 6 -F 199 --max-symbol-mb 16
+grep -q "ELF tables: [1-9][0-9]* evicted for room" "$TMP/elfb.txt" ||
+	{ cat "$TMP/elfb.txt"; fail "8 libraries of 13 MB of symbols each were all kept under a 16 MiB budget"; }
+rss=$(sed -n 's/.*max RSS \([0-9]*\) MiB.*/\1/p' "$TMP/elfb.txt")
+decode "$TMP/elfb.pb.gz"
+spin=$(query leaf "$TMP/elfb.json" --leaf '^spin$' | node -pe 'JSON.parse(require("fs").readFileSync(0)).frac')
+note "8 libraries x 60,000 symbols, --max-symbol-mb 16: $(grep -o 'ELF tables: .*' "$TMP/elfb.txt"); leaf spin in $spin of samples; max RSS $rss MiB"
+[ "$rss" -le 80 ] || fail "max RSS $rss MiB with ELF tables under a 16 MiB symbol budget (142 MiB before it)"
+ge "$spin" 0.9 || fail "only $spin of the samples named spin"
+stop "$APP_PID"
+pass "symbol budget: ELF tables evicted for room, max RSS $rss MiB, frames named ($spin)"
+
 # A perf map rewritten (truncated, written whole again) every 0.5 s: each truncation restarts the
 # read, and a restart waits 50 times what the last one cost (it was ~80 % of a CPU: every restart
 # with a fresh budget).

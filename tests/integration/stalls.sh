@@ -11,7 +11,7 @@ need_cmd python3 dotnet
 FUSEHANG=$BUILD/apps/native/fusehang
 HOTCHAIN_DLL=$BUILD/apps/HotChain/HotChain.dll
 FAKE=$ROOT/tests/integration/fake_dotnet.py
-need_built "$FUSEHANG" "$HOTCHAIN_DLL"
+need_built "$FUSEHANG" "$HOTCHAIN_DLL" "$HOTCHAIN"
 
 # timed NAME SECS ARGS...: spanprof record ARGS -o $TMP/NAME.pb.gz, killed after SECS; sets
 # TOOK (seconds) and RC (137: it had to be killed).
@@ -74,6 +74,32 @@ timed silent 60 "${fakes[@]}" -d 2
 note "silent sockets: ${TOOK}s for -d 2"
 le "$TOOK" 5 || { cat "$TMP/silent.txt"; fail "silent sockets: ${TOOK}s for -d 2 (want <= 5)"; }
 pass "-d 2 with four silent diagnostics sockets: ${TOOK}s"
+
+# 3b. Talks to diagnostics sockets run beside sampling and never cost samples: five .NET
+#    processes whose sockets never answer (each talk waits its 2 s timeout) and a busy process
+#    sampled at 999 Hz into a 1 MiB ring buffer (under 3 s of its samples). With the talks in the
+#    sampling loop, the ring buffer filled while it waited (40 % of samples lost with five).
+fakes=() fake_pids=()
+for i in 1 2 3 4 5; do
+	start_app --pid-line --timeout 10 "$TMP/talk$i.out" python3 "$FAKE" "$TMP/lib" 60
+	fakes+=(-p "$APP_PID")
+	fake_pids+=("$APP_PID")
+done
+start_app --pid-line --timeout 30 "$TMP/talkhot.out" "$HOTCHAIN" 60
+hot=$APP_PID
+timed talks 60 "${fakes[@]}" -p "$hot" -d 8 -F 999 --ringbuf-mb 1
+[ "$RC" = 0 ] || { cat "$TMP/talks.txt"; fail "silent sockets beside a busy process: exit $RC after ${TOOK}s"; }
+lost=$(sed -n 's/.*lost: ring buffer full \([0-9]*\),.*/\1/p' "$TMP/talks.txt")
+tried=$(grep -c "could not enable its perf map" "$TMP/talks.txt" || true)
+decode "$TMP/talks.pb.gz"
+got=$(field "$(query total "$TMP/talks.json" --pid "$hot")" total)
+note "five silent sockets and a busy process at 999 Hz, 1 MiB ring buffer: ${TOOK}s for -d 8, $got samples of the busy one, $lost lost (ring buffer full), $tried talks timed out"
+[ "$tried" -ge 1 ] || { cat "$TMP/talks.txt"; fail "no talk to a silent socket was tried"; }
+[ "$lost" = 0 ] || { cat "$TMP/talks.txt"; fail "$lost samples lost while talking to silent sockets"; }
+ge "$got" 5600 || fail "only $got samples of a busy process in 8 s at 999 Hz (want >= 70 %)"
+le "$TOOK" 11 || fail "-d 8 took ${TOOK}s"
+stop "$hot" "${fake_pids[@]}"
+pass "talks to five silent sockets cost no sample ($got of the busy process, 0 lost), -d 8 in ${TOOK}s"
 
 # 4. SIGTERM during a slow exit: four processes answer EnablePerfMap and nothing else, so leaving
 #    them as found (DisablePerfMap) costs a timeout each. The second SIGTERM ends it at

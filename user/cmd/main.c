@@ -1,6 +1,7 @@
 /* main.c: the spanprof command line. */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +566,10 @@ static int cmd_agent(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Symbol tables and perf map indexes come and go (budget, idle processes, exits): each large
+	 * one in its own mapping, so that freeing it returns the memory. (glibc raises the threshold
+	 * after the first such free, and later tables would stay in the heap after they are freed.) */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	if (argc < 2)
 		goto usage;
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

@@ -17,6 +17,7 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
+#include "talker.h"
 #include "procfs.h"
 #include "proctab.h"
 #include "r2r.h"
@@ -42,6 +43,8 @@ struct dotnet_state {
 	char detail[160];
 	int enabled_by_us;
 	int enable_tried;
+	struct talk *enabling;	/* the EnablePerfMap talk, on a worker, until it ends */
+	struct enable_talk *enable_arg;	/* ... and what it sent and heard */
 	uint64_t last_open_ns;
 	uint32_t restarts;
 	uint32_t restarts_deferred;	/* truncations seen before the last restart's pause ended */
@@ -328,30 +331,67 @@ int dotnetproc__sweep(void)
 	return n;
 }
 
-static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
-{
-	int err, timeout_ms = 0;
-	uint32_t hr = 0;
+/* EnablePerfMap on a worker (talker.h): its own copies of the process's fds, its answer. */
+struct enable_talk {
+	int dir_fd, root_fd, pid, nspid;
+	uint64_t deadline_ns;	/* the session's end (0: none): no talk goes past it */
+	uint32_t type, hr;
+};
 
-	/* Perf maps are turned on only in processes we actually sample. */
-	if (!o->enable_perfmap || !p->sampled || d->enable_tried || p->root_fd < 0 || o->talks_held)
-		return;
-	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
-	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
-		return;
-	/* A silent socket may cost the whole timeout: never past the session's deadline. */
-	if (o->deadline_ns) {
+static int enable_talk_run(void *arg)
+{
+	struct enable_talk *t = arg;
+	int timeout_ms = 0;	/* the default */
+
+	/* A silent socket may cost the whole timeout: never past the session's deadline (the talk
+	 * may have waited its turn). */
+	if (t->deadline_ns) {
 		uint64_t now = now_ns();
 
-		if (now + 1000000 >= o->deadline_ns)
-			return;
-		if ((o->deadline_ns - now) / 1000000 < DIAGIPC_DEFAULT_TIMEOUT_MS)
-			timeout_ms = (o->deadline_ns - now) / 1000000;
+		if (now + 1000000 >= t->deadline_ns)
+			return -ETIMEDOUT;
+		if ((t->deadline_ns - now) / 1000000 < DIAGIPC_DEFAULT_TIMEOUT_MS)
+			timeout_ms = (t->deadline_ns - now) / 1000000;
 	}
-	d->enable_tried = 1;
-	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
-	err = diagipc__enable_perfmap_within(p->dir_fd, p->root_fd, p->pid, p->nspid,
-					     o->perfmap_type, timeout_ms, &hr);
+	return diagipc__enable_perfmap_within(t->dir_fd, t->root_fd, t->pid, t->nspid, t->type,
+					      timeout_ms, &t->hr);
+}
+
+static void enable_talk_free(void *arg)
+{
+	struct enable_talk *t = arg;
+
+	if (t->dir_fd >= 0)
+		close(t->dir_fd);
+	if (t->root_fd >= 0)
+		close(t->root_fd);
+	free(t);
+}
+
+static int start_enable(struct proc *p, struct dotnet_state *d, uint32_t type, uint64_t deadline_ns)
+{
+	struct enable_talk *t = malloc(sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	*t = (struct enable_talk){ fcntl(p->dir_fd, F_DUPFD_CLOEXEC, 0),
+				   fcntl(p->root_fd, F_DUPFD_CLOEXEC, 0), p->pid, p->nspid,
+				   deadline_ns, type, 0 };
+	if (t->dir_fd < 0 || t->root_fd < 0 ||
+	    !(d->enabling = talk__start(enable_talk_run, t, enable_talk_free))) {
+		int err = -errno;
+
+		enable_talk_free(t);
+		return err;
+	}
+	d->enable_arg = t;
+	return 0;
+}
+
+/* The end of an EnablePerfMap talk: err is its result, hr the runtime's HRESULT. */
+static void enable_ended(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
+			 int err, uint32_t hr)
+{
 	if (err)
 		forget_enabled(p);
 	if (err == 0) {
@@ -363,6 +403,65 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 		set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
 			  strerror(err < 0 ? -err : EIO), hr);
 	}
+}
+
+/* Take back the EnablePerfMap talk when it has ended (wait: also while it runs), and act on its
+ * answer. 0 while it is still out. */
+static int take_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
+		       int wait)
+{
+	struct enable_talk *t = d->enable_arg;
+	int err = -ECANCELED;
+
+	if (!wait && !talk__poll(d->enabling, NULL))
+		return 0;
+	if (talk__finish(d->enabling, &err))
+		enable_ended(p, d, o, err, t->hr);
+	else
+		forget_enabled(p);	/* still queued: never sent */
+	d->enabling = NULL;
+	d->enable_arg = NULL;
+	enable_talk_free(t);
+	return 1;
+}
+
+/* The process is being left with its EnablePerfMap talk out: one queued is dropped, one running
+ * waited for (its timeout bounds it, and the session's deadline bounds that); told to stop at
+ * once, it is left to end on its own, and the entry in the state directory makes the next
+ * spanprof start turn off what it may turn on. */
+static void end_enabling(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (!d->enabling)
+		return;
+	if (o && o->talks_held) {
+		talk__abandon(d->enabling);	/* frees enable_arg when it ends */
+		d->enabling = NULL;
+		d->enable_arg = NULL;
+		return;
+	}
+	take_enable(p, d, o, 1);
+}
+
+/* Perf maps turned on in a process that lacks them: EnablePerfMap is sent on a worker, and the
+ * sampling loop goes on; its answer is taken at a later poll. */
+static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	int err;
+
+	/* Perf maps are turned on only in processes we actually sample. */
+	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || p->root_fd < 0 ||
+	    o->talks_held)
+		return;
+	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
+	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
+		return;
+	if (o->deadline_ns && now_ns() + 1000000 >= o->deadline_ns)
+		return;
+	d->enable_tried = 1;
+	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
+	set_state(d, DOTNETPROC_WAITING, "asking it to turn its perf map on");
+	if ((err = start_enable(p, d, o->perfmap_type, o->deadline_ns)))
+		enable_ended(p, d, o, err, 0);
 }
 
 /*
@@ -433,10 +532,14 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	int have, missing;
 	int64_t n;
 
+	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
+	if (d->enabling)
+		take_enable(p, d, o, 0);
 	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
 	if (!p->sampled || idle(p, d, o))
 		return RT_WAIT;
-	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0)
+	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0 &&
+	    !d->enabling)
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
 	if (!d->pm && (n = restart(p, d)) < 0)
 		return (int)n;
@@ -471,7 +574,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 			  d->files.jitdump_fd >= 0 ? "jitdump" : "");
 	if (p->gone)
 		return RT_DONE;	/* what the files hold now is all there will be */
-	return have ? RT_READY : RT_WAIT;
+	return have || d->enabling ? RT_READY : RT_WAIT;	/* a talk out: its answer at once */
 }
 
 /* Anything outside the ELF files' symbols may be JIT or ReadyToRun code, except the vDSO. */
@@ -622,6 +725,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	struct dotnet_state *d = state;
 	uint32_t hr;
 
+	end_enabling(p, d, o);
 	/* Told to stop at once: no talk. The entry in the state directory stays, so the next
 	 * spanprof start turns its perf maps off (as after a kill -9). */
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {

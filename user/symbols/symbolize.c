@@ -253,7 +253,7 @@ static void note_refusal(struct symbolizer *sym, const struct proc *p, const str
  * its frames are module+offset, and it is tried again after RELOAD_REFUSED_NS. Tables with a
  * debug file from a symbol server stay: that file was fetched at a cost.
  */
-#define RELOAD_EVICTED_NS (1000000000ull)
+#define RELOAD_EVICTED_NS (10 * 1000000000ull)
 #define RELOAD_REFUSED_NS (10 * 1000000000ull)
 
 static int evictable(const struct symfile *f, const struct symfile *keep)
