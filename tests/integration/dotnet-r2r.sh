@@ -39,11 +39,13 @@ record b.pb.gz -p "$pid" -d 6 -F 199
 # A host-wide spanprof of someone else may have turned them on first: the naming is the same.
 grep -q "pid $pid .*perf map enabled at run time" "$TMP/b.txt" ||
 	grep -q "pid $pid .*reading perf map" "$TMP/b.txt" || { cat "$TMP/b.txt"; fail "perf map not enabled"; }
-# Known gap, not ReadyToRun: the runtime's copied GC write barrier ("stub
-# InitThreadManagerPerfMapData<JIT_CopiedWriteBarriers>", anonymous memory) is logged only when
-# perf maps are on at startup, so after a late enable its samples (3-8 % of leaves here, under
-# ArraySortHelper.IntroSort) stay [unknown]. Its own bar until that stub is named another way.
-check_case "enabled-at-runtime" "$pid" "$TMP/b.pb.gz" "${LATE_LEAF_BAR:-0.90}"
+# The runtime's copied GC write barrier ("stub InitThreadManagerPerfMapData<JIT_CopiedWriteBarriers>"
+# in anonymous memory, 3-8 % of leaves here, under ArraySortHelper.IntroSort) and its precode
+# thunks are logged only when perf maps are on at startup: after a late enable they are named as
+# the libcoreclr.so code they copy (case 4 checks those names against the runtime's own).
+check_case "enabled-at-runtime" "$pid" "$TMP/b.pb.gz"
+grep -q "pid $pid .*[1-9][0-9]* runtime stub addresses named as the libcoreclr.so code" "$TMP/b.txt" ||
+	{ cat "$TMP/b.txt"; fail "enabled-at-runtime: no runtime stub named as the code it copies"; }
 stop "$pid"
 
 # 3. --no-enable-perfmap: no perf map at all, so JIT frames stay unnamed; every ReadyToRun frame
@@ -75,3 +77,26 @@ ge "$(field "$d" frame_frac)" "$FRAME_BAR" || fail "no-enable-perfmap: named Rea
 grep -q 'PreJIT' "$TMP/c.json" || fail "no-enable-perfmap: no [PreJIT] frame"
 pass "no-enable-perfmap: named ReadyToRun leaves $(field "$d" leaf_frac), frames $(field "$d" frame_frac)"
 stop "$pid"
+
+# 4. The copies named right: perf maps on from the start, but only the runtime sees its perf map
+#    (moved away before spanprof starts; it keeps writing to it). Every frame spanprof names as
+#    a copy of libcoreclr.so code must lie in a range the runtime itself calls a stub.
+start_app --ready '^pid' "$TMP/d.out" env DOTNET_PerfMapEnabled=3 "$APP" 14; pid=$APP_PID
+sleep 1
+mv "/tmp/perf-$pid.map" "$TMP/hidden-$pid.map"
+record d.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap
+"$GO" tool pprof -raw "$TMP/d.pb.gz" 2> /dev/null | awk '/\[copy\]/ { print $2 }' > "$TMP/d.copies"
+r=$(node -e '
+const fs = require("fs");
+const stubs = fs.readFileSync(process.argv[1], "utf8").split("\n").filter((l) => / stub/.test(l))
+  .map((l) => { const [a, n] = l.split(" "); const s = BigInt(a.startsWith("0x") ? a : "0x" + a); return [s, s + BigInt("0x" + n)]; });
+const copies = fs.readFileSync(process.argv[2], "utf8").split("\n").filter(Boolean).map((x) => BigInt(x));
+const outside = copies.filter((a) => !stubs.some(([s, e]) => a >= s && a < e));
+console.log(JSON.stringify({ copies: copies.length, outside: outside.map((a) => "0x" + a.toString(16)) }));
+' "$TMP/hidden-$pid.map" "$TMP/d.copies")
+note "copies checked against the runtime's stub ranges: $r"
+[ "$(field "$r" copies)" -ge 1 ] || { grep -a "pid $pid" "$TMP/d.txt"; fail "no frame named as a copy of libcoreclr.so code"; }
+[ "$(field "$r" outside.length)" = 0 ] || fail "frames named as copies outside every stub range of the runtime: $r"
+pass "every frame named as a copy ($(field "$r" copies) addresses) is in a stub range of the runtime's own perf map"
+stop "$pid"
+rm -f "$TMP/hidden-$pid.map"

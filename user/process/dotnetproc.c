@@ -17,6 +17,7 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
+#include "dotnetstubs.h"
 #include "talker.h"
 #include "procfs.h"
 #include "proctab.h"
@@ -54,6 +55,7 @@ struct dotnet_state {
 	struct dn_image *images;
 	size_t nimages, images_cap;
 	uint64_t r2r_named;	/* frames named from an image */
+	struct dn_stubs *stubs;	/* runtime code copied out of libcoreclr.so */
 };
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
@@ -86,7 +88,10 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 	d->files.map_fd = -1;
 	d->files.jitdump_fd = -1;
 	d->pm = perfmap__new(NULL);
-	if (!d->pm) {
+	d->stubs = dnstubs__new();
+	if (!d->pm || !d->stubs) {
+		perfmap__free(d->pm);
+		dnstubs__free(d->stubs);
 		free(d);
 		return NULL;
 	}
@@ -689,6 +694,14 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	return 0;
 }
 
+/* No perf map names it: it may be the runtime's copy of its own code (dotnetstubs.h). */
+static int copy_of(struct proc *p, void *state, uint64_t addr, uint64_t *orig)
+{
+	struct dotnet_state *d = state;
+
+	return dnstubs__copy_of(d->stubs, p, addr, orig);
+}
+
 /* Unlink name in dir if it is still the very file behind fd (not a newer process's file of the
  * same name, after the namespace reused the pid). */
 static void unlink_if_same(int dir, const char *name, int fd)
@@ -731,6 +744,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
 		dotnet__close_jit_files(&d->files);
 		perfmap__free(d->pm);
+		dnstubs__free(d->stubs);
 		free(d);
 		return;
 	}
@@ -751,6 +765,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	for (size_t i = 0; i < d->nimages; i++)
 		r2r__put(d->images[i].img);
 	free(d->images);
+	dnstubs__free(d->stubs);
 	free(d);
 }
 
@@ -767,6 +782,18 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; %" PRIu64 " frames named from ReadyToRun images (%zu mapped files looked at)",
 			 d->r2r_named, d->nimages);
+	}
+	{
+		struct dnstubs_stats ss;
+
+		dnstubs__stats(d->stubs, &ss);
+		if (ss.found || ss.searches || ss.capped) {
+			size_t n = strlen(buf);
+
+			snprintf(buf + n, len - n, "; %u runtime stub addresses named as the "
+				 "libcoreclr.so code they copy (%u searches, %u not found, %u past the cap)",
+				 ss.found, ss.searches, ss.not_found, ss.capped);
+		}
 	}
 	if (d->stale) {
 		size_t n = strlen(buf);
@@ -801,6 +828,7 @@ const struct runtime_ops dotnet_runtime = {
 	.poll = poll,
 	.claims = claims,
 	.symbolize = symbolize,
+	.copy_of = copy_of,
 	.describe = describe,
 	.detach = detach,
 };

@@ -102,6 +102,15 @@ int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct r
 	return -ENOENT;
 }
 
+int runtime__copy_of(struct proc *p, uint64_t addr, uint64_t *orig)
+{
+	for (int id = 0; id < RT__MAX; id++)
+		if (p->rt[id].state && OPS(p, id)->copy_of &&
+		    OPS(p, id)->copy_of(p, p->rt[id].state, addr, orig) == 0)
+			return 0;
+	return -ENOENT;
+}
+
 void *runtime__state(const struct proc *p, enum runtime_id id)
 {
 	return id < RT__MAX ? p->rt[id].state : NULL;

@@ -72,6 +72,10 @@ struct runtime_ops {
 	int (*claims)(const struct proc *p, void *state, uint64_t addr, int in_file);
 	int (*symbolize)(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
 			 struct rt_symbol *out);
+	/* Code at addr that no symbolize() names may be the runtime's copy of code in one of the
+	 * process's files: *orig, the address of the original (named as that). 0, or -ENOENT.
+	 * Asked once per frame, when it is first found unnamed; may be NULL. */
+	int (*copy_of)(struct proc *p, void *state, uint64_t addr, uint64_t *orig);
 	/* One line for the report ("" when there is nothing to say). */
 	void (*describe)(const struct proc *p, const void *state, char *buf, size_t len);
 	/* Undo what was changed in the process (leave it as found) and free the state. */
@@ -116,6 +120,8 @@ void runtime__wake(struct proc *p);
  * file-backed mapping whose ELF symbols did not name it (ReadyToRun code is such a file). */
 int runtime__claims(const struct proc *p, uint64_t addr, int in_file);
 int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct rt_symbol *out);
+/* The first runtime's copy_of answer for addr: 0 and *orig, or -ENOENT. */
+int runtime__copy_of(struct proc *p, uint64_t addr, uint64_t *orig);
 void *runtime__state(const struct proc *p, enum runtime_id id);	/* NULL: not attached */
 int runtime__has(const struct proc *p, enum runtime_id id);	/* detected in p */
 /* "; dotnet: ...; spanctx: ..." for the report. */

@@ -529,29 +529,57 @@ static uint64_t *kind_counter(struct symbolizer *sym, int kind)
 /* A native frame's name: its symbol; else "libcoreclr.so!0x4af210", the start (ELF virtual
  * address) of the function .eh_frame says holds it, one name for all of a function's addresses;
  * else module+offset. Counted by kind (a frame named again is moved between the counters). */
-static uint32_t native_name(struct symbolizer *sym, struct symfile *f, struct frame *fr)
+static uint32_t file_name(struct symbolizer *sym, struct symfile *f, uint64_t file_off, int *kind)
 {
 	char name[320];
-	const char *s = elfsym__lookup(f->es, fr->file_off, NULL);
+	const char *s = elfsym__lookup(f->es, file_off, NULL);
 	uint64_t vaddr, start;
+
+	if (s) {
+		*kind = NK_SYMBOL;
+		return str_id(sym, s);
+	}
+	if (elfsym__file_to_vaddr(f->es, file_off, &vaddr) == 0 &&
+	    elfsym__function_start(f->es, vaddr, &start) == 0) {
+		snprintf(name, sizeof(name), "%s!0x%" PRIx64, str(sym, f->base), start);
+		*kind = NK_FUNCTION;
+		return str_id(sym, name);
+	}
+	*kind = NK_OFFSET;
+	return module_offset(sym, f->base, file_off);
+}
+
+static uint32_t native_name(struct symbolizer *sym, struct symfile *f, struct frame *fr)
+{
 	uint64_t *c = kind_counter(sym, fr->kind);
+	int kind;
 
 	if (c)
 		(*c)--;
-	if (s) {
-		fr->kind = NK_SYMBOL;
-		fr->name = str_id(sym, s);
-	} else if (elfsym__file_to_vaddr(f->es, fr->file_off, &vaddr) == 0 &&
-		   elfsym__function_start(f->es, vaddr, &start) == 0) {
-		snprintf(name, sizeof(name), "%s!0x%" PRIx64, str(sym, f->base), start);
-		fr->kind = NK_FUNCTION;
-		fr->name = str_id(sym, name);
-	} else {
-		fr->kind = NK_OFFSET;
-		fr->name = module_offset(sym, f->base, fr->file_off);
-	}
+	fr->name = file_name(sym, f, fr->file_off, &kind);
+	fr->kind = kind;
 	(*kind_counter(sym, fr->kind))++;
 	return fr->name;
+}
+
+/* Runtime code that is a copy of code in one of the process's files (at orig): named as that
+ * code, marked as a copy. 0, or -ENOENT (orig in no ELF file whose table is held). */
+static int copy_name(struct symbolizer *sym, struct proc *p, struct proc_syms *ps, struct frame *fr,
+		     uint64_t orig)
+{
+	const struct vma *v = proc__vma(p, orig);
+	struct symfile *f;
+	uint32_t file, id;
+	char name[4096];
+	int kind;
+
+	if (!v || v->kind != VMA_FILE || !(f = symfile(sym, ps, p, v, &file, fr->time_ns)) ||
+	    !table(sym, f, p, v, fr->time_ns))
+		return -ENOENT;
+	id = file_name(sym, f, orig - v->start + v->pgoff, &kind);
+	snprintf(name, sizeof(name), "%s [copy]", id ? str(sym, id) : "?");
+	fr->name = str_id(sym, name);
+	return 0;
 }
 
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
@@ -845,6 +873,7 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	struct rt_symbol rs = { 0 };
 	char name[4096];
 	int first = fr->name == 0;
+	uint64_t orig;
 
 	if (runtime__symbolize(p, fr->addr, fr->time_ns, &rs) == 0) {
 		sym->stats.jit_named++;
@@ -864,6 +893,15 @@ static int finish_frame(struct symbolizer *sym, struct proc *p, struct proc_syms
 	}
 	if (!first)
 		return 0;	/* still unnamed: keeps its fallback, tried again next window */
+	/* Runtime code copied out of its library (written down only when perf maps were on from
+	 * the start): named as the code it copies, once. */
+	if (!fr->base && runtime__copy_of(p, fr->addr, &orig) == 0 &&
+	    copy_name(sym, p, ps, fr, orig) == 0) {
+		sym->stats.jit_copied++;
+		fr->pending = 0;
+		ps->npending--;
+		return fr->name ? 0 : -ENOMEM;
+	}
 	/* Managed code without a name is .NET unnamed, whatever it looks like (a ReadyToRun .dll's
 	 * code shows as module+offset): the report says why, not "native". */
 	if (fr->base && rs.unnamed == RT_UNNAMED_NOT_OURS) {

@@ -26,6 +26,7 @@ struct symbolizer_stats {
 	uint64_t frames;	/* distinct (process, address) frames */
 	uint64_t jit_named;	/* runtime frames named from a perf map / jitdump */
 	uint64_t jit_unnamed;	/* runtime frames outside every known range */
+	uint64_t jit_copied;	/* runtime frames in a copy of library code, named as that code */
 	uint64_t unnamed_by[4];	/* jit_unnamed by enum rt_unnamed: [1] no perf map / image entry,
 				 * [2] jitdump stopped, [3] image unreadable or not R2R */
 	uint64_t native_named;

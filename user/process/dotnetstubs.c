@@ -1,0 +1,298 @@
+/* dotnetstubs.c: runtime code copied out of libcoreclr.so, found by its bytes (dotnetstubs.h).
+ *
+ * The library's code segment is read once per distinct file (device, inode, size) from the first
+ * process that maps it, shared by every process of that runtime and freed with the last; it takes
+ * its size from the symbol budget. An address is matched by anchors: 8 bytes at or near it are
+ * looked for in the library (memmem), and each place found is scored over the window. The last
+ * place found in a page is tried first for the next address there (the code of one copy sits at
+ * one distance from its original), then the part of the library copies came from so far (a scan
+ * of the whole library costs milliseconds: a few per process). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dotnet.h"
+#include "dotnetstubs.h"
+#include "procfs.h"
+#include "proctab.h"
+#include "symbudget.h"
+
+#define ANCHOR		8
+#define OCCURRENCES_MAX	32	/* places an anchor is scored at */
+#define PAGES		16	/* pages whose distance to the library is remembered */
+#define HOT_SPAN	(64 << 10)	/* searched around where copies were found */
+#define MAPS		32	/* mappings whose full scans are counted */
+#define SCANS_PER_MAP	2	/* full scans for addresses of one mapping (a JIT code heap's
+				 * code is no copy: it must not use up the process's scans) */
+
+struct lib_text {
+	uint64_t dev, ino, len;
+	uint8_t *text;		/* NULL: over the budget or unreadable (not asked again) */
+	uint64_t hot_lo, hot_hi;	/* the part copies were found in, widened by HOT_SPAN */
+	uint32_t refs;
+	struct lib_text *next;
+};
+
+static struct lib_text *libs;	/* the main thread's only: symbolizing is not threaded */
+
+struct dn_stubs {
+	struct lib_text *lib;
+	uint64_t lib_start;	/* where the process maps the code segment */
+	int lib_tried;
+	struct { uint64_t page; int64_t delta; } pages[PAGES];	/* library offset - address */
+	uint32_t next_page;
+	struct { uint64_t start; uint32_t scans; } maps[MAPS];	/* full scans by mapping */
+	uint32_t next_map;
+	struct dnstubs_stats st;
+};
+
+struct dn_stubs *dnstubs__new(void)
+{
+	return calloc(1, sizeof(struct dn_stubs));
+}
+
+static void lib_put(struct lib_text *l)
+{
+	struct lib_text **pp;
+
+	if (!l || --l->refs)
+		return;
+	for (pp = &libs; *pp && *pp != l; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = l->next;
+	if (l->text)
+		symbudget__give(SB_ELF, l->len);
+	free(l->text);
+	free(l);
+}
+
+void dnstubs__free(struct dn_stubs *s)
+{
+	if (!s)
+		return;
+	lib_put(s->lib);
+	free(s);
+}
+
+/* The code segment of p's libcoreclr.so, shared. */
+static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
+{
+	const struct vma *v = NULL;
+	struct lib_text *l;
+
+	if (s->lib_tried)
+		return s->lib && s->lib->text ? s->lib : NULL;
+	s->lib_tried = 1;
+	for (size_t i = 0; i < p->nvmas && !v; i++)
+		if (p->vmas[i].kind == VMA_FILE && p->vmas[i].exec &&
+		    dotnet__is_runtime_path(p->vmas[i].path))
+			v = &p->vmas[i];
+	if (!v || v->end - v->start > DNSTUBS_LIB_MAX)
+		return NULL;
+	s->lib_start = v->start;
+	for (l = libs; l; l = l->next)
+		if (l->dev == v->dev && l->ino == v->ino && l->len == v->end - v->start)
+			break;
+	if (!l) {
+		if (!(l = calloc(1, sizeof(*l))))
+			return NULL;
+		*l = (struct lib_text){ .dev = v->dev, .ino = v->ino, .len = v->end - v->start,
+					.next = libs };
+		libs = l;
+		/* Read from the process's own mapping: the very file it runs, as it is mapped. */
+		if (symbudget__take(SB_ELF, l->len)) {
+			l->text = malloc(l->len);
+			if (!l->text || procfs__read_mem(p->dir_fd, v->start, l->text, l->len)) {
+				free(l->text);
+				l->text = NULL;
+				symbudget__give(SB_ELF, l->len);
+			}
+		}
+	}
+	l->refs++;
+	s->lib = l;
+	return l->text ? l : NULL;
+}
+
+/*
+ * Bytes of the copy (w: n bytes from address w0) equal to the library's when address a is at
+ * library offset off, walking out from a both ways until more than GAP_MAX bytes in a row
+ * differ: the runtime patches immediates (up to 8 bytes) into its copies, and a copy may sit
+ * next to another copied from elsewhere.
+ */
+#define GAP_MAX	  8
+#define SAME_MIN 20	/* bytes that must agree */
+#define AT_A	 2	/* ... the first ones at the address among them */
+
+static int score(const struct lib_text *l, const uint8_t *w, uint64_t w0, size_t n, uint64_t a,
+		 int64_t off)
+{
+	int64_t base = off - (int64_t)(a - w0);	/* library offset of w[0] */
+	int64_t i0 = (int64_t)(a - w0);
+	int same = 0, gap = 0;
+
+	/* The instruction at a starts as the library's does (its opcode, at least). */
+	if (i0 + AT_A > (int64_t)n || base + i0 < 0 || (uint64_t)(base + i0 + AT_A) > l->len ||
+	    memcmp(w + i0, l->text + base + i0, AT_A))
+		return 0;
+
+	for (int64_t i = i0; i < (int64_t)n && gap <= GAP_MAX; i++) {
+		int64_t j = base + i;
+
+		if (j >= 0 && (uint64_t)j < l->len && w[i] == l->text[j]) {
+			same++;
+			gap = 0;
+		} else {
+			gap++;
+		}
+	}
+	gap = 0;
+	for (int64_t i = i0 - 1; i >= 0 && gap <= GAP_MAX; i--) {
+		int64_t j = base + i;
+
+		if (j >= 0 && (uint64_t)j < l->len && w[i] == l->text[j]) {
+			same++;
+			gap = 0;
+		} else {
+			gap++;
+		}
+	}
+	return same;
+}
+
+static int good(int same, size_t n)
+{
+	(void)n;
+	return same >= SAME_MIN;
+}
+
+static int uniform(const uint8_t *b, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (b[i] != b[0])
+			return 0;
+	return 1;
+}
+
+/* The count of full scans for addresses of the mapping at start (a new one, or the oldest's
+ * slot, starts at 0). */
+static uint32_t *map_scans(struct dn_stubs *s, uint64_t start)
+{
+	uint32_t i;
+
+	for (i = 0; i < MAPS; i++)
+		if (s->maps[i].start == start)
+			return &s->maps[i].scans;
+	i = s->next_map;
+	s->next_map = (s->next_map + 1) % MAPS;
+	s->maps[i].start = start;
+	s->maps[i].scans = 0;
+	return &s->maps[i].scans;
+}
+
+/* The best place of the library in [lo, hi) for addr, by anchors (8 bytes at or near addr,
+ * nearest first, the first that leads to a good place wins): its score, and *off; -1 none. */
+static int search(const struct lib_text *l, const uint8_t *w, uint64_t w0, uint64_t w1,
+		  uint64_t addr, uint64_t lo, uint64_t hi, int64_t *off)
+{
+	static const int anchors[] = { 0, -8, 8, -16, 16, -24, 24 };
+	size_t n = w1 - w0;
+	int best = -1;
+
+	for (size_t k = 0; k < sizeof(anchors) / sizeof(anchors[0]) && best < 0; k++) {
+		uint64_t at = addr + anchors[k];
+		const uint8_t *a, *from = l->text + lo, *end = l->text + hi;
+
+		if (at < w0 || at + ANCHOR > w1 || uniform(w + (at - w0), ANCHOR))
+			continue;
+		a = w + (at - w0);
+		for (int occ = 0; occ < OCCURRENCES_MAX && from < end; occ++) {
+			const uint8_t *hit = memmem(from, end - from, a, ANCHOR);
+			int64_t o;
+			int same;
+
+			if (!hit)
+				break;
+			o = (hit - l->text) - anchors[k];	/* where addr's byte would be */
+			same = score(l, w, w0, n, addr, o);
+			if (good(same, n) && same > best) {
+				best = same;
+				*off = o;
+			}
+			from = hit + 1;
+		}
+	}
+	return best;
+}
+
+int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t *orig)
+{
+	const struct vma *v = proc__vma(p, addr);
+	uint8_t w[DNSTUBS_WINDOW];
+	struct lib_text *l;
+	uint64_t w0, w1, page = addr & ~4095ull;
+	int64_t best_off = -1;
+	int best = -1;
+	size_t n;
+
+	if (!v || v->kind == VMA_FILE || !v->exec || !(l = lib_of(s, p)))
+		return -ENOENT;
+	w0 = addr - DNSTUBS_WINDOW / 2 < v->start ? v->start : addr - DNSTUBS_WINDOW / 2;
+	w1 = w0 + DNSTUBS_WINDOW > v->end ? v->end : w0 + DNSTUBS_WINDOW;
+	n = w1 - w0;
+	if (n < 32 || procfs__read_mem(p->dir_fd, w0, w, n))
+		return -ENOENT;
+	/* The distance found last in this page, first. */
+	for (int i = 0; i < PAGES; i++)
+		if (s->pages[i].page == page && s->pages[i].delta) {
+			int64_t off = (int64_t)addr + s->pages[i].delta;
+			int same = score(l, w, w0, n, addr, off);
+
+			if (good(same, n)) {
+				best = same;
+				best_off = off;
+			}
+		}
+	/* Where copies were found before (in any process of this runtime: they come from one
+	 * corner of the library), then, a few times per process, the whole library. */
+	if (best < 0 && l->hot_hi)
+		best = search(l, w, w0, w1, addr, l->hot_lo, l->hot_hi, &best_off);
+	if (best < 0) {
+		uint32_t *scans = map_scans(s, v->start);
+
+		if (s->st.searches >= DNSTUBS_SEARCHES_MAX || *scans >= SCANS_PER_MAP) {
+			s->st.capped++;
+			return -ENOENT;
+		}
+		s->st.searches++;
+		(*scans)++;
+		best = search(l, w, w0, w1, addr, 0, l->len, &best_off);
+		if (best >= 0) {
+			uint64_t at = (uint64_t)best_off;	/* >= 0: inside the library */
+			uint64_t lo = at > HOT_SPAN ? at - HOT_SPAN : 0;
+			uint64_t hi = at + HOT_SPAN < l->len ? at + HOT_SPAN : l->len;
+
+			l->hot_lo = l->hot_hi && l->hot_lo < lo ? l->hot_lo : lo;
+			l->hot_hi = l->hot_hi > hi ? l->hot_hi : hi;
+		}
+	}
+	if (best < 0) {
+		s->st.not_found++;
+		return -ENOENT;
+	}
+	s->pages[s->next_page].page = page;
+	s->pages[s->next_page].delta = best_off - (int64_t)addr;
+	s->next_page = (s->next_page + 1) % PAGES;
+	s->st.found++;
+	*orig = s->lib_start + best_off;
+	return 0;
+}
+
+void dnstubs__stats(const struct dn_stubs *s, struct dnstubs_stats *out)
+{
+	if (s)
+		*out = s->st;
+	else
+		memset(out, 0, sizeof(*out));
+}
