@@ -54,6 +54,20 @@ static void *pprof_of(const struct profile *p, size_t *len)
 	return buf;
 }
 
+/* The file at path is p's pprof, byte for byte. */
+static void assert_file_is(const char *path, const struct profile *p)
+{
+	size_t glen, wlen;
+	void *got = testutil__slurp(path, &glen), *want;
+
+	assert_non_null(got);
+	want = pprof_of(p, &wlen);
+	assert_int_equal(glen, wlen);
+	assert_memory_equal(got, want, wlen);
+	free(got);
+	free(want);
+}
+
 /* Entries of a directory, sorted, "" separated by ' '; hidden ones included. */
 static void list_dir(const char *path, char *out, size_t len)
 {
@@ -164,8 +178,6 @@ static void test_dirout_file_per_series(void **state)
 	struct exporter *x = open_dir(0);
 	struct export_stats st;
 	char path[512];
-	void *got, *want;
-	size_t glen, wlen;
 
 	assert_string_equal(x->ops->name, "dir");
 	assert_true(testutil__exists("%s", dir));	/* created */
@@ -174,13 +186,7 @@ static void test_dirout_file_per_series(void **state)
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s/20261201T101500.000Z-20261201T101515.000Z.pb.gz", dir,
 			 services[i]);
-		got = testutil__slurp(path, &glen);
-		assert_non_null(got);
-		want = pprof_of(profs[i], &wlen);
-		assert_int_equal(glen, wlen);
-		assert_memory_equal(got, want, wlen);
-		free(got);
-		free(want);
+		assert_file_is(path, profs[i]);
 	}
 	/* The next window: a second file beside the first. */
 	assert_int_equal(export1(x, t0 + 15 * NS, "api", prof), 0);
@@ -416,8 +422,6 @@ static void test_dirout_subsecond_windows_never_overwrite(void **state)
 	struct exporter *x = open_dir(0);
 	struct export_stats st;
 	char path[256], names[512];
-	void *got, *want;
-	size_t glen, wlen;
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(export_until(x, t0 + i * NS / 10, t0 + (i + 1) * NS / 10, &api,
@@ -434,13 +438,7 @@ static void test_dirout_subsecond_windows_never_overwrite(void **state)
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/api/20261201T101500.300Z-20261201T101500.400Z%s.pb.gz",
 			 dir, i ? ".2" : "");
-		got = testutil__slurp(path, &glen);
-		assert_non_null(got);
-		want = pprof_of(profs[i], &wlen);
-		assert_int_equal(glen, wlen);
-		assert_memory_equal(got, want, wlen);
-		free(got);
-		free(want);
+		assert_file_is(path, profs[i]);
 	}
 	close_dir();
 }

@@ -125,30 +125,14 @@ static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
 #define SAME_MIN 20	/* bytes that must agree */
 #define AT_A	 2	/* ... the first ones at the address among them */
 
-static int score(const struct lib_text *l, const uint8_t *w, uint64_t w0, size_t n, uint64_t a,
-		 int64_t off)
+/* Bytes of w equal to the library (w[0] at library offset base) from w[i] on, one way (step),
+ * until more than GAP_MAX in a row differ. */
+static int walk(const struct lib_text *l, const uint8_t *w, size_t n, int64_t base, int64_t i,
+		int step)
 {
-	int64_t base = off - (int64_t)(a - w0);	/* library offset of w[0] */
-	int64_t i0 = (int64_t)(a - w0);
 	int same = 0, gap = 0;
 
-	/* The instruction at a starts as the library's does (its opcode, at least). */
-	if (i0 + AT_A > (int64_t)n || base + i0 < 0 || (uint64_t)(base + i0 + AT_A) > l->len ||
-	    memcmp(w + i0, l->text + base + i0, AT_A))
-		return 0;
-
-	for (int64_t i = i0; i < (int64_t)n && gap <= GAP_MAX; i++) {
-		int64_t j = base + i;
-
-		if (j >= 0 && (uint64_t)j < l->len && w[i] == l->text[j]) {
-			same++;
-			gap = 0;
-		} else {
-			gap++;
-		}
-	}
-	gap = 0;
-	for (int64_t i = i0 - 1; i >= 0 && gap <= GAP_MAX; i--) {
+	for (; i >= 0 && i < (int64_t)n && gap <= GAP_MAX; i += step) {
 		int64_t j = base + i;
 
 		if (j >= 0 && (uint64_t)j < l->len && w[i] == l->text[j]) {
@@ -159,6 +143,20 @@ static int score(const struct lib_text *l, const uint8_t *w, uint64_t w0, size_t
 		}
 	}
 	return same;
+}
+
+static int score(const struct lib_text *l, const uint8_t *w, uint64_t w0, size_t n, uint64_t a,
+		 int64_t off)
+{
+	int64_t base = off - (int64_t)(a - w0);	/* library offset of w[0] */
+	int64_t i0 = (int64_t)(a - w0);
+
+	/* The instruction at a starts as the library's does (its opcode, at least). */
+	if (i0 + AT_A > (int64_t)n || base + i0 < 0 || (uint64_t)(base + i0 + AT_A) > l->len ||
+	    memcmp(w + i0, l->text + base + i0, AT_A))
+		return 0;
+
+	return walk(l, w, n, base, i0, 1) + walk(l, w, n, base, i0 - 1, -1);
 }
 
 static int good(int same, size_t n)
