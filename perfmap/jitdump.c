@@ -154,6 +154,7 @@ static void record_header(struct perfmap *pm)
 		pm->st.malformed++;
 		pm->st.jitdump_stopped = 1;
 		jd->phase = JD_STOPPED;
+		perfmap_jitdump_stopped(pm);
 		return;
 	}
 	jd->skip_left = jd->rec_size - JD_REC_HDR;

@@ -152,6 +152,8 @@ static int twin_note(struct perfmap *pm, uint32_t id, int source)
 	const struct perfmap_sym *s = addrindex__get(pm->ix, id);
 	struct twin_bucket *b;
 
+	if (pm->twins_jit_only && source == PERFMAP_SRC_MAP)
+		return 0;	/* no record will come to hide it */
 	if ((pm->twin_n + 1) * 2 > pm->twin_cap && twin_grow(pm))
 		return -ENOMEM;
 	if (source == PERFMAP_SRC_MAP && id >= pm->twin_prev_cap) {
@@ -185,6 +187,48 @@ static int twin_note(struct perfmap *pm, uint32_t id, int source)
 	return 0;
 }
 
+/*
+ * The jitdump stopped (it never resumes; runtime 10's stops at its first stub block): no record
+ * will hide a map entry any more, so the table keeps the jitdump's entries only (a map line the
+ * jitdump already has is still skipped), and the map entries' chains go. Otherwise it would hold
+ * every perf map line of the process for nothing. 0 or -ENOMEM (the table stays as it was).
+ */
+static int twins_jit_only(struct perfmap *pm)
+{
+	uint32_t n = 0, cap = 16;
+	struct twin_bucket *tab;
+
+	for (uint32_t i = 0; i < pm->twin_cap; i++)
+		n += pm->twins[i].jit_id != 0;
+	while (cap < 2 * (n + 1))
+		cap *= 2;
+	tab = calloc(cap, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < pm->twin_cap; i++) {
+		uint32_t jit = pm->twins[i].jit_id;
+
+		if (jit)
+			*twin_slot(tab, cap, pm->ix, addrindex__get(pm->ix, jit - 1)) =
+				(struct twin_bucket){ 0, jit };
+	}
+	free(pm->twins);
+	free(pm->twin_prev);
+	pm->twins = tab;
+	pm->twin_cap = cap;
+	pm->twin_n = n;
+	pm->twin_prev = NULL;
+	pm->twin_prev_cap = 0;
+	pm->twins_jit_only = true;
+	return 0;
+}
+
+void perfmap_jitdump_stopped(struct perfmap *pm)
+{
+	if (pm->twins && !pm->twins_jit_only)
+		twins_jit_only(pm);	/* out of memory: the table stays as it was, still right */
+}
+
 /* The second source just started: index what the first one produced. */
 static int twins_start(struct perfmap *pm)
 {
@@ -199,6 +243,8 @@ static int twins_start(struct perfmap *pm)
 		pm->twins = NULL;
 		pm->twin_cap = pm->twin_n = 0;
 		/* entries hidden so far stay hidden: they were twins */
+	} else if (pm->st.jitdump_stopped) {
+		perfmap_jitdump_stopped(pm);
 	}
 	return err;
 }
@@ -559,9 +605,26 @@ int64_t perfmap__read_map_fd(struct perfmap *pm, int fd)
 	return r;
 }
 
+/*
+ * A jitdump that ends inside a record and has not moved for JITDUMP_STALL_NS has stopped being
+ * written (runtime 10 stops at its first stub block, dotnet/runtime#132935, while its perf map
+ * goes on): the twin table is let go as after a stop. Should it move again, a map line it then
+ * repeats is kept beside it (the same name twice: no harm).
+ */
+#define JITDUMP_STALL_NS (30 * 1000000000ull)
+
 int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd)
 {
-	return read_fd(pm, fd, pm ? &pm->jd_off : NULL, pm ? &pm->jd.fed : NULL, feed_jd_fn, NULL);
+	int64_t n = read_fd(pm, fd, pm ? &pm->jd_off : NULL, pm ? &pm->jd.fed : NULL, feed_jd_fn, NULL);
+
+	if (!pm || n < 0)
+		return n;
+	feed_clock(pm);
+	if (n > 0 || !pm->jd_moved_ns)
+		pm->jd_moved_ns = pm->feed_now;
+	else if (pm->feed_now - pm->jd_moved_ns > JITDUMP_STALL_NS && jd_reader_partial(&pm->jd))
+		perfmap_jitdump_stopped(pm);
+	return n;
 }
 
 /* ---- queries ------------------------------------------------------------------------------ */

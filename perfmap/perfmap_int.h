@@ -63,12 +63,17 @@ struct perfmap {
 	uint32_t twin_n;
 	uint32_t *twin_prev;	/* map entry id -> previous map entry id + 1 with its key */
 	uint32_t twin_prev_cap;
+	bool twins_jit_only;	/* the jitdump stopped: the table holds its entries only */
+	uint64_t jd_moved_ns;	/* feed clock when the jitdump last grew (read_jitdump_fd) */
 	bool have_map;
 	bool have_jit;
 	uint64_t pinned_now;	/* perfmap__set_feed_time */
 	uint64_t feed_now;	/* time of the feed in progress */
 	struct perfmap_stats st;
 };
+
+/* The jitdump reader stopped for good: what only served records to come is let go. */
+void perfmap_jitdump_stopped(struct perfmap *pm);
 
 /* Insert one code range from either reader: validates, splits the tier, interns, dedups.
  * Malformed input is counted; returns 0, or -ENOMEM. */

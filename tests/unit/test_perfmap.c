@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,86 @@ static void test_perfmap_twins_repeated_key(void **state)
 	assert_int_equal(stats(pm).entries, 2);
 }
 
+/* Runtime 10's jitdump stops at its first stub block: from then on the twin table keeps the
+ * jitdump's entries only (no record will come to hide a map line), so 20,000 perf map lines do
+ * not cost a table of their own; a map line the jitdump has is still skipped. */
+static void test_perfmap_twins_after_jitdump_stopped(void **state)
+{
+	struct perfmap *pm = PM(state);
+	uint8_t buf[512];
+	uint32_t bad[4] = { 0, 3, 0, 0 };	/* a record of 3 bytes: the stream stops */
+	char line[128];
+	size_t n;
+
+	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()[OptimizedTier1]", true);
+	memcpy(buf + n, bad, sizeof(bad));
+	assert_int_equal(perfmap__feed_jitdump(pm, buf, n + sizeof(bad)), 0);
+	assert_int_equal(stats(pm).jitdump_stopped, 1);
+	for (int i = 0; i < 20000; i++) {
+		int len = snprintf(line, sizeof(line), "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
+
+		feed(pm, line);
+		(void)len;
+	}
+	feed(pm, "1000 20 void [App] Program::Jitted()[OptimizedTier1]\n");
+	assert_int_equal(stats(pm).dups, 1);
+	assert_int_equal(stats(pm).entries, 20001);
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
+	assert_string_equal(perfmap__lookup(pm, 0x100000 + 7 * 0x10, 0)->name, "void [App] P::M7()");
+	/* The table: a few buckets, not 2 per map line and a chain entry each (~36 bytes a line). */
+	assert_true(stats(pm).held_bytes < 20001 * 150);
+	{
+		struct perfmap_stats st = stats(pm);
+		uint64_t per_line = st.held_bytes / st.entries;
+
+		print_message("  held %" PRIu64 " bytes, %" PRIu64 " a range\n", st.held_bytes, per_line);
+		assert_true(per_line < 120);
+	}
+}
+
+/* A jitdump that ends inside a record and stays so for 30 s while the perf map is read (runtime
+ * 10) lets its twin table go, as after a stop: 5,000 perf map lines no longer cost one. */
+static void test_perfmap_twins_after_jitdump_stalls(void **state)
+{
+	struct perfmap *pm = perfmap__new(NULL);
+	char mpath[PATH_MAX], jpath[PATH_MAX], *map = malloc(5000 * 64);
+	uint8_t buf[512];
+	size_t n, mlen = 0;
+	uint64_t before;
+	int mfd, jfd;
+
+	assert_non_null(pm);
+	for (int i = 0; i < 5000; i++)
+		mlen += sprintf(map + mlen, "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
+	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()", true);
+	n += jd_bytes(buf + n, 0x2000, 0x20, 200, "stub ReportStubBlock<Unknown>", false) - 10;
+	assert_int_equal(testutil__temp_file(mpath, sizeof(mpath), map, mlen), 0);
+	assert_int_equal(testutil__temp_file(jpath, sizeof(jpath), buf, n), 0);	/* cut short */
+	mfd = open(mpath, O_RDONLY);
+	jfd = open(jpath, O_RDONLY);
+	perfmap__set_feed_time(pm, 1000000000ull);
+	assert_true(perfmap__read_map_fd(pm, mfd) > 0);
+	assert_true(perfmap__read_jitdump_fd(pm, jfd) > 0);
+	assert_true(stats(pm).jitdump_partial > 0);
+	before = stats(pm).held_bytes;
+	perfmap__set_feed_time(pm, 20000000000ull);	/* 19 s later: not yet */
+	assert_int_equal(perfmap__read_jitdump_fd(pm, jfd), 0);
+	assert_int_equal(stats(pm).held_bytes, before);
+	perfmap__set_feed_time(pm, 40000000000ull);
+	assert_int_equal(perfmap__read_jitdump_fd(pm, jfd), 0);
+	print_message("  held %" PRIu64 " -> %" PRIu64 " bytes\n", before, stats(pm).held_bytes);
+	assert_true(stats(pm).held_bytes + 5000 * 16 <= before);
+	/* Still one answer each. */
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
+	assert_string_equal(perfmap__lookup(pm, 0x100000 + 9 * 0x10, 0)->name, "void [App] P::M9()");
+	close(mfd);
+	close(jfd);
+	unlink(mpath);
+	unlink(jpath);
+	free(map);
+	perfmap__free(pm);
+}
+
 /* A map line is ranked against jitdump records by when it was fed. */
 static void test_perfmap_feed_time_orders_sources(void **state)
 {
@@ -573,6 +654,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfmap_stub_block_vs_stub, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_deduplicated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_repeated_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_perfmap_twins_after_jitdump_stopped, setup, teardown),
+		cmocka_unit_test(test_perfmap_twins_after_jitdump_stalls),
 		cmocka_unit_test_setup_teardown(test_perfmap_feed_time_orders_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),
