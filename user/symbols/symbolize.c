@@ -108,6 +108,16 @@ struct proc_syms {
 	struct leafmethod *methods;
 	size_t methods_cap;
 	int vdso;		/* index + 1 into the symbolizer's vdsos; -1: not known; 0: not read */
+	struct fcache *fcache;	/* FCACHE_SLOTS, at the process's first frame */
+};
+
+/* Samples repeat their hot frames: the last frame id found for an address, direct-mapped in
+ * front of the keys table (which stays the truth: ids never change while the process lives). */
+#define FCACHE_BITS  8
+#define FCACHE_SLOTS (1u << FCACHE_BITS)
+struct fcache {
+	uint64_t addr;		/* lookup address + 1; 0: empty */
+	int64_t id;
 };
 
 struct kframe {
@@ -610,10 +620,35 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 	return sym->kframes[id].name ? (int64_t)(id | SYM_KERNEL_FRAME) : -ENOMEM;
 }
 
+static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+			  uint64_t addr, uint64_t time_ns);
+
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
 {
 	struct proc_syms *ps = proc_syms(sym, p);
+	struct fcache *c;
+	int64_t id;
+
+	if (!ps)
+		return -ENOMEM;
+	if (!leaf)
+		addr--;
+	if (!ps->fcache && !(ps->fcache = calloc(FCACHE_SLOTS, sizeof(*ps->fcache))))
+		return -ENOMEM;
+	c = &ps->fcache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - FCACHE_BITS)];
+	if (c->addr == addr + 1)
+		return c->id;
+	id = user_frame(sym, p, ps, addr, time_ns);
+	if (id >= 0)
+		*c = (struct fcache){ addr + 1, id };
+	return id;
+}
+
+/* The frame id of lookup address addr in p (named now, or pending for the runtime). */
+static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+			  uint64_t addr, uint64_t time_ns)
+{
 	struct symfile *f = NULL;
 	const struct vma *v;
 	struct frame *fr;
@@ -621,10 +656,6 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	int added;
 	int64_t id;
 
-	if (!ps)
-		return -ENOMEM;
-	if (!leaf)
-		addr--;
 	/* A process that forges stacks gets one frame for all it shows past the cap. */
 	if (sym->opts.max_frames && intern__count(ps->keys) >= sym->opts.max_frames &&
 	    intern__find(ps->keys, &addr, sizeof(addr)) < 0) {
@@ -1078,6 +1109,7 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	intern__free(ps->leaf_keys);
 	free(ps->methods);
 	free(ps->frames);
+	free(ps->fcache);
 	free(ps);
 	p->syms = NULL;
 }
