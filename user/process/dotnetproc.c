@@ -394,15 +394,14 @@ static int start_enable(struct proc *p, struct dotnet_state *d, uint32_t type, u
 }
 
 /* The end of an EnablePerfMap talk: err is its result, hr the runtime's HRESULT. */
-static void enable_ended(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
-			 int err, uint32_t hr)
+static void enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int err,
+			 uint32_t hr)
 {
 	if (err)
 		forget_enabled(p);
 	if (err == 0) {
 		d->enabled_by_us = 1;
-		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)",
-			  o->perfmap_type);
+		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)", type);
 		open_files(p, d);
 	} else {
 		set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
@@ -412,8 +411,7 @@ static void enable_ended(struct proc *p, struct dotnet_state *d, const struct ru
 
 /* Take back the EnablePerfMap talk when it has ended (wait: also while it runs), and act on its
  * answer. 0 while it is still out. */
-static int take_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
-		       int wait)
+static int take_enable(struct proc *p, struct dotnet_state *d, int wait)
 {
 	struct enable_talk *t = d->enable_arg;
 	int err = -ECANCELED;
@@ -421,7 +419,7 @@ static int take_enable(struct proc *p, struct dotnet_state *d, const struct runt
 	if (!wait && !talk__poll(d->enabling, NULL))
 		return 0;
 	if (talk__finish(d->enabling, &err))
-		enable_ended(p, d, o, err, t->hr);
+		enable_ended(p, d, t->type, err, t->hr);
 	else
 		forget_enabled(p);	/* still queued: never sent */
 	d->enabling = NULL;
@@ -444,7 +442,7 @@ static void end_enabling(struct proc *p, struct dotnet_state *d, const struct ru
 		d->enable_arg = NULL;
 		return;
 	}
-	take_enable(p, d, o, 1);
+	take_enable(p, d, 1);
 }
 
 /* Perf maps turned on in a process that lacks them: EnablePerfMap is sent on a worker, and the
@@ -466,7 +464,7 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
 	set_state(d, DOTNETPROC_WAITING, "asking it to turn its perf map on");
 	if ((err = start_enable(p, d, o->perfmap_type, o->deadline_ns)))
-		enable_ended(p, d, o, err, 0);
+		enable_ended(p, d, o->perfmap_type, err, 0);
 }
 
 /*
@@ -539,7 +537,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 
 	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
 	if (d->enabling)
-		take_enable(p, d, o, 0);
+		take_enable(p, d, 0);
 	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
 	if (!p->sampled || idle(p, d, o))
 		return RT_WAIT;
