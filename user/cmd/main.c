@@ -31,6 +31,13 @@ static const char usage_main[] =
 	pad "Microsoft's https://msdl.microsoft.com/download/symbols\n" \
 	"      --symbol-cache DIR   where they are kept (default " SYMSRV_CACHE_DIR ")\n" \
 	"      --symbol-cache-mb N  its cap, least recently used removed (default 2048)\n"
+/* --max-symbol-mb, after the flag and its padding. */
+#define BUDGET_USAGE(pad) \
+	"memory for all symbol data (default 256): .NET code\n" \
+	pad "ranges, ELF symbol tables, ReadyToRun method tables; past it\n" \
+	pad ".NET ranges are not read, the ELF tables used least recently\n" \
+	pad "make room (read again when needed), a table that does not fit\n" \
+	pad "is not kept (its frames module+offset); all of it counted\n"
 enum { OPT_SYM_SERVER = 1000, OPT_SYM_CACHE, OPT_SYM_CACHE_MB };
 #define SYMBOL_LONGOPTS \
 	{ "symbol-server", required_argument, NULL, OPT_SYM_SERVER }, \
@@ -66,8 +73,7 @@ static const char usage_record[] =
 	"                         either cap samples are kept under [truncated] and counted\n"
 	"      --max-span-tables N  hooked processes the sampler reads at once (default 4096);\n"
 	"                         past it, those sampled least recently make room (counted)\n"
-	"      --max-symbol-mb N  memory for .NET code ranges of all processes (default 256);\n"
-	"                         past it, ranges are not read and their frames stay unnamed (counted)\n"
+	"      --max-symbol-mb N  " BUDGET_USAGE("                         ")
 	SYMBOL_USAGE("                         ")
 	"                         (record waits up to 5 s at the end for files being fetched)\n"
 	"  -v, --verbose          progress and loss counters every second\n"
@@ -121,8 +127,7 @@ static const char usage_agent[] =
 	"                             cap samples are kept under [truncated] and counted\n"
 	"      --max-span-tables N    hooked processes the sampler reads at once (default 4096);\n"
 	"                             past it, those sampled least recently make room (counted)\n"
-	"      --max-symbol-mb N      memory for .NET code ranges of all processes (default 256); past\n"
-	"                             it, ranges are not read and their frames stay unnamed (counted)\n"
+	"      --max-symbol-mb N      " BUDGET_USAGE("                             ")
 	SYMBOL_USAGE("                             ")
 	"  -v, --verbose              one line per window\n"
 	"  -h, --help                 this text\n";

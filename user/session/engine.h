@@ -35,7 +35,7 @@ struct engine_opts {
 	uint64_t interval_ns;	/* of every later window */
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
 	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
-	uint32_t max_symbol_mb;	/* .NET code ranges of all processes (0: ENGINE_MAX_SYMBOL_MB) */
+	uint32_t max_symbol_mb;	/* symbol budget: code ranges, ELF and R2R tables (0: ENGINE_MAX_SYMBOL_MB) */
 	struct symsrv_opts symsrv;	/* debug files by build id; no server (nor $DEBUGINFOD_URLS): off */
 	int verbose;
 	/* Set (by a signal handler) when the exit must not wait: processes are then left without a

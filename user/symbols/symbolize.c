@@ -31,6 +31,12 @@ struct file_key {
 	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
 };
 
+static struct file_key file_key_of(const struct stat *st)
+{
+	return (struct file_key){ st->st_dev, st->st_ino, st->st_size, st->st_mtim.tv_sec,
+				  st->st_mtim.tv_nsec, st->st_ctim.tv_sec, st->st_ctim.tv_nsec };
+}
+
 struct symfile {
 	struct elfsym *es;	/* NULL: not ELF or unreadable, or not held (evicted, over budget) */
 	struct file_key key;	/* the content its table was read from (a reload must match) */
@@ -343,8 +349,7 @@ static struct elfsym *table(struct symbolizer *sym, struct symfile *f, const str
 		close(fd);
 		return NULL;
 	}
-	key = (struct file_key){ st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
-				 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
+	key = file_key_of(&st);
 	if (memcmp(&key, &f->key, sizeof(key))) {
 		close(fd);
 		f->reload_after_ns = 0;	/* another file now: this table is gone for good */
@@ -398,8 +403,7 @@ static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const s
 	bid[0] = 0;
 	fd = open_file(p, v);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
-		key = (struct file_key){ st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
-					 st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec };
+		key = file_key_of(&st);
 		elfsym__read_build_id(fd, bid, sizeof(bid));
 	} else {
 		if (fd >= 0)
