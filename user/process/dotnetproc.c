@@ -410,14 +410,14 @@ static void enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, 
 }
 
 /* Take back the EnablePerfMap talk when it has ended (wait: also while it runs), and act on its
- * answer. 0 while it is still out. */
-static int take_enable(struct proc *p, struct dotnet_state *d, int wait)
+ * answer; one still out is left alone. */
+static void take_enable(struct proc *p, struct dotnet_state *d, int wait)
 {
 	struct enable_talk *t = d->enable_arg;
 	int err = -ECANCELED;
 
 	if (!wait && !talk__poll(d->enabling, NULL))
-		return 0;
+		return;
 	if (talk__finish(d->enabling, &err))
 		enable_ended(p, d, t->type, err, t->hr);
 	else
@@ -425,7 +425,6 @@ static int take_enable(struct proc *p, struct dotnet_state *d, int wait)
 	d->enabling = NULL;
 	d->enable_arg = NULL;
 	enable_talk_free(t);
-	return 1;
 }
 
 /* The process is being left with its EnablePerfMap talk out: one queued is dropped, one running
