@@ -122,7 +122,8 @@ static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
  * next to another copied from elsewhere.
  */
 #define GAP_MAX	  8
-#define SAME_MIN 20	/* bytes that must agree */
+#define SAME_MIN 24	/* bytes that must agree */
+#define RUN_MIN	 4	/* ... in stretches of at least this many */
 #define AT_A	 2	/* ... the first ones at the address among them */
 
 /* Bytes of w equal to the library (w[0] at library offset base) from w[i] on, one way (step),
@@ -130,19 +131,24 @@ static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
 static int walk(const struct lib_text *l, const uint8_t *w, size_t n, int64_t base, int64_t i,
 		int step)
 {
-	int same = 0, gap = 0;
+	int same = 0, gap = 0, run = 0;
 
+	/* Only stretches of RUN_MIN or more agreeing bytes count: code that is no copy agrees
+	 * with the library here and there, a byte or two at a time. */
 	for (; i >= 0 && i < (int64_t)n && gap <= GAP_MAX; i += step) {
 		int64_t j = base + i;
 
 		if (j >= 0 && (uint64_t)j < l->len && w[i] == l->text[j]) {
-			same++;
+			run++;
 			gap = 0;
-		} else {
-			gap++;
+			continue;
 		}
+		if (run >= RUN_MIN)
+			same += run;
+		run = 0;
+		gap++;
 	}
-	return same;
+	return same + (run >= RUN_MIN ? run : 0);
 }
 
 static int score(const struct lib_text *l, const uint8_t *w, uint64_t w0, size_t n, uint64_t a,

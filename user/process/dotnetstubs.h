@@ -23,7 +23,7 @@ void dnstubs__free(struct dn_stubs *s);	/* NULL-safe */
 /*
  * The address in p's own libcoreclr.so mapping whose code the code at addr (executable memory
  * outside any file) is a copy of: the window of DNSTUBS_WINDOW bytes around addr matches the
- * library there, walking out from addr, in at least 20 bytes (patched immediates may differ).
+ * library there, walking out from addr, in at least 24 bytes, in stretches of 4 or more (patched immediates may differ).
  * 0 and *orig, or -ENOENT
  * (no copy found, or not looked for: past DNSTUBS_SEARCHES_MAX, unreadable).
  */
