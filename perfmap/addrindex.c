@@ -15,10 +15,20 @@
 #define TAIL_SCAN	64			/* a tail this small is scanned, not sorted */
 #define MAX_ENTRIES	(UINT32_MAX - 1)
 
+/* One appended range, 40 bytes: a node holds thousands per process. A timed range (load_ns
+ * known) ranks by its load time, an untimed one by the order it was given: one field for both. */
+enum {
+	AI_TIMED = 0x80,	/* in flags, beside enum addrindex_flags: time is the load time */
+};
+
 struct ai_entry {
-	struct perfmap_sym sym;
-	uint64_t order;
-	uint32_t flags;		/* enum addrindex_flags */
+	uint64_t start;
+	uint64_t time;		/* rank among overlapping ranges; the load time when AI_TIMED */
+	const char *name;
+	const char *tier;
+	uint32_t size;
+	uint8_t source;
+	uint8_t flags;		/* enum addrindex_flags | AI_TIMED */
 };
 
 /*
@@ -31,18 +41,21 @@ struct ai_entry {
  * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends);
  * pre[] lets the walk stop as soon as nothing further left can reach the address.
  */
-enum {
-	SLOT_COVERED = 1,
-	SLOT_MULTI = 2,
+#define SLOT_COVERED	(1u << 31)	/* in len, above the range's length */
+#define SLOT_MULTI	(1u << 30)
+#define SLOT_LEN	(SLOT_MULTI - 1)	/* ADDRINDEX_MAX_SIZE - 1 at most */
+
+struct slot {		/* 24 bytes */
+	uint64_t start;
+	uint64_t load_ns;	/* single entry: its load time */
+	uint32_t len;		/* end - start, with the SLOT_ flags above it */
+	uint32_t ref;
 };
 
-struct slot {
-	uint64_t start;
-	uint64_t end;
-	uint64_t load_ns;	/* single entry: its load time */
-	uint32_t ref;
-	uint32_t info;
-};
+static inline uint64_t slot_end(const struct slot *sl)
+{
+	return sl->start + (sl->len & SLOT_LEN);
+}
 
 struct run {
 	uint32_t nslots;
@@ -70,6 +83,7 @@ struct addrindex {
 	uint64_t merges;
 	uint32_t nruns;
 	struct run runs[MAX_RUNS];	/* runs[0] is the oldest and biggest */
+	struct perfmap_sym out;	/* what lookup returns */
 };
 
 /* Sort key: copied out of the entries so sorting touches one compact array. */
@@ -137,7 +151,7 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 
 	if (id >= MAX_ENTRIES)
 		return -EOVERFLOW;
-	if (!sym->size || sym->start + sym->size < sym->start)
+	if (!sym->size || sym->size > ADDRINDEX_MAX_SIZE || sym->start + sym->size < sym->start)
 		return -EINVAL;
 	if ((id >> 6) >= ix->hbits_cap) {
 		uint32_t cap = ix->hbits_cap ? ix->hbits_cap * 2 : 8;
@@ -187,9 +201,13 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 		ix->nchunks++;
 	}
 	e = entry(ix, id);
-	e->sym = *sym;
-	e->order = order;
-	e->flags = flags;
+	e->start = sym->start;
+	e->size = (uint32_t)sym->size;
+	e->time = sym->load_ns ? sym->load_ns : order;
+	e->name = sym->name;
+	e->tier = sym->tier;
+	e->source = (uint8_t)sym->source;
+	e->flags = (uint8_t)(flags & ADDRINDEX_BLOCK) | (sym->load_ns ? AI_TIMED : 0);
 	ix->n++;
 	return id;
 }
@@ -207,9 +225,27 @@ bool addrindex__hidden(const struct addrindex *ix, uint32_t id)
 	return id < ix->n && is_hidden(ix, id);
 }
 
-const struct perfmap_sym *addrindex__get(const struct addrindex *ix, uint32_t id)
+static inline uint64_t load_ns_of(const struct ai_entry *e)
 {
-	return id < ix->n ? &entry(ix, id)->sym : NULL;
+	return (e->flags & AI_TIMED) ? e->time : 0;
+}
+
+static void sym_of(const struct ai_entry *e, struct perfmap_sym *out)
+{
+	out->start = e->start;
+	out->size = e->size;
+	out->load_ns = load_ns_of(e);
+	out->name = e->name;
+	out->tier = e->tier;
+	out->source = e->source;
+}
+
+bool addrindex__get(const struct addrindex *ix, uint32_t id, struct perfmap_sym *out)
+{
+	if (id >= ix->n)
+		return false;
+	sym_of(entry(ix, id), out);
+	return true;
 }
 
 uint64_t addrindex__count(const struct addrindex *ix)
@@ -232,10 +268,10 @@ static inline bool better(const struct addrindex *ix, uint32_t aid, uint32_t bid
 
 	if (ablk != bblk)
 		return !ablk;
-	if (ablk && a->sym.size != b->sym.size)
-		return a->sym.size < b->sym.size;
-	if (a->order != b->order)
-		return a->order > b->order;
+	if (ablk && a->size != b->size)
+		return a->size < b->size;
+	if (a->time != b->time)
+		return a->time > b->time;
 	return aid > bid;
 }
 
@@ -329,13 +365,13 @@ static struct skey *skey_sort(struct skey *a, struct skey *tmp, uint32_t n)
 
 static inline uint32_t slot_nver(const struct run *r, const struct slot *sl)
 {
-	return (sl->info & SLOT_MULTI) ? r->ver[sl->ref] : 1;
+	return (sl->len & SLOT_MULTI) ? r->ver[sl->ref] : 1;
 }
 
 /* The k-th entry of a slot, oldest first. */
 static inline uint32_t slot_id(const struct run *r, const struct slot *sl, uint32_t k)
 {
-	return (sl->info & SLOT_MULTI) ? r->ver[sl->ref + 1 + k] : sl->ref;
+	return (sl->len & SLOT_MULTI) ? r->ver[sl->ref + 1 + k] : sl->ref;
 }
 
 static int run_alloc(struct run *r, uint32_t nslots, uint64_t nextra)
@@ -357,10 +393,9 @@ static void emit_single(struct run *r, uint64_t start, uint64_t end, uint32_t id
 	struct slot *sl = &r->slots[r->nslots++];
 
 	sl->start = start;
-	sl->end = end;
+	sl->len = (uint32_t)(end - start);
 	sl->load_ns = load_ns;
 	sl->ref = id;
-	sl->info = 0;
 	r->nver++;
 }
 
@@ -369,10 +404,9 @@ static void multi_begin(struct run *r, uint64_t start, uint64_t end)
 	struct slot *sl = &r->slots[r->nslots++];
 
 	sl->start = start;
-	sl->end = end;
+	sl->len = (uint32_t)(end - start) | SLOT_MULTI;
 	sl->load_ns = 0;
 	sl->ref = r->nextra;
-	sl->info = SLOT_MULTI;
 	r->ver[r->nextra++] = 0;
 }
 
@@ -386,11 +420,11 @@ static void multi_add(struct run *r, uint32_t id)
 /* Copy slot sl of run src, versions and all, to the end of r. */
 static void copy_slot(struct run *r, const struct run *src, const struct slot *sl)
 {
-	if (!(sl->info & SLOT_MULTI)) {
-		emit_single(r, sl->start, sl->end, sl->ref, sl->load_ns);
+	if (!(sl->len & SLOT_MULTI)) {
+		emit_single(r, sl->start, slot_end(sl), sl->ref, sl->load_ns);
 		return;
 	}
-	multi_begin(r, sl->start, sl->end);
+	multi_begin(r, sl->start, slot_end(sl));
 	for (uint32_t k = 0; k < slot_nver(src, sl); k++)
 		multi_add(r, slot_id(src, sl, k));
 }
@@ -411,9 +445,9 @@ static int run_finish(struct run *r)
 		if (!(s % FANOUT))
 			r->pre[s / FANOUT] = pmax;
 		if (s && pmax > sl->start)
-			sl->info |= SLOT_COVERED;
-		if (sl->end > pmax)
-			pmax = sl->end;
+			sl->len |= SLOT_COVERED;
+		if (slot_end(sl) > pmax)
+			pmax = slot_end(sl);
 		if (!(s & ((1u << SUM_SHIFT) - 1)))
 			r->sum[s >> SUM_SHIFT] = sl->start;
 	}
@@ -432,7 +466,7 @@ static int run_finish(struct run *r)
 			uint64_t mx = 0;
 
 			for (uint32_t c = k * FANOUT; c < below && c < (k + 1) * FANOUT; c++) {
-				uint64_t v = l == 1 ? r->slots[c].end : r->lmax[l - 1][c];
+				uint64_t v = l == 1 ? slot_end(&r->slots[c]) : r->lmax[l - 1][c];
 
 				if (v > mx)
 					mx = v;
@@ -484,8 +518,8 @@ static inline bool ver_less(const struct addrindex *ix, uint32_t x, uint32_t y)
 {
 	const struct ai_entry *a = entry(ix, x), *b = entry(ix, y);
 
-	if (a->order != b->order)
-		return a->order < b->order;
+	if (a->time != b->time)
+		return a->time < b->time;
 	return x < y;
 }
 
@@ -511,8 +545,8 @@ static int run_merge(const struct addrindex *ix, const struct run *a, const stru
 			cmp = -1;
 		else if (sa->start != sb->start)
 			cmp = sa->start < sb->start ? -1 : 1;
-		else if (sa->end != sb->end)
-			cmp = sa->end > sb->end ? -1 : 1;
+		else if (slot_end(sa) != slot_end(sb))
+			cmp = slot_end(sa) > slot_end(sb) ? -1 : 1;
 		else
 			cmp = 0;
 
@@ -526,7 +560,7 @@ static int run_merge(const struct addrindex *ix, const struct run *a, const stru
 			/* the same range in both: one slot, versions merged by age (rare) */
 			uint32_t i = 0, ie = slot_nver(a, sa), j = 0, je = slot_nver(b, sb);
 
-			multi_begin(out, sa->start, sa->end);
+			multi_begin(out, sa->start, slot_end(sa));
 			while (i < ie && j < je) {
 				uint32_t x = slot_id(a, sa, i), y = slot_id(b, sb, j);
 
@@ -569,6 +603,21 @@ static void runs_compact(struct addrindex *ix)
 	}
 }
 
+/* The first chunk grew by quarters while the process compiled; between bursts it keeps a
+ * sixteenth spare, not up to a quarter. */
+static void shrink_chunk0(struct addrindex *ix)
+{
+	uint32_t cap = ix->n + ix->n / 16 + 64;
+	struct ai_entry *c;
+
+	if (ix->nchunks != 1 || cap >= ix->chunk0_cap)
+		return;
+	if ((c = realloc(ix->chunks[0], (size_t)cap * sizeof(*c)))) {
+		ix->chunks[0] = c;
+		ix->chunk0_cap = cap;
+	}
+}
+
 int addrindex__flush(struct addrindex *ix)
 {
 	struct skey *keys, *tmp, *sorted;
@@ -594,10 +643,10 @@ int addrindex__flush(struct addrindex *ix)
 
 		if (is_hidden(ix, id))
 			continue;
-		keys[m].start = e->sym.start;
-		keys[m].end = e->sym.start + e->sym.size;
-		keys[m].order = e->order;
-		keys[m].load_ns = e->sym.load_ns;
+		keys[m].start = e->start;
+		keys[m].end = e->start + e->size;
+		keys[m].order = e->time;
+		keys[m].load_ns = load_ns_of(e);
 		keys[m].id = id;
 		m++;
 	}
@@ -610,6 +659,7 @@ int addrindex__flush(struct addrindex *ix)
 	}
 	ix->indexed = ix->n;
 	runs_compact(ix);
+	shrink_chunk0(ix);
 	err = 0;
 out_free:
 	free(keys);
@@ -626,7 +676,7 @@ static void consider_slot(const struct addrindex *ix, const struct run *r, uint3
 	uint32_t pick = 0;
 	bool picked = false, pick_blk = false;
 
-	if (!(sl->info & SLOT_MULTI)) {
+	if (!(sl->len & SLOT_MULTI)) {
 		if (alive(ix, sl->ref, sl->load_ns, t))
 			offer(ix, b, sl->ref);
 		return;
@@ -637,7 +687,7 @@ static void consider_slot(const struct addrindex *ix, const struct run *r, uint3
 		const struct ai_entry *e = entry(ix, id);
 		bool blk = e->flags & ADDRINDEX_BLOCK;
 
-		if (!alive(ix, id, e->sym.load_ns, t))
+		if (!alive(ix, id, load_ns_of(e), t))
 			continue;
 		if (!picked || (pick_blk && !blk)) {
 			pick = id;
@@ -655,7 +705,7 @@ static void descend(const struct addrindex *ix, const struct run *r, uint32_t le
 		    uint64_t addr, uint64_t t, struct best *b)
 {
 	if (level == 0) {
-		if (r->slots[node].end > addr)
+		if (slot_end(&r->slots[node]) > addr)
 			consider_slot(ix, r, node, t, b);
 		return;
 	}
@@ -698,8 +748,8 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 			hi = mid;
 	}
 	pos = lo - 1;
-	if (!(r->slots[pos].info & SLOT_COVERED)) {
-		if (r->slots[pos].end > addr)
+	if (!(r->slots[pos].len & SLOT_COVERED)) {
+		if (slot_end(&r->slots[pos]) > addr)
 			consider_slot(ix, r, pos, t, b);
 		return;
 	}
@@ -731,11 +781,14 @@ const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr,
 	for (uint32_t id = ix->indexed; id < ix->n; id++) {
 		const struct ai_entry *e = entry(ix, id);
 
-		if (addr >= e->sym.start && addr - e->sym.start < e->sym.size &&
-		    alive(ix, id, e->sym.load_ns, time_ns))
+		if (addr >= e->start && addr - e->start < e->size &&
+		    alive(ix, id, load_ns_of(e), time_ns))
 			offer(ix, &b, id);
 	}
-	return b.set ? &entry(ix, b.id)->sym : NULL;
+	if (!b.set)
+		return NULL;
+	sym_of(entry(ix, b.id), &ix->out);
+	return &ix->out;
 }
 
 void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)

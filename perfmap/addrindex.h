@@ -38,9 +38,12 @@ struct addrindex_shape {
 struct addrindex *addrindex__new(void);
 void addrindex__free(struct addrindex *ix);	/* NULL-safe */
 
-/* Append sym (copied; name/tier pointers must outlive the index). order ranks overlapping
- * ranges: higher is newer. Returns the entry id (>= 0), -EINVAL (empty or wrapping range),
- * -ENOMEM or -EOVERFLOW (4G entries). */
+#define ADDRINDEX_MAX_SIZE	(1ULL << 30)	/* largest range */
+
+/* Append sym (copied; name/tier pointers must outlive the index). Overlapping ranges rank by
+ * time, higher is newer: a timed range's (load_ns) is its load time, an untimed one's is order.
+ * Returns the entry id (>= 0), -EINVAL (empty, wrapping or over ADDRINDEX_MAX_SIZE), -ENOMEM or
+ * -EOVERFLOW (4G entries). */
 int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint64_t order,
 		       unsigned flags);
 
@@ -48,11 +51,12 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 void addrindex__hide(struct addrindex *ix, uint32_t id);
 bool addrindex__hidden(const struct addrindex *ix, uint32_t id);
 
-/* The entry with this id, or NULL when out of range. */
-const struct perfmap_sym *addrindex__get(const struct addrindex *ix, uint32_t id);
+/* Copy the entry with this id to out; false when out of range. */
+bool addrindex__get(const struct addrindex *ix, uint32_t id, struct perfmap_sym *out);
 
 /* Find the code live at addr at time_ns (0 = newest), by the rules above. NULL when none.
- * Valid until the next add or free. Never fails: without memory to build a run it scans. */
+ * Valid until the next lookup, add or free. Never fails: without memory to build a run it
+ * scans. */
 const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr, uint64_t time_ns);
 
 /* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */

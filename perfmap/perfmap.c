@@ -100,6 +100,20 @@ static uint64_t twin_hash(const struct perfmap_sym *s)
 				      ((uint64_t)(uintptr_t)s->tier << 17)));
 }
 
+/* Entry id of the index (ids come from it: always there). */
+static struct perfmap_sym sym_at(const struct addrindex *ix, uint32_t id)
+{
+	struct perfmap_sym s = { 0 };
+
+	addrindex__get(ix, id, &s);
+	return s;
+}
+
+static uint32_t bucket_id(const struct twin_bucket *b)
+{
+	return (b->map_id ? b->map_id : b->jit_id) - 1;
+}
+
 static struct twin_bucket *twin_slot(struct twin_bucket *tab, uint32_t cap,
 				     const struct addrindex *ix, const struct perfmap_sym *s)
 {
@@ -107,13 +121,13 @@ static struct twin_bucket *twin_slot(struct twin_bucket *tab, uint32_t cap,
 
 	for (;; i = (i + 1) & (cap - 1)) {
 		struct twin_bucket *b = &tab[i];
-		const struct perfmap_sym *o;
+		struct perfmap_sym o;
 
 		if (!b->map_id && !b->jit_id)
 			return b;
-		o = addrindex__get(ix, (b->map_id ? b->map_id : b->jit_id) - 1);
-		if (o->start == s->start && o->size == s->size && o->name == s->name &&
-		    o->tier == s->tier)
+		o = sym_at(ix, bucket_id(b));
+		if (o.start == s->start && o.size == s->size && o.name == s->name &&
+		    o.tier == s->tier)
 			return b;
 	}
 }
@@ -130,11 +144,12 @@ static int twin_grow(struct perfmap *pm)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < pm->twin_cap; i++) {
 		struct twin_bucket *b = &pm->twins[i];
+		struct perfmap_sym s;
 
 		if (!b->map_id && !b->jit_id)
 			continue;
-		*twin_slot(tab, cap, pm->ix,
-			   addrindex__get(pm->ix, (b->map_id ? b->map_id : b->jit_id) - 1)) = *b;
+		s = sym_at(pm->ix, bucket_id(b));
+		*twin_slot(tab, cap, pm->ix, &s) = *b;
 	}
 	free(pm->twins);
 	pm->twins = tab;
@@ -149,7 +164,7 @@ static int twin_grow(struct perfmap *pm)
  */
 static int twin_note(struct perfmap *pm, uint32_t id, int source)
 {
-	const struct perfmap_sym *s = addrindex__get(pm->ix, id);
+	struct perfmap_sym s = sym_at(pm->ix, id);
 	struct twin_bucket *b;
 
 	if (pm->twins_jit_only && source == PERFMAP_SRC_MAP)
@@ -168,7 +183,7 @@ static int twin_note(struct perfmap *pm, uint32_t id, int source)
 		pm->twin_prev = prev;
 		pm->twin_prev_cap = cap;
 	}
-	b = twin_slot(pm->twins, pm->twin_cap, pm->ix, s);
+	b = twin_slot(pm->twins, pm->twin_cap, pm->ix, &s);
 	if (!b->map_id && !b->jit_id)
 		pm->twin_n++;
 	if (source == PERFMAP_SRC_MAP) {
@@ -207,10 +222,12 @@ static int twins_jit_only(struct perfmap *pm)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < pm->twin_cap; i++) {
 		uint32_t jit = pm->twins[i].jit_id;
+		struct perfmap_sym s;
 
-		if (jit)
-			*twin_slot(tab, cap, pm->ix, addrindex__get(pm->ix, jit - 1)) =
-				(struct twin_bucket){ 0, jit };
+		if (!jit)
+			continue;
+		s = sym_at(pm->ix, jit - 1);
+		*twin_slot(tab, cap, pm->ix, &s) = (struct twin_bucket){ 0, jit };
 	}
 	free(pm->twins);
 	free(pm->twin_prev);
@@ -237,7 +254,7 @@ static int twins_start(struct perfmap *pm)
 
 	for (uint64_t id = 0; !err && id < n; id++)
 		if (!addrindex__hidden(pm->ix, (uint32_t)id))
-			err = twin_note(pm, (uint32_t)id, addrindex__get(pm->ix, (uint32_t)id)->source);
+			err = twin_note(pm, (uint32_t)id, sym_at(pm->ix, (uint32_t)id).source);
 	if (err) {
 		free(pm->twins);
 		pm->twins = NULL;
@@ -267,8 +284,8 @@ struct perfmap *perfmap__new(const struct perfmap_limits *limits)
 		pm->lim.max_record = PERFMAP_DEF_MAX_RECORD;
 	if (!pm->lim.max_entries)
 		pm->lim.max_entries = PERFMAP_DEF_MAX_ENTRIES;
-	if (!pm->lim.max_range)
-		pm->lim.max_range = PERFMAP_DEF_MAX_RANGE;
+	if (!pm->lim.max_range || pm->lim.max_range > ADDRINDEX_MAX_SIZE)
+		pm->lim.max_range = pm->lim.max_range ? ADDRINDEX_MAX_SIZE : PERFMAP_DEF_MAX_RANGE;
 	pm->ix = addrindex__new();
 	pm->names.tab = names_hold();
 	if (!pm->ix || !pm->names.tab)

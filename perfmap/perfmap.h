@@ -77,7 +77,7 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
  * after time_ns are skipped. Overlaps: a stub block loses to any range inside it (smallest block
  * wins); otherwise the newest range wins (load time; feed time for perf map lines), because freed
  * code is reused (perfmap/README.md). NULL when nothing covers addr. The result stays valid until
- * the next feed or free; its name and tier strings until perfmap__free. Not thread-safe.
+ * the next lookup, feed or free; its name and tier strings until perfmap__free. Not thread-safe.
  */
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
 

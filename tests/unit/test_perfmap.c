@@ -163,20 +163,20 @@ static void test_perfmap_tier_split(void **state)
 static void test_perfmap_names_interned(void **state)
 {
 	struct perfmap *pm = PM(state);
-	const struct perfmap_sym *a, *b, *c;
+	struct perfmap_sym a, b, c;	/* a result lasts until the next lookup: copied */
 
 	feed(pm, "1000 10 int32 [App] Program::Fresh3(int32)[QuickJitted]\n"
 		 "2000 10 int32 [App] Program::Fresh3(int32)[InstrumentedTier]\n"
 		 "3000 10 int32 [App] Program::Fresh3(int32)[OptimizedTier1]\n"
 		 "4000 10 int32 [App] Program::Fresh4(int32)[OptimizedTier1]\n");
-	a = perfmap__lookup(pm, 0x1000, 0);
-	b = perfmap__lookup(pm, 0x2000, 0);
-	c = perfmap__lookup(pm, 0x3000, 0);
-	assert_ptr_equal(a->name, b->name);
-	assert_ptr_equal(b->name, c->name);
-	assert_string_equal(b->tier, "InstrumentedTier");
-	assert_ptr_equal(c->tier, perfmap__lookup(pm, 0x4000, 0)->tier);
-	assert_ptr_not_equal(c->name, perfmap__lookup(pm, 0x4000, 0)->name);
+	a = *perfmap__lookup(pm, 0x1000, 0);
+	b = *perfmap__lookup(pm, 0x2000, 0);
+	c = *perfmap__lookup(pm, 0x3000, 0);
+	assert_ptr_equal(a.name, b.name);
+	assert_ptr_equal(b.name, c.name);
+	assert_string_equal(b.tier, "InstrumentedTier");
+	assert_ptr_equal(c.tier, perfmap__lookup(pm, 0x4000, 0)->tier);
+	assert_ptr_not_equal(c.name, perfmap__lookup(pm, 0x4000, 0)->name);
 }
 
 /* A line split anywhere across feeds parses as if fed whole. */

@@ -50,6 +50,38 @@ static void test_proctab_maps_parse(void **state)
 	maps__free(v, n);
 }
 
+/* A file's segments share one copy of its path; an anonymous mapping between them, or another
+ * file, does not make a segment take the wrong path. */
+static void test_proctab_maps_parse_shared_paths(void **state)
+{
+	static const char text[] =
+		"1000-2000 r--p 00000000 fd:01 7 /lib/a.so\n"
+		"2000-3000 r-xp 00001000 fd:01 7 /lib/a.so\n"
+		"3000-4000 rw-p 00000000 00:00 0 \n"
+		"4000-5000 rw-p 00003000 fd:01 7 /lib/a.so\n"
+		"5000-6000 r--p 00000000 fd:01 8 /lib/a.so.1\n"
+		"6000-7000 r--p 00000000 fd:01 9 /lib/a.s\n"
+		"7000-8000 r--p 00000000 fd:01 7 /lib/a.so\n";
+	struct vma *v;
+	size_t n, bad;
+
+	(void)state;
+	assert_int_equal(maps__parse(text, strlen(text), &v, &n, &bad), 0);
+	assert_int_equal(n, 7);
+	assert_ptr_equal(v[0].path, v[1].path);
+	assert_string_equal(v[1].path, "/lib/a.so");
+	assert_string_equal(v[2].path, "");
+	assert_int_equal(v[2].kind, VMA_ANON);
+	assert_string_equal(v[3].path, "/lib/a.so");
+	assert_ptr_equal(v[3].path, v[1].path);	/* the anonymous mapping between: still shared */
+	assert_string_equal(v[4].path, "/lib/a.so.1");
+	assert_string_equal(v[5].path, "/lib/a.s");
+	assert_string_equal(v[6].path, "/lib/a.so");
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i].kind, i == 2 ? VMA_ANON : VMA_FILE);
+	maps__free(v, n);
+}
+
 static void test_proctab_maps_parse_empty_and_huge_numbers(void **state)
 {
 	const char over[] = "1ffffffffffffffff-2 r-xp 0 0:0 0 x\n";
@@ -231,6 +263,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proctab_maps_parse),
+		cmocka_unit_test(test_proctab_maps_parse_shared_paths),
 		cmocka_unit_test(test_proctab_maps_parse_empty_and_huge_numbers),
 		cmocka_unit_test(test_proctab_identity_and_maps),
 		cmocka_unit_test(test_proctab_reused_pid_is_gone),

@@ -1,6 +1,7 @@
 /* agent.c: `spanprof agent`: the engine cut into windows; each window becomes one profile per
  * service, handed to every exporter; self-metrics on /metrics. Runs until SIGTERM. */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -296,6 +297,9 @@ static int export_window(struct agent *a)
 	a->profs = NULL;
 	a->nseries = a->cap = 0;
 	engine__prune(a->e);
+	/* The window's profiles and the tables of exited and idle processes are freed: give the
+	 * free pages inside the heap back to the kernel. */
+	malloc_trim(0);
 	ms = (now_ns() - wall0) / 1e6;
 	a->last_build_ms = ms;
 	if (ms > a->max_build_ms)

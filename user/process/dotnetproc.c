@@ -480,10 +480,10 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 		return -ENOMEM;
 	perfmap__free(d->pm);
 	d->pm = pm;
-	if (d->files.map_fd >= 0)
-		n = perfmap__read_map_fd(pm, d->files.map_fd);
-	if (n >= 0 && d->files.jitdump_fd >= 0)
+	if (d->files.jitdump_fd >= 0)	/* first, as in poll */
 		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
+	if (n >= 0 && d->files.map_fd >= 0)
+		n = perfmap__read_map_fd(pm, d->files.map_fd);
 	return n;
 }
 
@@ -555,19 +555,21 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		open_files(p, d);
 	if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
 		try_enable(p, d, o);	/* once, and only when o allows it */
-	if (d->files.map_fd >= 0) {
-		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
-		if (n == -ESTALE)
-			n = restart_paced(p, d);
-		if (n < 0 && o->verbose)
-			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
-	}
+	/* The jitdump first: a perf map line it already holds is then skipped, where the other
+	 * way round both would be kept (the map entry hidden). */
 	if (d->files.jitdump_fd >= 0) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
 		if (n == -ESTALE)
 			n = restart_paced(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
+	}
+	if (d->files.map_fd >= 0) {
+		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
+		if (n == -ESTALE)
+			n = restart_paced(p, d);
+		if (n < 0 && o->verbose)
+			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
 	if (have && d->state == DOTNETPROC_WAITING)

@@ -96,8 +96,7 @@ static struct proc *lookup(const struct proctab *pt, uint32_t pid, uint64_t star
 
 void maps__free(struct vma *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free((char *)v[i].path);
+	(void)n;	/* the paths live in the array's own block */
 	free(v);
 }
 
@@ -166,8 +165,9 @@ static enum vma_kind classify(const char *path)
 	return VMA_ANON;
 }
 
-/* One maps line: "start-end perms offset major:minor inode   path". */
-static int parse_line(const char *s, const char *end, struct vma *v)
+/* One maps line: "start-end perms offset major:minor inode   path". v->path is left pointing
+ * into the line, *path_len its length. */
+static int parse_line(const char *s, const char *end, struct vma *v, size_t *path_len)
 {
 	uint64_t major, minor;
 	const char *path;
@@ -189,10 +189,8 @@ static int parse_line(const char *s, const char *end, struct vma *v)
 	v->dev = major << 32 | minor;
 	skip_spaces(&s, end);
 	path = s;
-	v->path = strndup(path, end - path);
-	if (!v->path)
-		return -ENOMEM;
-	v->kind = classify(v->path);
+	*path_len = end - path;
+	v->path = path;
 	return 0;
 }
 
@@ -203,42 +201,94 @@ static int vma_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/*
+ * A .NET process has a thousand mappings or more, most of them anonymous or a few segments of
+ * one file each: the array and the distinct paths (a path repeated on the next line is stored
+ * once) are one block of exactly their size, not a string allocation per line.
+ */
 int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t *bad)
 {
-	const char *s = buf, *end = buf + len;
-	struct vma *v = NULL;
-	size_t cnt = 0, cap = 0, nbad = 0;
-	int err;
+	const char *s = buf, *end = buf + len, *prev = NULL, *stored = NULL;	/* prev's copy */
+	struct vma *v = NULL, *res;
+	size_t cnt = 0, cap = 0, nbad = 0, pool = 0, prev_len = 0;
+	uint32_t *plen = NULL;
+	char *dst;
 
 	while (s < end) {
 		const char *eol = memchr(s, '\n', end - s);
+		size_t l;
 
 		if (!eol)
 			eol = end;
-		if (VEC_RESERVE(v, cap, cnt + 1)) {
-			err = -ENOMEM;
-			goto err_free;
+		if (cnt == cap) {
+			size_t c = cap ? cap * 2 : 256;
+			struct vma *nv = realloc(v, c * sizeof(*v));
+			uint32_t *np = nv ? realloc(plen, c * sizeof(*np)) : NULL;
+
+			if (nv)
+				v = nv;
+			if (!np) {
+				free(v);
+				free(plen);
+				return -ENOMEM;
+			}
+			plen = np;
+			cap = c;
 		}
-		err = parse_line(s, eol, &v[cnt]);
-		if (err == -ENOMEM)
-			goto err_free;
-		if (err)
+		if (parse_line(s, eol, &v[cnt], &l)) {
 			nbad++;
-		else
+		} else {
+			plen[cnt] = (uint32_t)l;
+			if (l && (l != prev_len || memcmp(prev, v[cnt].path, l)))
+				pool += l + 1;
+			if (l) {
+				prev = v[cnt].path;
+				prev_len = l;
+			}
 			cnt++;
+		}
 		s = eol + 1;
 	}
+	res = malloc(cnt * sizeof(*res) + pool + 1);
+	if (!res) {
+		free(v);
+		free(plen);
+		return -ENOMEM;
+	}
+	dst = (char *)(res + cnt);
+	prev = NULL;
+	prev_len = 0;
+
+	for (size_t i = 0; i < cnt; i++) {
+		const char *src = v[i].path;
+		size_t l = plen[i];
+
+		res[i] = v[i];
+		if (!l) {
+			res[i].path = "";
+		} else if (prev && l == prev_len && !memcmp(prev, src, l)) {
+			res[i].path = stored;
+		} else {
+			memcpy(dst, src, l);
+			dst[l] = 0;
+			res[i].path = stored = dst;
+			dst += l + 1;
+		}
+		if (l) {
+			prev = src;
+			prev_len = l;
+		}
+		res[i].kind = classify(res[i].path);
+	}
+	free(v);
+	free(plen);
 	if (cnt)
-		qsort(v, cnt, sizeof(*v), vma_cmp);
-	*out = v;
+		qsort(res, cnt, sizeof(*res), vma_cmp);
+	*out = res;
 	*n = cnt;
 	if (bad)
 		*bad = nbad;
 	return 0;
-
-err_free:
-	maps__free(v, cnt);
-	return err;
 }
 
 int proc__read_maps(struct proc *p)

@@ -21,7 +21,7 @@ struct spanctx_keys {
 	uint32_t count;
 	uint32_t bad;
 	uint32_t off[SP_CTX_MAX_KEYS];
-	char names[SP_CTX_MAX_KEYS * 256];	/* NUL-terminated names, back to back */
+	char *names;		/* NUL-terminated names, back to back: as long as they are */
 };
 
 int spanctx__is_table_path(const char *path)
@@ -179,6 +179,8 @@ struct spanctx_keys *spanctx_keys__new(void)
 
 void spanctx_keys__free(struct spanctx_keys *keys)
 {
+	if (keys)
+		free(keys->names);
 	free(keys);
 }
 
@@ -186,9 +188,15 @@ int spanctx_keys__parse(struct spanctx_keys *keys, const uint8_t *buf, size_t le
 {
 	size_t pos = 0, npos = 0;
 	uint32_t i;
+	char *names;
 
 	if (!keys || (!buf && len))
 		return -EINVAL;
+	/* Every name takes its length byte's room in buf: len + 1 bytes hold them all. */
+	if (!(names = malloc(len + 1)))
+		return -ENOMEM;
+	free(keys->names);
+	keys->names = names;
 	keys->count = 0;
 	keys->bad = 0;
 	if (count > SP_CTX_MAX_KEYS) {
