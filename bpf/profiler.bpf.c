@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
+const volatile __u32 skip_parts = 0;		/* SP_SKIP_*: benchmark variants only */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -148,15 +149,27 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
  * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
  * walk does. x86-64 only for now: elsewhere the flags stay clear.
  */
-static __always_inline void read_leaf(struct bpf_perf_event_data *ctx, struct sp_sample *s)
+/* Whether the event interrupted user mode: its kernel stack is then empty. */
+static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct pt_regs *ur;
 	/* The context's regs follow the UAPI layout, where cs is a whole u64 after ip (newer
 	 * kernels' headers make it a union that the verifier will not let us read by halves). */
 	__u64 cs = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, ip) + 8);
 
-	if ((cs & 3) == 3) {
+	return (cs & 3) == 3;
+#else
+	return false;
+#endif
+}
+
+static __always_inline void read_leaf(struct bpf_perf_event_data *ctx, struct sp_sample *s,
+				      bool user_mode)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *ur;
+
+	if (user_mode) {
 		s->leaf_ip = ctx->regs.ip;
 		s->leaf_sp = ctx->regs.sp;
 		s->leaf_bp = ctx->regs.bp;
@@ -205,6 +218,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	struct sp_ctx_proc *cp;
 	struct sp_sample *s;
 	__u64 off, size, wake;
+	bool user_mode;
 	long n;
 
 	if (tid == 0)
@@ -239,7 +253,8 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	/* User stack, leaf first. Kernel threads have none. */
 	off = 0;
-	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+	user_mode = in_user_mode(ctx);
+	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && !(skip_parts & SP_SKIP_USTACK)) {
 		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
 		if (n < 0) {
 			s->flags |= SP_F_USTACK_ERR;
@@ -252,14 +267,16 @@ int sample(struct bpf_perf_event_data *ctx)
 			s->flags |= SP_F_USTACK_TRUNC;
 		s->n_user = n / 8;
 		off = s->n_user * 8;
-		if (s->n_user)
-			read_leaf(ctx, s);
+		if (s->n_user && !(skip_parts & SP_SKIP_LEAF))
+			read_leaf(ctx, s, user_mode);
 	}
 
-	/* Kernel stack after it. */
+	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
+	 * find that out). */
 	if (off > STACK_BYTES)
 		return 0;	/* unreachable; keeps the verifier's bounds */
-	n = bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
+	n = user_mode || (skip_parts & SP_SKIP_KSTACK) ? 0 :
+		bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
 	if (n < 0) {
 		s->flags |= SP_F_KSTACK_ERR;
 		count(SP_CNT_KSTACK_ERR);
@@ -271,7 +288,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	off += s->n_kernel * 8;
 
 	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
-	cp = bpf_map_lookup_elem(&ctx_procs, &tgid);
+	cp = skip_parts & SP_SKIP_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
 	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
 	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
 		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
@@ -284,6 +301,8 @@ int sample(struct bpf_perf_event_data *ctx)
 	 * No wake-up per record: user space drains the ring every poll interval, and a wake-up is
 	 * an irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
 	 */
+	if (skip_parts & SP_SKIP_OUTPUT)
+		return 0;
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 									  : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, s, size, wake)) {

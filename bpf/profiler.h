@@ -26,6 +26,16 @@
 #define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
 
 /*
+ * Variants of the sampler, for measuring what each of its parts costs (scripts/bench-sampler.sh;
+ * SPANPROF_BPF_SKIP names them). A profile taken with any of them set lacks what it skips.
+ */
+#define SP_SKIP_USTACK	(1u << 0)	/* the user stack walk */
+#define SP_SKIP_KSTACK	(1u << 1)	/* the kernel stack walk */
+#define SP_SKIP_LEAF	(1u << 2)	/* the leaf's registers and stack words */
+#define SP_SKIP_SPAN	(1u << 3)	/* the span table probes and the record copy */
+#define SP_SKIP_OUTPUT	(1u << 4)	/* the ring buffer write */
+
+/*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.
  * X(enum suffix, short name shown by -v and /metrics, what it counts): the one table both the
  * enum and every report are generated from.

@@ -371,7 +371,7 @@ static uint32_t cell(const struct r2r_image *img, unsigned t, uint32_t rid, unsi
 	const struct md_table *tb = &img->tab[t];
 	const uint8_t *p;
 
-	if (!rid || rid > tb->rows || col >= tb->ncols)
+	if (!rid || rid > tb->rows || col >= tb->ncols || !tb->base)
 		return 0;
 	p = tb->base + (uint64_t)(rid - 1) * tb->row_size + tb->off[col];
 	return tb->width[col] == 4 ? le32(p) : le16(p);
@@ -520,6 +520,48 @@ static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s
 	if (!tables || !img->strings || !img->blob)
 		return R2R_BAD_METADATA;
 	return parse_tables(img, tables, tables_end);
+}
+
+/*
+ * Naming needs the #Strings and #Blob heaps and the tables of the enum above; the rest of the
+ * metadata (custom attributes, fields, parameters, member references, user strings: most of
+ * CoreLib's) is let go. Without memory for the copy, all of it stays.
+ */
+static void keep_named_metadata(struct r2r_image *img)
+{
+	static const uint8_t kept[] = { T_MODULE, T_TYPEREF, T_TYPEDEF, T_METHODDEF, T_MODULEREF,
+					T_TYPESPEC, T_ASSEMBLY, T_ASSEMBLYREF, T_NESTEDCLASS };
+	uint64_t len = (uint64_t)img->strings_len + img->blob_len;
+	uint8_t *md, *p;
+
+	for (size_t k = 0; k < sizeof(kept); k++)
+		len += (uint64_t)img->tab[kept[k]].rows * img->tab[kept[k]].row_size;
+	if (len >= img->md_len || !(md = malloc(len ? len : 1)))
+		return;
+	p = md;
+	memcpy(p, img->strings, img->strings_len);
+	img->strings = p;
+	p += img->strings_len;
+	memcpy(p, img->blob, img->blob_len);
+	img->blob = p;
+	p += img->blob_len;
+	for (unsigned t = 0; t < T__MAX; t++) {
+		struct md_table *tb = &img->tab[t];
+		uint64_t n = (uint64_t)tb->rows * tb->row_size;
+
+		if (!memchr(kept, (int)t, sizeof(kept)) || !tb->base) {
+			tb->base = NULL;	/* its rows still size the other tables' indexes */
+			continue;
+		}
+		memcpy(p, tb->base, n);
+		tb->base = p;
+		p += n;
+	}
+	img->st.mem_bytes -= img->md_len;
+	img->st.mem_bytes += len;
+	free(img->md);
+	img->md = md;
+	img->md_len = (uint32_t)len;
 }
 
 /* Which type declares each method (TypeDef.MethodList runs), and which type encloses each. */
@@ -1494,6 +1536,8 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 	st = img->names ? parse_pe(img, s, &h) : R2R_NOMEM;
 	if (st == R2R_OK)
 		st = parse_metadata(img, s, &h);
+	if (st == R2R_OK)
+		keep_named_metadata(img);
 	if (st == R2R_OK)
 		st = index_types(img);
 	if (st == R2R_OK)

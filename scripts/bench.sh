@@ -34,6 +34,12 @@ bench_sampler() {
 	wait 2>/dev/null || true
 }
 
+# ---- sampler parts: BPF run time per sample on SpanService, without each part in turn ----------
+bench_parts() {
+	section "sampler parts (SpanService under LoadGen; variants of the BPF program)"
+	BUILD=$BUILD ./scripts/bench-sampler.sh
+}
+
 # ---- hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes) ----------------------------
 bench_hook() {
 	section "hook (BenchmarkDotNet)"
@@ -60,6 +66,6 @@ bench_growth() {
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler hook service node growth}; do
+for b in ${BENCH:-perfmap sampler parts hook service node growth}; do
 	"bench_$b"
 done

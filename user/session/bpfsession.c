@@ -155,6 +155,39 @@ int bpfsession__check(const struct bpfsession_opts *o)
 	return 0;
 }
 
+/*
+ * SPANPROF_BPF_SKIP=ustack,kstack,leaf,span,output: a variant of the sampler without those
+ * parts, for measuring what each costs (scripts/bench-sampler.sh). Said on stderr, since its
+ * profiles lack what it skips. 0, or the exit code after a one-line message.
+ */
+static int sampler_variant(volatile __u32 *skip, int *rc)
+{
+	static const struct { const char *name; __u32 bit; } parts[] = {
+		{ "ustack", SP_SKIP_USTACK }, { "kstack", SP_SKIP_KSTACK }, { "leaf", SP_SKIP_LEAF },
+		{ "span", SP_SKIP_SPAN }, { "output", SP_SKIP_OUTPUT },
+	};
+	const char *env = getenv("SPANPROF_BPF_SKIP"), *p = env;
+
+	*skip = 0;
+	while (p && *p) {
+		size_t len = strcspn(p, ","), i;
+
+		for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+			if (strlen(parts[i].name) == len && !strncmp(p, parts[i].name, len))
+				break;
+		if (i == sizeof(parts) / sizeof(parts[0])) {
+			*rc = setup_error("SPANPROF_BPF_SKIP: unknown part \"%.*s\" (ustack, kstack, leaf, "
+					  "span, output)", (int)len, p);
+			return *rc;
+		}
+		*skip |= parts[i].bit;
+		p += len + (p[len] == ',');
+	}
+	if (*skip)
+		fprintf(stderr, "spanprof: sampler variant for benchmarks: skipping %s\n", env);
+	return 0;
+}
+
 struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_sample_fn fn,
 				    void *ctx, int *rc)
 {
@@ -178,6 +211,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		*rc = setup_error("cannot open the BPF object: %s", strerror(errno));
 		goto err_free;
 	}
+	if (sampler_variant(&s->skel->rodata->skip_parts, rc))
+		goto err_free;
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
 	if (!s->o.ringbuf_mb)
