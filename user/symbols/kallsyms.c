@@ -4,15 +4,24 @@
 #include "vec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define MAX_MODULE_NAME 255u	/* MODULE_NAME_LEN is 56; "[__builtin__ftrace]" and friends fit */
 #define MAX_MODULES	65535u
 
-/* 12 bytes a symbol (the kernel has 100,000s): its address is addrs[i], its name in the pool. */
+/*
+ * 12 bytes a symbol (the kernel has 100,000s): its address is addrs[i], its name in the pool.
+ * The names are deflated in blocks of KSYMS_BLOCK (3 MB of them here take 0.8): a lookup inflates
+ * one block, and every kernel address is looked up once (the symbolizer keeps what it found).
+ */
+#define KSYMS_BLOCK	32
+#define BLOCK_RAW_MAX	(KSYMS_BLOCK * (KSYMS_MAX_LINE + 1))
 struct ksym {
 	uint32_t name_off;	/* into pool */
 	uint32_t size;		/* to the end (exclusive), at most UINT32_MAX */
@@ -23,7 +32,8 @@ struct ksyms {
 	struct ksym *syms;
 	uint64_t *addrs;	/* start of syms[i], packed apart: the binary search touches fewer lines */
 	size_t n;
-	char *pool;		/* the name of every kept symbol, NUL-terminated, nothing else */
+	char *pool;		/* while building: every name; then the deflated blocks */
+	uint32_t *blocks;	/* block k is pool[blocks[k], blocks[k + 1]) */
 	char **modules;		/* modules[0] is NULL (vmlinux) */
 	size_t n_modules;
 	struct ksyms_stats stats;
@@ -236,26 +246,59 @@ static int ent_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* Keep only the names of the n kept symbols, in a pool of exactly their size (it was sized for
- * the whole file: aliases and data symbols are dropped). */
-static int compact_pool(struct ksyms *ks, size_t n)
+/* The names of the n kept symbols, deflated by blocks of KSYMS_BLOCK into a pool of exactly
+ * their size (the building pool was sized for the whole file: aliases and data symbols too). */
+static int pack_names(struct ksyms *ks, size_t n)
 {
-	size_t len = 0, off = 0;
-	char *pool;
+	size_t nblk = (n + KSYMS_BLOCK - 1) / KSYMS_BLOCK, len = 0, cap = 0;
+	uint8_t *raw = malloc(BLOCK_RAW_MAX), *pool = NULL, *fit;
+	z_stream z = { 0 };	/* one stream for every block: its state is big to set up */
+	bool z_open = false;
+	int err = -ENOMEM;
 
-	for (size_t i = 0; i < n; i++)
-		len += strlen(ks->pool + ks->syms[i].name_off) + 1;
-	if (len > UINT32_MAX || !(pool = malloc(len ? len : 1)))
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(ks->pool + ks->syms[i].name_off) + 1;
+	ks->blocks = malloc((nblk + 1) * sizeof(*ks->blocks));
+	if (!raw || !ks->blocks || deflateInit(&z, 6) != Z_OK)
+		goto out;
+	z_open = true;
+	for (size_t k = 0; k < nblk; k++) {
+		size_t rl = 0;
+		uLongf zl;
 
-		memcpy(pool + off, ks->pool + ks->syms[i].name_off, l);
-		ks->syms[i].name_off = (uint32_t)off;
-		off += l;
+		for (size_t i = k * KSYMS_BLOCK; i < n && i < (k + 1) * KSYMS_BLOCK; i++) {
+			size_t l = strlen(ks->pool + ks->syms[i].name_off) + 1;
+
+			memcpy(raw + rl, ks->pool + ks->syms[i].name_off, l);
+			rl += l;
+		}
+		zl = deflateBound(&z, rl);
+		if (len + zl > cap) {
+			size_t c = cap ? cap * 2 : 256u << 10;
+			uint8_t *np;
+
+			while (c < len + zl)
+				c *= 2;
+			if (!(np = realloc(pool, c)))
+				goto out;
+			pool = np;
+			cap = c;
+		}
+		z.next_in = raw;
+		z.avail_in = (uInt)rl;
+		z.next_out = pool + len;
+		z.avail_out = (uInt)zl;
+		if (deflate(&z, Z_FINISH) != Z_STREAM_END)
+			goto out;
+		ks->blocks[k] = (uint32_t)len;
+		len += zl - z.avail_out;
+		deflateReset(&z);
+		if (len > UINT32_MAX)
+			goto out;
 	}
+	ks->blocks[nblk] = (uint32_t)len;
 	free(ks->pool);
-	ks->pool = pool;
+	fit = realloc(pool, len ? len : 1);
+	ks->pool = (char *)(fit ? fit : pool);
+	pool = NULL;
 	ks->n = n;
 	if (n) {	/* the arrays were sized for every line */
 		void *a = realloc(ks->syms, n * sizeof(*ks->syms)), *b;
@@ -265,7 +308,13 @@ static int compact_pool(struct ksyms *ks, size_t n)
 		if ((b = realloc(ks->addrs, n * sizeof(*ks->addrs))))
 			ks->addrs = b;
 	}
-	return 0;
+	err = 0;
+out:
+	if (z_open)
+		deflateEnd(&z);
+	free(raw);
+	free(pool);
+	return err;
 }
 
 static int build_table(struct builder *b)
@@ -312,7 +361,7 @@ static int build_table(struct builder *b)
 			.size = end - e->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - e->addr),
 		};
 	}
-	return compact_pool(ks, n);
+	return pack_names(ks, n);
 }
 
 struct ksyms *ksyms__parse(const char *buf, size_t len)
@@ -404,8 +453,27 @@ struct ksyms *ksyms__load(const char *path)
 	return ks;
 }
 
+/* The name of symbol i into name (len bytes): its block inflated, then found in it. */
+static const char *name_of(const struct ksyms *ks, size_t i, char *name, size_t len)
+{
+	uint8_t raw[BLOCK_RAW_MAX];
+	uLongf rl = sizeof(raw);
+	size_t k = i / KSYMS_BLOCK, at = 0;
+	const uint8_t *z = (const uint8_t *)ks->pool + ks->blocks[k];
+
+	if (!len || uncompress(raw, &rl, z, ks->blocks[k + 1] - ks->blocks[k]) != Z_OK)
+		return NULL;
+	for (size_t skip = i % KSYMS_BLOCK; skip && at < rl; at++)
+		skip -= raw[at] == 0;
+	if (at >= rl)
+		return NULL;
+	snprintf(name, len, "%.*s", (int)strnlen((const char *)raw + at, rl - at),
+		 (const char *)raw + at);
+	return name;
+}
+
 const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_off,
-			  const char **module)
+			  const char **module, char *name, size_t len)
 {
 	size_t lo = 0, hi;
 	const struct ksym *s;
@@ -430,7 +498,7 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 		*sym_off = addr - ks->addrs[lo - 1];
 	if (module)
 		*module = ks->modules[s->module];
-	return ks->pool + s->name_off;
+	return name_of(ks, lo - 1, name, len);
 }
 
 uint64_t ksyms__count(const struct ksyms *ks)
@@ -458,5 +526,6 @@ void ksyms__free(struct ksyms *ks)
 	free(ks->syms);
 	free(ks->addrs);
 	free(ks->pool);
+	free(ks->blocks);
 	free(ks);
 }

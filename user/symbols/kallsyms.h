@@ -39,12 +39,13 @@ struct ksyms *ksyms__load(const char *path);
 struct ksyms *ksyms__parse(const char *buf, size_t len);
 
 /*
- * Find the text symbol covering addr. Returns its name or NULL; *sym_off (may be NULL) = offset
- * into it; *module (may be NULL) = module name without brackets ("ext4", "bpf"), or NULL for
- * vmlinux. Strings live as long as ks. Safe to call from several threads.
+ * Find the text symbol covering addr. Returns its name, copied to name (len bytes, cut to fit),
+ * or NULL; *sym_off (may be NULL) = offset into it; *module (may be NULL) = module name without
+ * brackets ("ext4", "bpf"), or NULL for vmlinux, living as long as ks. Safe to call from several
+ * threads. A few microseconds (the names are stored deflated): keep what it finds.
  */
 const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_off,
-			  const char **module);
+			  const char **module, char *name, size_t len);
 
 uint64_t ksyms__count(const struct ksyms *ks);	/* symbols in the table */
 void ksyms__stats(const struct ksyms *ks, struct ksyms_stats *out);

@@ -599,7 +599,7 @@ static int copy_name(struct symbolizer *sym, struct proc *p, struct proc_syms *p
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 {
 	const char *name = NULL, *module = NULL;
-	char buf[64];
+	char buf[64], kname[KSYMS_MAX_LINE];
 	uint64_t off;
 	int added;
 	int64_t id;
@@ -612,7 +612,7 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 	if (id >= SYM_KERNEL_FRAME || VEC_RESERVE(sym->kframes, sym->kcap, (size_t)id + 1))
 		return -ENOMEM;
 	if (sym->ksyms)
-		name = ksyms__lookup(sym->ksyms, addr, &off, &module);
+		name = ksyms__lookup(sym->ksyms, addr, &off, &module, kname, sizeof(kname));
 	if (!name) {
 		snprintf(buf, sizeof(buf), "[kernel] 0x%" PRIx64, addr);
 		name = sym->stats.kernel_hidden ? "[kernel]" : buf;
