@@ -15,29 +15,33 @@
 #define TAIL_SCAN	64			/* a tail this small is scanned, not sorted */
 #define MAX_ENTRIES	(UINT32_MAX - 1)
 
-/* One appended range, 40 bytes: a node holds thousands per process. A timed range (load_ns
- * known) ranks by its load time, an untimed one by the order it was given: one field for both. */
+/* One appended range, 32 bytes: a node holds thousands per process. A timed range (load_ns
+ * known) ranks by its load time, an untimed one by the order it was given: one field for both.
+ * Tiers are few (the runtime has about eight): an entry holds an index into the index's table. */
 enum {
 	AI_TIMED = 0x80,	/* in flags, beside enum addrindex_flags: time is the load time */
 };
+
+#define MAX_TIERS	255	/* distinct tiers an index names; past them, a tier shows as "" */
 
 struct ai_entry {
 	uint64_t start;
 	uint64_t time;		/* rank among overlapping ranges; the load time when AI_TIMED */
 	const char *name;
-	const char *tier;
 	uint32_t size;
+	uint8_t tier;		/* into tiers[]; MAX_TIERS: not kept */
 	uint8_t source;
 	uint8_t flags;		/* enum addrindex_flags | AI_TIMED */
 };
 
 /*
  * A run: distinct ranges ("slots") sorted by start ascending, end descending. A slot holds one
- * entry (ref = its id, load_ns copied) or several with exactly that range (SLOT_MULTI: ref
+ * entry (ref = its id) or several with exactly that range (SLOT_MULTI: ref
  * indexes ver[], where ver[ref] is the count and the ids follow, oldest first). SLOT_COVERED
  * marks slots whose start lies inside an earlier slot, so the common lookup (no overlap) is a
  * search in the summary (every 32nd start, small enough to stay cached), one probe of 32 slots
- * and no look at the entries: memory latency, not instructions, is what a lookup costs.
+ * and a look at the one entry found (its load time, then its name): memory latency, not
+ * instructions, is what a lookup costs.
  * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends);
  * pre[] lets the walk stop as soon as nothing further left can reach the address.
  */
@@ -45,9 +49,8 @@ struct ai_entry {
 #define SLOT_MULTI	(1u << 30)
 #define SLOT_LEN	(SLOT_MULTI - 1)	/* ADDRINDEX_MAX_SIZE - 1 at most */
 
-struct slot {		/* 24 bytes */
+struct slot {		/* 16 bytes */
 	uint64_t start;
-	uint64_t load_ns;	/* single entry: its load time */
 	uint32_t len;		/* end - start, with the SLOT_ flags above it */
 	uint32_t ref;
 };
@@ -83,6 +86,10 @@ struct addrindex {
 	uint64_t merges;
 	uint32_t nruns;
 	struct run runs[MAX_RUNS];	/* runs[0] is the oldest and biggest */
+	const char **tiers;
+	uint32_t ntiers, tiers_cap;
+	uint8_t last_tier;
+	uint64_t tiers_dropped;	/* entries whose tier did not fit in tiers[] */
 	struct perfmap_sym out;	/* what lookup returns */
 };
 
@@ -91,7 +98,6 @@ struct skey {
 	uint64_t start;
 	uint64_t end;
 	uint64_t order;
-	uint64_t load_ns;
 	uint32_t id;
 };
 
@@ -140,12 +146,45 @@ void addrindex__free(struct addrindex *ix)
 		free(ix->chunks[c]);
 	free(ix->chunks);
 	free(ix->hbits);
+	free(ix->tiers);
 	free(ix);
+}
+
+/* The index of tier t in ix->tiers (pointers: the strings are interned), added if new. */
+static int tier_index(struct addrindex *ix, const char *t, uint8_t *out)
+{
+	if (ix->ntiers && ix->tiers[ix->last_tier] == t) {
+		*out = ix->last_tier;
+		return 0;
+	}
+	for (uint32_t i = 0; i < ix->ntiers; i++)
+		if (ix->tiers[i] == t) {
+			*out = ix->last_tier = (uint8_t)i;
+			return 0;
+		}
+	if (ix->ntiers == MAX_TIERS) {
+		ix->tiers_dropped++;
+		*out = MAX_TIERS;
+		return 0;
+	}
+	if (ix->ntiers == ix->tiers_cap) {
+		uint32_t cap = ix->tiers_cap ? ix->tiers_cap * 2 : 8;
+		const char **nt = realloc(ix->tiers, (cap > MAX_TIERS ? MAX_TIERS : cap) * sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		ix->tiers = nt;
+		ix->tiers_cap = cap > MAX_TIERS ? MAX_TIERS : cap;
+	}
+	ix->tiers[ix->ntiers] = t;
+	*out = ix->last_tier = (uint8_t)ix->ntiers++;
+	return 0;
 }
 
 int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint64_t order,
 		       unsigned flags)
 {
+	uint8_t tier;
 	uint32_t id = ix->n;
 	struct ai_entry *e;
 
@@ -153,6 +192,8 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 		return -EOVERFLOW;
 	if (!sym->size || sym->size > ADDRINDEX_MAX_SIZE || sym->start + sym->size < sym->start)
 		return -EINVAL;
+	if (tier_index(ix, sym->tier ? sym->tier : "", &tier))
+		return -ENOMEM;
 	if ((id >> 6) >= ix->hbits_cap) {
 		uint32_t cap = ix->hbits_cap ? ix->hbits_cap * 2 : 8;
 		uint64_t *h = realloc(ix->hbits, (size_t)cap * sizeof(*h));
@@ -205,7 +246,7 @@ int64_t addrindex__add(struct addrindex *ix, const struct perfmap_sym *sym, uint
 	e->size = (uint32_t)sym->size;
 	e->time = sym->load_ns ? sym->load_ns : order;
 	e->name = sym->name;
-	e->tier = sym->tier;
+	e->tier = tier;
 	e->source = (uint8_t)sym->source;
 	e->flags = (uint8_t)(flags & ADDRINDEX_BLOCK) | (sym->load_ns ? AI_TIMED : 0);
 	ix->n++;
@@ -230,13 +271,13 @@ static inline uint64_t load_ns_of(const struct ai_entry *e)
 	return (e->flags & AI_TIMED) ? e->time : 0;
 }
 
-static void sym_of(const struct ai_entry *e, struct perfmap_sym *out)
+static void sym_of(const struct addrindex *ix, const struct ai_entry *e, struct perfmap_sym *out)
 {
 	out->start = e->start;
 	out->size = e->size;
 	out->load_ns = load_ns_of(e);
 	out->name = e->name;
-	out->tier = e->tier;
+	out->tier = e->tier < ix->ntiers ? ix->tiers[e->tier] : "";
 	out->source = e->source;
 }
 
@@ -244,7 +285,7 @@ bool addrindex__get(const struct addrindex *ix, uint32_t id, struct perfmap_sym 
 {
 	if (id >= ix->n)
 		return false;
-	sym_of(entry(ix, id), out);
+	sym_of(ix, entry(ix, id), out);
 	return true;
 }
 
@@ -255,9 +296,14 @@ uint64_t addrindex__count(const struct addrindex *ix)
 
 /* ---- ranking ------------------------------------------------------------------------------ */
 
-static inline bool alive(const struct addrindex *ix, uint32_t id, uint64_t load_ns, uint64_t t)
+static inline bool alive(const struct addrindex *ix, uint32_t id, uint64_t t)
 {
-	return !is_hidden(ix, id) && !(t && load_ns && load_ns > t);
+	uint64_t load_ns;
+
+	if (is_hidden(ix, id))
+		return false;
+	load_ns = load_ns_of(entry(ix, id));
+	return !(t && load_ns && load_ns > t);
 }
 
 /* Is entry a a better answer than entry b? Both contain the address and are alive. */
@@ -388,13 +434,12 @@ static int run_alloc(struct run *r, uint32_t nslots, uint64_t nextra)
 	return 0;
 }
 
-static void emit_single(struct run *r, uint64_t start, uint64_t end, uint32_t id, uint64_t load_ns)
+static void emit_single(struct run *r, uint64_t start, uint64_t end, uint32_t id)
 {
 	struct slot *sl = &r->slots[r->nslots++];
 
 	sl->start = start;
 	sl->len = (uint32_t)(end - start);
-	sl->load_ns = load_ns;
 	sl->ref = id;
 	r->nver++;
 }
@@ -405,7 +450,6 @@ static void multi_begin(struct run *r, uint64_t start, uint64_t end)
 
 	sl->start = start;
 	sl->len = (uint32_t)(end - start) | SLOT_MULTI;
-	sl->load_ns = 0;
 	sl->ref = r->nextra;
 	r->ver[r->nextra++] = 0;
 }
@@ -421,7 +465,7 @@ static void multi_add(struct run *r, uint32_t id)
 static void copy_slot(struct run *r, const struct run *src, const struct slot *sl)
 {
 	if (!(sl->len & SLOT_MULTI)) {
-		emit_single(r, sl->start, slot_end(sl), sl->ref, sl->load_ns);
+		emit_single(r, sl->start, slot_end(sl), sl->ref);
 		return;
 	}
 	multi_begin(r, sl->start, slot_end(sl));
@@ -501,7 +545,7 @@ static int run_from_keys(struct run *r, const struct skey *k, uint32_t m)
 		for (j = i + 1; j < m && k[j].start == k[i].start && k[j].end == k[i].end; j++)
 			;
 		if (j - i == 1) {
-			emit_single(r, k[i].start, k[i].end, k[i].id, k[i].load_ns);
+			emit_single(r, k[i].start, k[i].end, k[i].id);
 			continue;
 		}
 		multi_begin(r, k[i].start, k[i].end);
@@ -646,7 +690,6 @@ int addrindex__flush(struct addrindex *ix)
 		keys[m].start = e->start;
 		keys[m].end = e->start + e->size;
 		keys[m].order = e->time;
-		keys[m].load_ns = load_ns_of(e);
 		keys[m].id = id;
 		m++;
 	}
@@ -677,7 +720,7 @@ static void consider_slot(const struct addrindex *ix, const struct run *r, uint3
 	bool picked = false, pick_blk = false;
 
 	if (!(sl->len & SLOT_MULTI)) {
-		if (alive(ix, sl->ref, sl->load_ns, t))
+		if (alive(ix, sl->ref, t))
 			offer(ix, b, sl->ref);
 		return;
 	}
@@ -687,7 +730,7 @@ static void consider_slot(const struct addrindex *ix, const struct run *r, uint3
 		const struct ai_entry *e = entry(ix, id);
 		bool blk = e->flags & ADDRINDEX_BLOCK;
 
-		if (!alive(ix, id, load_ns_of(e), t))
+		if (!alive(ix, id, t))
 			continue;
 		if (!picked || (pick_blk && !blk)) {
 			pick = id;
@@ -782,12 +825,12 @@ const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr,
 		const struct ai_entry *e = entry(ix, id);
 
 		if (addr >= e->start && addr - e->start < e->size &&
-		    alive(ix, id, load_ns_of(e), time_ns))
+		    alive(ix, id, time_ns))
 			offer(ix, &b, id);
 	}
 	if (!b.set)
 		return NULL;
-	sym_of(entry(ix, b.id), &ix->out);
+	sym_of(ix, entry(ix, b.id), &ix->out);
 	return &ix->out;
 }
 
@@ -803,7 +846,9 @@ void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
 	out->merges = ix->merges;
 	out->bytes = ((uint64_t)(ix->nchunks ? ix->nchunks - 1 : 0) * CHUNK_SIZE + ix->chunk0_cap) *
 		     sizeof(struct ai_entry) + ix->chunks_cap * sizeof(void *) +
-		     (uint64_t)ix->hbits_cap * sizeof(uint64_t);
+		     (uint64_t)ix->hbits_cap * sizeof(uint64_t) +
+		     (uint64_t)ix->tiers_cap * sizeof(*ix->tiers);
+	out->tiers_dropped = ix->tiers_dropped;
 	for (uint32_t i = 0; i < ix->nruns; i++) {
 		const struct run *r = &ix->runs[i];
 

@@ -32,6 +32,7 @@ struct addrindex_shape {
 	uint64_t slots;		/* distinct ranges over all runs */
 	uint64_t bytes;		/* memory held by entries and runs */
 	uint64_t merges;	/* run merges done so far */
+	uint64_t tiers_dropped;	/* entries past the 255 distinct tiers an index keeps: tier "" */
 };
 
 /* Constructor returns NULL and sets errno. */

@@ -232,6 +232,33 @@ static uint64_t rng_next(uint64_t *s)
 	return *s;
 }
 
+/* Tiers are kept as an index into a table of 255: a 256th distinct tier shows as "", counted. */
+static void test_addrindex_tier_table(void **state)
+{
+	struct addrindex *ix = *state;
+	static char tiers[300][8];
+	struct addrindex_shape sh;
+
+	for (int i = 0; i < 300; i++) {
+		struct perfmap_sym s = { .start = 0x1000 + i * 0x10, .size = 0x10, .name = "m",
+					 .tier = tiers[i] };
+
+		snprintf(tiers[i], sizeof(tiers[i]), "T%d", i);
+		assert_int_equal(addrindex__add(ix, &s, 1, 0), i);
+	}
+	for (int i = 0; i < 300; i++) {
+		const struct perfmap_sym *s = addrindex__lookup(ix, 0x1000 + i * 0x10 + 1, 0);
+
+		assert_non_null(s);
+		if (i < 255)
+			assert_ptr_equal(s->tier, tiers[i]);
+		else
+			assert_string_equal(s->tier, "");
+	}
+	addrindex__shape(ix, &sh);
+	assert_int_equal(sh.tiers_dropped, 45);
+}
+
 static void test_addrindex_matches_brute_force(void **state)
 {
 	struct addrindex *ix = *state;
@@ -303,6 +330,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_addrindex_rejit_keeps_tiers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_hidden_entries_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_deep_cover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_tier_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_matches_brute_force, setup, teardown),
 	};
 
