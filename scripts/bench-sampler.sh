@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-sampler.sh: what each part of the BPF sampler costs on a .NET service. SpanService (hook
 # on) under LoadGen; `spanprof record -p PID -F HZ --bpf-stats` once per variant of the sampler
-# (SPANPROF_BPF_SKIP: the program without that part), the variants alternated every round, each
+# (SPANPROF_BPF_VARIANT: the program without that part, or with the kernel's user stack walker
+# instead of its own), the variants alternated every round, each
 # run DURATION s against the same warm service. Per variant: the median BPF run time per sample
 # taken over the rounds, and the difference from the full program (what the part costs). For the
 # full program also the user space's CPU per 1000 samples (record's own figure).
@@ -16,7 +17,7 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-6}
 HZ=${HZ:-999}
 CONCURRENCY=${CONCURRENCY:-32}
-VARIANTS=${VARIANTS:-full ustack kstack leaf span output}
+VARIANTS=${VARIANTS:-full kernel-walk no-ustack no-kstack no-leaf no-span no-output}
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
@@ -35,7 +36,7 @@ for _ in $(seq 300); do [ -s "$TMP/ready.json" ] && break; sleep 0.1; done
 [ -s "$TMP/ready.json" ] || { cat "$TMP/service.log" >&2; echo "bench-sampler: service not ready" >&2; exit 1; }
 port=$(grep -o '"port":[0-9]*' "$TMP/ready.json" | cut -d: -f2)
 dotnet "$GEN_DLL" --url "http://127.0.0.1:$port" --concurrency "$CONCURRENCY" \
-	--duration $((ROUNDS * 6 * (DURATION + 3) + 60)) --paths /work/a,/work/b,/work/labels?tenant=acme \
+	--duration $((ROUNDS * 7 * (DURATION + 3) + 60)) --paths /work/a,/work/b,/work/labels?tenant=acme \
 	> /dev/null 2>&1 &
 PIDS+=($!)
 sleep 10	# JIT and tiering settle before the first run
@@ -45,14 +46,14 @@ echo "bench-sampler: machine $(nproc) CPUs, kernel $(uname -r), .NET $(dotnet --
 for r in $(seq "$ROUNDS"); do
 	order=$(echo $VARIANTS | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
 	for v in $order; do
-		skip=$v
-		[ "$v" = full ] && skip=
-		SPANPROF_BPF_SKIP=$skip "$BUILD/spanprof" record -p "$svc" -F "$HZ" -d "$DURATION" --bpf-stats \
+		var=$v
+		[ "$v" = full ] && var=
+		SPANPROF_BPF_VARIANT=$var "$BUILD/spanprof" record -p "$svc" -F "$HZ" -d "$DURATION" --bpf-stats \
 			-o "$TMP/p.pb.gz" > "$TMP/out.txt" 2>&1 || { cat "$TMP/out.txt" >&2; exit 1; }
 		us=$(sed -n 's/.*sampler cost: \([0-9.]*\) us of BPF run time per sample taken.*/\1/p' "$TMP/out.txt")
 		[ -n "$us" ] || { cat "$TMP/out.txt" >&2; echo "bench-sampler: no sampler cost printed" >&2; exit 1; }
 		ums=$(sed -n 's/.*user space: \([0-9.]*\) ms CPU per 1000 samples.*/\1/p' "$TMP/out.txt")
-		printf 'bench-sampler: round %d %-7s %6.2f us per sample (BPF), user space %s ms per 1000 samples\n' \
+		printf 'bench-sampler: round %d %-11s %6.2f us per sample (BPF), user space %s ms per 1000 samples\n' \
 			"$r" "$v" "$us" "${ums:-?}"
 		echo "$v $us" >> "$TMP/results"
 		[ "$v" != full ] || echo "user ${ums:-0}" >> "$TMP/results"
@@ -71,8 +72,10 @@ awk -v variants="$VARIANTS" '
 			m = median(vs[i])
 			if (vs[i] == "full")
 				printf "bench-sampler: RESULT full program %.2f us per sample (median of %d)\n", m, n["full"]
+			else if (vs[i] ~ /^no-/)
+				printf "bench-sampler: RESULT %-11s %.2f us: the part costs %.2f us\n", vs[i], m, full - m
 			else
-				printf "bench-sampler: RESULT without %-6s %.2f us: the part costs %.2f us\n", vs[i], m, full - m
+				printf "bench-sampler: RESULT %-11s %.2f us (%+.2f us against the full program)\n", vs[i], m, m - full
 		}
 		printf "bench-sampler: bar <= 5 us per sample: %s\n", full <= 5 ? "met" : "NOT met"
 		u = median("user")

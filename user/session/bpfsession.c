@@ -156,19 +156,23 @@ int bpfsession__check(const struct bpfsession_opts *o)
 }
 
 /*
- * SPANPROF_BPF_SKIP=ustack,kstack,leaf,span,output: a variant of the sampler without those
- * parts, for measuring what each costs (scripts/bench-sampler.sh). Said on stderr, since its
- * profiles lack what it skips. 0, or the exit code after a one-line message.
+ * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output,kernel-walk,check-walk: a
+ * variant of the sampler (bpf/profiler.h), for measuring what each part costs
+ * (scripts/bench-sampler.sh) and checking its stack walker (tests/integration/walk.sh). Said on
+ * stderr, since a no- variant's profiles lack what it skips. 0, or the exit code after a
+ * one-line message.
  */
-static int sampler_variant(volatile __u32 *skip, int *rc)
+static int sampler_variant(volatile __u32 *variant, int *rc)
 {
 	static const struct { const char *name; __u32 bit; } parts[] = {
-		{ "ustack", SP_SKIP_USTACK }, { "kstack", SP_SKIP_KSTACK }, { "leaf", SP_SKIP_LEAF },
-		{ "span", SP_SKIP_SPAN }, { "output", SP_SKIP_OUTPUT },
+		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
+		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
+		{ "no-output", SP_VAR_NO_OUTPUT }, { "kernel-walk", SP_VAR_KERNEL_WALK },
+		{ "check-walk", SP_VAR_CHECK_WALK },
 	};
-	const char *env = getenv("SPANPROF_BPF_SKIP"), *p = env;
+	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
-	*skip = 0;
+	*variant = 0;
 	while (p && *p) {
 		size_t len = strcspn(p, ","), i;
 
@@ -176,15 +180,16 @@ static int sampler_variant(volatile __u32 *skip, int *rc)
 			if (strlen(parts[i].name) == len && !strncmp(p, parts[i].name, len))
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
-			*rc = setup_error("SPANPROF_BPF_SKIP: unknown part \"%.*s\" (ustack, kstack, leaf, "
-					  "span, output)", (int)len, p);
+			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
+					  "no-kstack, no-leaf, no-span, no-output, kernel-walk, "
+					  "check-walk)", (int)len, p);
 			return *rc;
 		}
-		*skip |= parts[i].bit;
+		*variant |= parts[i].bit;
 		p += len + (p[len] == ',');
 	}
-	if (*skip)
-		fprintf(stderr, "spanprof: sampler variant for benchmarks: skipping %s\n", env);
+	if (*variant)
+		fprintf(stderr, "spanprof: sampler variant: %s\n", env);
 	return 0;
 }
 
@@ -211,7 +216,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		*rc = setup_error("cannot open the BPF object: %s", strerror(errno));
 		goto err_free;
 	}
-	if (sampler_variant(&s->skel->rodata->skip_parts, rc))
+	if (sampler_variant(&s->skel->rodata->variant, rc))
 		goto err_free;
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
