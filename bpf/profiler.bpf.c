@@ -16,7 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
-const volatile __u32 variant = 0;		/* SP_VAR_*: benchmarks and tests only */
+const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -43,18 +43,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
-
-struct walkbuf {
-	__u8 buf[SP_WALK_CHUNK + 16];	/* a frame read at any offset below SP_WALK_CHUNK fits */
-	__u64 check[SP_MAX_FRAMES];	/* check-walk: the kernel's walk */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct walkbuf);
-} walkbuf SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -175,14 +163,8 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 #endif
 }
 
-/*
- * The user registers: the sample's own in user mode, else those saved when the thread entered
- * the kernel (the syscall or interrupt), as the kernel's user stack walk takes them. Into
- * s->leaf_ip/sp/bp, with SP_F_LEAF_REGS. x86-64 only for now: elsewhere 0 (and the kernel's
- * walker is used).
- */
-static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct sp_sample *s,
-				     bool user_mode)
+static __always_inline void read_leaf(struct bpf_perf_event_data *ctx, struct sp_sample *s,
+				      bool user_mode)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *ur;
@@ -195,90 +177,19 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct sp_
 		ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 		if (!ur) {
 			count(SP_CNT_LEAF_REGS_ERR);
-			return -1;
+			return;
 		}
 		s->leaf_ip = BPF_CORE_READ(ur, ip);
 		s->leaf_sp = BPF_CORE_READ(ur, sp);
 		s->leaf_bp = BPF_CORE_READ(ur, bp);
 	}
 	s->flags |= SP_F_LEAF_REGS;
-	return 0;
-#else
-	return -1;
-#endif
-}
-
-/*
- * The top SP_LEAF_WORDS words of the user stack: a leaf that has not set up its frame keeps its
- * return address there (user space decides which word).
- */
-static __always_inline void read_leaf_words(struct sp_sample *s)
-{
 	if (bpf_probe_read_user(s->leaf_words, sizeof(s->leaf_words), (void *)s->leaf_sp)) {
 		count(SP_CNT_LEAF_WORDS_ERR);
 		return;
 	}
 	s->flags |= SP_F_LEAF_WORDS;
-}
-
-#define USER_TOP 0x7ffffffff000ull	/* TASK_SIZE_MAX with 4-level page tables */
-
-/*
- * The user stack by its frame pointers: what the kernel's walker (perf_callchain_user) gives,
- * frame for frame (ip first; then, while fp + 16 lies below the top of user space and reads,
- * the return address at fp + 8, and on to the frame at fp; at most SP_MAX_FRAMES entries), but
- * reading the stack SP_WALK_CHUNK bytes at a time: one copy covers several frames where the
- * kernel's walker pays two guarded loads (each with a speculation barrier) per frame. A chunk
- * that runs into unmapped memory is cut to the page; a frame across a page end is read alone.
- * Returns the entries put in out.
- */
-struct walk {
-	__u64 fp, base, blen;
-	__u32 n;		/* entries in the scratch sample's data so far */
-};
-
-/* Entry index + 1 (a bpf_loop step: indexed by the loop's own counter, which the verifier
- * takes as any value below the bound, so it checks the step once, not once per frame). */
-static long walk_step(__u64 index, void *arg)
-{
-	struct walk *w = arg;
-	struct walkbuf *wb;
-	struct sp_sample *s;
-	__u32 zero = 0;
-	__u64 off, len;
-
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	wb = bpf_map_lookup_elem(&walkbuf, &zero);
-	if (!s || !wb || index >= SP_MAX_FRAMES - 1 || w->fp > USER_TOP - 16)
-		return 1;
-	if (w->fp < w->base || w->fp + 16 > w->base + w->blen) {
-		w->base = w->fp;
-		w->blen = SP_WALK_CHUNK;
-		if (bpf_probe_read_user(wb->buf, SP_WALK_CHUNK, (void *)w->fp)) {
-			len = 4096 - (w->fp & 4095);
-			if (len > SP_WALK_CHUNK)
-				len = SP_WALK_CHUNK;
-			if (len < 16)
-				len = 16;
-			w->blen = len;
-			if (bpf_probe_read_user(wb->buf, len, (void *)w->fp))
-				return 1;
-		}
-	}
-	off = (w->fp - w->base) & (SP_WALK_CHUNK - 1);
-	((__u64 *)s->data)[index + 1] = *(__u64 *)(wb->buf + off + 8);
-	w->n = index + 2;
-	w->fp = *(__u64 *)(wb->buf + off);
-	return 0;
-}
-
-static __always_inline __u32 walk_user(struct sp_sample *s)
-{
-	struct walk w = { .fp = s->leaf_bp, .n = 1 };
-
-	((__u64 *)s->data)[0] = s->leaf_ip;
-	bpf_loop(SP_MAX_FRAMES - 1, walk_step, &w, 0);
-	return w.n;
+#endif
 }
 
 /*
@@ -298,41 +209,6 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-struct check {
-	__u32 n;		/* entries to compare */
-	__u32 differ;
-};
-
-static long check_step(__u64 i, void *arg)
-{
-	struct check *c = arg;
-	struct walkbuf *wb;
-	struct sp_sample *s;
-	__u32 zero = 0;
-
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	wb = bpf_map_lookup_elem(&walkbuf, &zero);
-	if (!s || !wb || i >= c->n || i >= SP_MAX_FRAMES)
-		return 1;
-	if (wb->check[i] != ((__u64 *)s->data)[i]) {
-		c->differ = 1;
-		return 1;
-	}
-	return 0;
-}
-
-/* Check-walk variant: the kernel's walk of the same stack, compared entry for entry. */
-static __always_inline void check_walk(struct bpf_perf_event_data *ctx, long n, struct walkbuf *wb)
-{
-	long k = bpf_get_stack(ctx, wb->check, STACK_BYTES, BPF_F_USER_STACK);
-	struct check c = { .n = (__u32)(n / 8) };
-
-	if (k == n)
-		bpf_loop(SP_MAX_FRAMES, check_step, &c, 0);
-	if (k != n || c.differ)
-		count(SP_CNT_WALK_MISMATCH);
-}
-
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
@@ -341,9 +217,8 @@ int sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task, *leader;
 	struct sp_ctx_proc *cp;
 	struct sp_sample *s;
-	struct walkbuf *wb;
 	__u64 off, size, wake;
-	bool user_mode, regs;
+	bool user_mode;
 	long n;
 
 	if (tid == 0)
@@ -380,15 +255,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	off = 0;
 	user_mode = in_user_mode(ctx);
 	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
-		regs = !user_regs(ctx, s, user_mode);
-		wb = bpf_map_lookup_elem(&walkbuf, &zero);
-		if (regs && wb && !(variant & SP_VAR_KERNEL_WALK)) {
-			n = walk_user(s) * 8;
-			if (variant & SP_VAR_CHECK_WALK)
-				check_walk(ctx, n, wb);
-		} else {
-			n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
-		}
+		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
 		if (n < 0) {
 			s->flags |= SP_F_USTACK_ERR;
 			count(SP_CNT_USTACK_ERR);
@@ -398,10 +265,10 @@ int sample(struct bpf_perf_event_data *ctx)
 			n = STACK_BYTES;
 		if (n == STACK_BYTES)
 			s->flags |= SP_F_USTACK_TRUNC;
-		s->n_user = (__u64)n / 8;
+		s->n_user = n / 8;
 		off = s->n_user * 8;
-		if (s->n_user && regs && !(variant & SP_VAR_NO_LEAF))
-			read_leaf_words(s);
+		if (s->n_user && !(variant & SP_VAR_NO_LEAF))
+			read_leaf(ctx, s, user_mode);
 	}
 
 	/* Kernel stack after it; none when the event interrupted user mode (the walk would only

@@ -26,18 +26,15 @@
 #define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
 
 /*
- * Variants of the sampler, for measuring what each of its parts costs and for checking its own
- * stack walker against the kernel's (scripts/bench-sampler.sh, tests/integration/walk.sh;
- * SPANPROF_BPF_VARIANT names them). A profile taken with a no- variant lacks what it skips.
+ * Variants of the sampler without one of its parts, for measuring what each costs
+ * (scripts/bench-sampler.sh; SPANPROF_BPF_VARIANT names them). A profile taken with one lacks
+ * what it skips.
  */
 #define SP_VAR_NO_USTACK	(1u << 0)	/* no user stack walk */
 #define SP_VAR_NO_KSTACK	(1u << 1)	/* no kernel stack walk */
 #define SP_VAR_NO_LEAF		(1u << 2)	/* no leaf registers and stack words */
 #define SP_VAR_NO_SPAN		(1u << 3)	/* no span table probes and record copy */
 #define SP_VAR_NO_OUTPUT	(1u << 4)	/* no ring buffer write */
-#define SP_VAR_KERNEL_WALK	(1u << 5)	/* the user stack from the kernel's walker */
-#define SP_VAR_CHECK_WALK	(1u << 6)	/* both walkers; count the samples they differ on */
-#define SP_WALK_CHUNK		512		/* bytes of user stack one read of the walker copies */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.
@@ -60,8 +57,7 @@
 	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")                        \
 	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")  \
 	X(LEAF_REGS_ERR, "leaf_regs_err", "user registers unavailable: leaf caller not recoverable")\
-	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")\
-	X(WALK_MISMATCH, "walk_mismatch", "check-walk variant: the sampler's walk and the kernel's differ")
+	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,

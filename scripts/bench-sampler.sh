@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # bench-sampler.sh: what each part of the BPF sampler costs on a .NET service. SpanService (hook
 # on) under LoadGen; `spanprof record -p PID -F HZ --bpf-stats` once per variant of the sampler
-# (SPANPROF_BPF_VARIANT: the program without that part, or with the kernel's user stack walker
-# instead of its own), the variants alternated every round, each
+# (SPANPROF_BPF_VARIANT: the program without that part), the variants alternated every round, each
 # run DURATION s against the same warm service. Per variant: the median BPF run time per sample
 # taken over the rounds, and the difference from the full program (what the part costs). For the
 # full program also the user space's CPU per 1000 samples (record's own figure).
@@ -17,7 +16,7 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-6}
 HZ=${HZ:-999}
 CONCURRENCY=${CONCURRENCY:-32}
-VARIANTS=${VARIANTS:-full kernel-walk no-ustack no-kstack no-leaf no-span no-output}
+VARIANTS=${VARIANTS:-full no-ustack no-kstack no-leaf no-span no-output}
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll

@@ -156,19 +156,17 @@ int bpfsession__check(const struct bpfsession_opts *o)
 }
 
 /*
- * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output,kernel-walk,check-walk: a
- * variant of the sampler (bpf/profiler.h), for measuring what each part costs
- * (scripts/bench-sampler.sh) and checking its stack walker (tests/integration/walk.sh). Said on
- * stderr, since a no- variant's profiles lack what it skips. 0, or the exit code after a
- * one-line message.
+ * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output: a variant of the sampler
+ * without those parts (bpf/profiler.h), for measuring what each costs (scripts/bench-sampler.sh).
+ * Said on stderr, since its profiles lack what it skips. 0, or the exit code after a one-line
+ * message.
  */
 static int sampler_variant(volatile __u32 *variant, int *rc)
 {
 	static const struct { const char *name; __u32 bit; } parts[] = {
 		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
-		{ "no-output", SP_VAR_NO_OUTPUT }, { "kernel-walk", SP_VAR_KERNEL_WALK },
-		{ "check-walk", SP_VAR_CHECK_WALK },
+		{ "no-output", SP_VAR_NO_OUTPUT },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -181,8 +179,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
 			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
-					  "no-kstack, no-leaf, no-span, no-output, kernel-walk, "
-					  "check-walk)", (int)len, p);
+					  "no-kstack, no-leaf, no-span, no-output)", (int)len, p);
 			return *rc;
 		}
 		*variant |= parts[i].bit;
