@@ -133,3 +133,17 @@ int setup_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	return 2;
 }
+
+char *u32_decimal(char *buf, uint32_t v)
+{
+	char tmp[10];
+	size_t n = 0, i = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+	return buf;
+}

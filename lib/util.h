@@ -19,6 +19,10 @@ long read_small_file(int dirfd, const char *name, char *buf, size_t cap);
  * FIFO. */
 long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated);
 
+/* v in decimal into buf (at least 11 bytes), NUL-terminated; returns buf. For every sample's
+ * pid and tid labels, where snprintf cost more than the rest of the label set. */
+char *u32_decimal(char *buf, uint32_t v);
+
 /* A setup error: "spanprof: <message>" on one line of stderr; returns the exit code, 2. */
 int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

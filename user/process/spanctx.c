@@ -302,7 +302,13 @@ int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *k
 
 	if (!out)
 		return -EINVAL;
-	memset(out, 0, sizeof(*out));
+	/* Field by field: the labels' 8 KB of value buffers are written as labels are found (this
+	 * runs for every sample of a hooked process). */
+	out->has_span = 0;
+	out->trace_flags = 0;
+	out->trace_id[0] = out->span_id[0] = out->local_root_span_id[0] = out->span_name[0] = '\0';
+	out->n_labels = out->unknown_keys = out->skipped = 0;
+	out->truncated = 0;
 	if (!rec || len < SP_CTX_HEAD)
 		return -EINVAL;
 	if (len > SP_CTX_MAX)

@@ -205,8 +205,8 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		frames[nf++] = id;
 	}
 
-	snprintf(pid, sizeof(pid), "%u", smp->tgid);
-	snprintf(tid, sizeof(tid), "%u", smp->tid);
+	u32_decimal(pid, smp->tgid);
+	u32_decimal(tid, smp->tid);
 	labels[nl++] = (struct pf_label){ "pid", pid };
 	labels[nl++] = (struct pf_label){ "tid", tid };
 	labels[nl++] = (struct pf_label){ "thread_name", comm };

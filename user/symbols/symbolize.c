@@ -115,6 +115,7 @@ struct proc_syms {
 	size_t methods_cap;
 	int vdso;		/* index + 1 into the symbolizer's vdsos; -1: not known; 0: not read */
 	struct fcache *fcache;	/* FCACHE_SLOTS, at the process's first frame */
+	struct lcache *lcache;	/* LCACHE_SLOTS, at the process's first JIT leaf */
 };
 
 /* Samples repeat their hot frames: the last frame id found for an address, direct-mapped in
@@ -124,6 +125,15 @@ struct proc_syms {
 struct fcache {
 	uint64_t addr;		/* lookup address + 1; 0: empty */
 	int64_t id;
+};
+
+/* The same for JIT leaves: what the prologue analysis said for a leaf ip (the code at an address
+ * stays what the process's first sample there found, as for frame ids). */
+#define LCACHE_BITS  6
+#define LCACHE_SLOTS (1u << LCACHE_BITS)
+struct lcache {
+	uint64_t ip;		/* + 1; 0: empty */
+	struct leaf_where w;
 };
 
 struct kframe {
@@ -860,6 +870,28 @@ static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
 	return leaf__x64_where(m->code, m->len, ip_off, atp, at_len);
 }
 
+/* jit_where, answered from the process's leaf cache when this ip was analysed before. What
+ * may change (no range yet, an unreadable method) is asked again. */
+static struct leaf_where jit_where_cached(struct proc *p, struct proc_syms *ps,
+					  const struct vma *v, uint64_t ip, uint64_t time_ns)
+{
+	struct leaf_where w;
+	struct lcache *c;
+
+	if (!ps->lcache)
+		ps->lcache = calloc(LCACHE_SLOTS, sizeof(*ps->lcache));
+	if (!ps->lcache)
+		return jit_where(p, ps, v, ip, time_ns);
+	c = &ps->lcache[(ip * 0x9e3779b97f4a7c15ull) >> (64 - LCACHE_BITS)];
+	if (c->ip == ip + 1)
+		return c->w;
+	w = jit_where(p, ps, v, ip, time_ns);
+	if (w.outcome != LEAF_JIT_NO_RANGE && w.outcome != LEAF_JIT_UNREADABLE &&
+	    w.outcome != LEAF_CACHE_FULL)
+		*c = (struct lcache){ ip + 1, w };
+	return w;
+}
+
 int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_regs *r,
 		     uint64_t *frames, size_t *n, size_t cap, uint64_t time_ns)
 {
@@ -895,7 +927,7 @@ int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_r
 	else if (v->kind == VMA_VDSO)
 		w.outcome = LEAF_NO_CFI;	/* [vsyscall] */
 	else	/* JIT code, or a ReadyToRun image (a file that is not ELF) */
-		w = jit_where(p, ps, v, r->ip, time_ns);
+		w = jit_where_cached(p, ps, v, r->ip, time_ns);
 	o = leaf__insert(w, r->words, r->n_words, frames, n, cap, is_code, p);
 out:
 	sym->stats.leaf[o]++;
@@ -1114,6 +1146,7 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 	free(ps->methods);
 	free(ps->frames);
 	free(ps->fcache);
+	free(ps->lcache);
 	free(ps);
 	p->syms = NULL;
 }
