@@ -203,8 +203,8 @@ static int vma_cmp(const void *a, const void *b)
 
 /*
  * A .NET process has a thousand mappings or more, most of them anonymous or a few segments of
- * one file each: the array and the distinct paths (a path repeated on the next line is stored
- * once) are one block of exactly their size, not a string allocation per line.
+ * one file each: the array and the paths (one copy for a run of mappings of one file, anonymous
+ * ones between them included) are one block of exactly their size, not a string per line.
  */
 int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t *bad)
 {
