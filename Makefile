@@ -327,6 +327,7 @@ FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c $(LIB_SRCS)
 FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
+FUZZ_LIBS_fuzz_kallsyms  = -lz
 FUZZ_SRCS_fuzz_elfsym    = user/symbols/elfsym.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_elfsym    = -ldw -lelf -lz -lstdc++
 FUZZ_SRCS_fuzz_diagipc   = perfmap/diagipc.c perfmap/dotnet.c $(LIB_SRCS)

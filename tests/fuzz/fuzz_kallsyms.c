@@ -9,17 +9,17 @@
 /* A symbol found must hold a bounded name; its start must name the same symbol at offset 0. */
 static void check(const struct ksyms *ks, uint64_t addr)
 {
-	const char *mod, *name, *again;
+	char name[KSYMS_MAX_LINE], again[KSYMS_MAX_LINE];
+	const char *mod;
 	uint64_t off, off2;
 
-	name = ksyms__lookup(ks, addr, &off, &mod);
-	if (!name)
+	if (!ksyms__lookup(ks, addr, &off, &mod, name, sizeof(name)))
 		return;
 	assert(strlen(name) < KSYMS_MAX_LINE);
 	assert(!mod || strlen(mod) < KSYMS_MAX_LINE);	/* a NUL byte may shorten it: not ours to judge */
 	assert(off <= addr);
-	again = ksyms__lookup(ks, addr - off, &off2, NULL);
-	assert(again == name && off2 == 0);
+	assert(ksyms__lookup(ks, addr - off, &off2, NULL, again, sizeof(again)) == again);
+	assert(!strcmp(again, name) && off2 == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -19,6 +19,7 @@
 #include "proctab.h"
 #include "symbudget.h"
 #include "testutil.h"
+#include "util.h"
 
 #define LIB_LEN  (64 << 10)
 #define ANON_LEN (16 << 10)
@@ -118,6 +119,33 @@ static void test_dnstubs_finds_patched_copies(void **state)
 	assert_int_equal(sb.used_by[SB_ELF], 0);
 }
 
+/* The library's code goes back to the budget once idle, and is read again for the next copy. */
+static void test_dnstubs_idle_release(void **state)
+{
+	struct dn_stubs *s = dnstubs__new();
+	struct symbudget_stats sb;
+	uint64_t orig = 0;
+
+	assert_non_null(s);
+	memset(anon, 0, ANON_LEN);
+	memcpy(anon + 0x40, lib + 0x2000, 0x40);
+	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x50), &orig), 0);
+	assert_int_equal(orig, A(lib + 0x2010));
+	dnstubs__release_idle(now_ns(), 60ull * 1000000000);	/* just used: kept */
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	dnstubs__release_idle(now_ns() + 61ull * 1000000000, 60ull * 1000000000);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x60), &orig), 0);
+	assert_int_equal(orig, A(lib + 0x2020));
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	dnstubs__free(s);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+}
+
 /* Code that is no copy (JIT code with no perf map) costs at most two scans of the library per
  * mapping: a copy in another mapping is still found. */
 static void test_dnstubs_scans_capped_per_mapping(void **state)
@@ -165,6 +193,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dnstubs_finds_patched_copies),
 		cmocka_unit_test(test_dnstubs_scans_capped_per_mapping),
+		cmocka_unit_test(test_dnstubs_idle_release),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

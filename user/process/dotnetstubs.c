@@ -1,8 +1,9 @@
 /* dotnetstubs.c: runtime code copied out of libcoreclr.so, found by its bytes (dotnetstubs.h).
  *
  * The library's code segment is read once per distinct file (device, inode, size) from the first
- * process that maps it, shared by every process of that runtime and freed with the last; it takes
- * its size from the symbol budget. An address is matched by anchors: 8 bytes at or near it are
+ * process that maps it, shared by every process of that runtime and freed with the last, or
+ * sooner when no address asked for it for a while (dnstubs__release_idle: read again, from the
+ * process that asks next); it takes its size from the symbol budget. An address is matched by anchors: 8 bytes at or near it are
  * looked for in the library (memmem), and each place found is scored over the window. The last
  * place found in a page is tried first for the next address there (the code of one copy sits at
  * one distance from its original), then the part of the library copies came from so far (a scan
@@ -16,6 +17,7 @@
 #include "procfs.h"
 #include "proctab.h"
 #include "symbudget.h"
+#include "util.h"
 
 #define ANCHOR		8
 #define OCCURRENCES_MAX	32	/* places an anchor is scored at */
@@ -27,7 +29,10 @@
 
 struct lib_text {
 	uint64_t dev, ino, len;
-	uint8_t *text;		/* NULL: over the budget or unreadable (not asked again) */
+	uint8_t *text;		/* NULL: over the budget or unreadable (not asked again), or
+				 * released while idle (read again) */
+	int released;
+	uint64_t used_ns;	/* the last address matched against it */
 	uint64_t hot_lo, hot_hi;	/* the part copies were found in, widened by HOT_SPAN */
 	uint32_t refs;
 	struct lib_text *next;
@@ -75,19 +80,46 @@ void dnstubs__free(struct dn_stubs *s)
 	free(s);
 }
 
+/* p's executable mapping of the runtime library, or NULL. */
+static const struct vma *lib_vma(const struct proc *p)
+{
+	for (size_t i = 0; i < p->nvmas; i++)
+		if (p->vmas[i].kind == VMA_FILE && p->vmas[i].exec &&
+		    dotnet__is_runtime_path(p->vmas[i].path))
+			return &p->vmas[i];
+	return NULL;
+}
+
+/* Read l's code from the process's own mapping v (the very file it runs, as it is mapped), if
+ * the budget has room. */
+static void lib_read(struct lib_text *l, const struct proc *p, const struct vma *v)
+{
+	l->released = 0;
+	if (!symbudget__take(SB_ELF, l->len))
+		return;
+	l->text = malloc(l->len);
+	if (!l->text || procfs__read_mem(p->dir_fd, v->start, l->text, l->len)) {
+		free(l->text);
+		l->text = NULL;
+		symbudget__give(SB_ELF, l->len);
+	}
+}
+
 /* The code segment of p's libcoreclr.so, shared. */
 static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
 {
-	const struct vma *v = NULL;
+	const struct vma *v;
 	struct lib_text *l;
 
-	if (s->lib_tried)
-		return s->lib && s->lib->text ? s->lib : NULL;
+	if (s->lib_tried) {
+		l = s->lib;
+		if (l && !l->text && l->released && (v = lib_vma(p)) && v->dev == l->dev &&
+		    v->ino == l->ino && v->end - v->start == l->len)
+			lib_read(l, p, v);	/* released while idle: back, from this process */
+		return l && l->text ? l : NULL;
+	}
 	s->lib_tried = 1;
-	for (size_t i = 0; i < p->nvmas && !v; i++)
-		if (p->vmas[i].kind == VMA_FILE && p->vmas[i].exec &&
-		    dotnet__is_runtime_path(p->vmas[i].path))
-			v = &p->vmas[i];
+	v = lib_vma(p);
 	if (!v || v->end - v->start > DNSTUBS_LIB_MAX)
 		return NULL;
 	s->lib_start = v->start;
@@ -100,19 +132,24 @@ static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
 		*l = (struct lib_text){ .dev = v->dev, .ino = v->ino, .len = v->end - v->start,
 					.next = libs };
 		libs = l;
-		/* Read from the process's own mapping: the very file it runs, as it is mapped. */
-		if (symbudget__take(SB_ELF, l->len)) {
-			l->text = malloc(l->len);
-			if (!l->text || procfs__read_mem(p->dir_fd, v->start, l->text, l->len)) {
-				free(l->text);
-				l->text = NULL;
-				symbudget__give(SB_ELF, l->len);
-			}
-		}
+		lib_read(l, p, v);
+	} else if (!l->text && l->released) {
+		lib_read(l, p, v);
 	}
 	l->refs++;
 	s->lib = l;
 	return l->text ? l : NULL;
+}
+
+void dnstubs__release_idle(uint64_t now, uint64_t idle_ns)
+{
+	for (struct lib_text *l = libs; l; l = l->next)
+		if (l->text && now > l->used_ns + idle_ns) {
+			free(l->text);
+			l->text = NULL;
+			l->released = 1;
+			symbudget__give(SB_ELF, l->len);
+		}
 }
 
 /*
@@ -242,6 +279,7 @@ int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t
 
 	if (!v || v->kind == VMA_FILE || !v->exec || !(l = lib_of(s, p)))
 		return -ENOENT;
+	l->used_ns = now_ns();
 	w0 = addr - DNSTUBS_WINDOW / 2 < v->start ? v->start : addr - DNSTUBS_WINDOW / 2;
 	w1 = w0 + DNSTUBS_WINDOW > v->end ? v->end : w0 + DNSTUBS_WINDOW;
 	n = w1 - w0;

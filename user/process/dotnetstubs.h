@@ -29,6 +29,10 @@ void dnstubs__free(struct dn_stubs *s);	/* NULL-safe */
  */
 int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t *orig);
 
+/* Free the library code no address was matched against for idle_ns (before now, CLOCK_MONOTONIC);
+ * the next address that needs it reads it again. */
+void dnstubs__release_idle(uint64_t now, uint64_t idle_ns);
+
 struct dnstubs_stats {
 	uint32_t found, not_found, searches, capped;
 };
