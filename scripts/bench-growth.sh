@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench-growth.sh: spanprof's memory against the samples it has taken. SpanService with the hook
 # under LoadGen (every request a new span: each span id is a new label set), profiled at HZ:
-#   record: one run that aggregates until the end (-p SVC); RSS when it has received 10^5, 10^6,
-#           10^7 samples (up to MAX);
+#   record: one run that aggregates until the end (-p SVC -p LOADGEN: both .NET processes, so the
+#           two CPUs are sampled nearly all the time and 10^7 samples take minutes, where the
+#           service alone gave ~3,800 samples/s); RSS when it has received 10^5, 10^6, 10^7
+#           samples (up to MAX);
 #   agent:  windows of INTERVAL s (host-wide), RSS at the same counts.
 # RSS is read from /proc while the counts come from `record -v` and the agent's /metrics.
 #
@@ -26,11 +28,12 @@ svc=$!
 PIDS+=($svc)
 for _ in $(seq 300); do [ -s "$OUT/ready" ] && break; sleep 0.1; done
 port=$(node -pe "JSON.parse(require('fs').readFileSync('$OUT/ready')).port")
-dotnet "$GEN" --url "http://127.0.0.1:$port" --concurrency 32 --duration 36000 \
+dotnet "$GEN" --url "http://127.0.0.1:$port" --concurrency 32 --duration 3600 \
 	--paths '/work/a,/work/b,/work/labels?tenant=acme' > /dev/null 2>&1 &
-PIDS+=($!)
+gen=$!
+PIDS+=($gen)
 sleep 5
-echo "bench-growth: $(nproc) CPUs, kernel $(uname -r); SpanService under LoadGen -c 32, spans on every request; $HZ Hz"
+echo "bench-growth: $(nproc) CPUs, kernel $(uname -r); SpanService under LoadGen -c 32, spans on every request; $HZ Hz; record profiles both"
 
 # watch NAME PID COUNT_CMD: print RSS at each power of ten of COUNT_CMD's output, up to MAX.
 watch() {
@@ -47,11 +50,11 @@ watch() {
 	done
 }
 
-"$BUILD/spanprof" record -p "$svc" -F "$HZ" -v -o "$OUT/growth.pb.gz" > "$OUT/record.txt" 2> "$OUT/record.err" &
+"$BUILD/spanprof" record -p "$svc" -p "$gen" -F "$HZ" -v -o "$OUT/growth.pb.gz" > "$OUT/record.txt" 2> "$OUT/record.err" &
 rec=$!
 PIDS+=($rec)
 watch record "$rec" sh -c "tail -n 1 '$OUT/record.err' | sed -n 's/.* received=\([0-9]*\).*/\1/p'"
-kill -INT "$rec"
+kill -INT "$rec" 2> /dev/null || true
 wait "$rec" || { cat "$OUT/record.txt" "$OUT/record.err" >&2; exit 1; }
 grep -E 'samples taken|truncated|max RSS' "$OUT/record.txt" | sed 's/^/bench-growth:   record: /'
 

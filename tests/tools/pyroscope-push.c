@@ -49,7 +49,7 @@ static struct profile *build(size_t n, size_t k, uint64_t *total, uint64_t *span
 	*total = 0;
 	*with_span = 0;
 	for (i = 0; i < n; i++) {
-		struct pf_label l[2] = { { "i", ibuf }, { "span_id", span } };
+		struct pf_label l[2] = { { "i", ibuf, 0 }, { "span_id", span, 0 } };
 		uint64_t count = 1 + i % 4;
 		int has_span = k && i % 3 != 2;
 
@@ -158,10 +158,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pyroscope-push: cannot build the profile: %s\n", strerror(errno));
 		return 2;
 	}
-	labels[n_labels++] = (struct pf_label){ "service_name", service };
-	labels[n_labels++] = (struct pf_label){ "k8s.namespace", "shop" };	/* renamed to _ */
+	labels[n_labels++] = (struct pf_label){ "service_name", service, 0 };
+	labels[n_labels++] = (struct pf_label){ "k8s.namespace", "shop", 0 };	/* renamed to _ */
 	if (!no_name)
-		labels[n_labels++] = (struct pf_label){ "__name__", "process_cpu" };
+		labels[n_labels++] = (struct pf_label){ "__name__", "process_cpu", 0 };
 	es = (struct export_series){ labels, n_labels, p };
 	batch = (struct export_batch){ 0, 0, &es, 1 };
 	if (dump_dir && (rc = dump(&batch, dump_dir))) {

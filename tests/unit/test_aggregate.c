@@ -70,7 +70,7 @@ static void test_aggregate_windows_add_up(void **state)
 	struct aggregator *a = aggregate__new(1 * SEC, SEC);
 	uint64_t expect[12] = { 0 }, got_total = 0, per_target[2] = { 0 }, expect_target[2] = { 0 };
 	uint64_t left_out = 0, sent = 0, t = 0;
-	struct pf_label l[2] = { { "span_id", "00000000000000aa" }, { "tid", "1" } };
+	struct pf_label l[2] = { { "span_id", "00000000000000aa", 0 }, { "tid", "1", 0 } };
 	uint32_t frames[3];
 	unsigned seed = 42;
 
@@ -159,7 +159,7 @@ static void test_aggregate_late_samples_counted(void **state)
 static void test_aggregate_merge_and_single_window(void **state)
 {
 	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
-	struct pf_label x = { "k", "x" }, y = { "k", "y" };
+	struct pf_label x = { "k", "x", 0 }, y = { "k", "y", 0 };
 	uint32_t f[2] = { 1, 2 };
 	uint64_t per[2] = { 0 };
 	struct agg_window_info wi;
@@ -188,7 +188,7 @@ static void test_aggregate_merge_and_single_window(void **state)
 static void test_aggregate_stack_cap(void **state)
 {
 	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
-	struct pf_label l = { "span_id", "x" };
+	struct pf_label l = { "span_id", "x", 0 };
 	uint64_t per[2] = { 0 };
 	struct agg_window_info wi;
 	struct agg_window *w;
@@ -209,6 +209,38 @@ static void test_aggregate_stack_cap(void **state)
 	aggregate__free(a);
 }
 
+/* Past the cap a sample keeps its stack and drops only its span ids, in up to a quarter as many
+ * entries again; past that it goes to [truncated]. Labels that are no ids (the test above) go to
+ * [truncated] at once. */
+static void test_aggregate_stack_cap_drops_span_ids(void **state)
+{
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+	char id[16];
+
+	aggregate__set_max_stacks(a, 4);	/* 4 entries with ids, then 1 without */
+	for (uint32_t i = 0; i < 10; i++) {
+		uint32_t f = 100 + i % 2;
+		struct pf_label l[] = { { "span_id", id, 1 }, { "span_name", "work", 0 } };
+
+		snprintf(id, sizeof(id), "%08x", i);	/* a new span every sample */
+		assert_int_equal(aggregate__add(a, 1, 0, &f, 1, l, 2), 0);
+	}
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.samples, 10);
+	/* 0-3 with their ids; 4, 6, 8 (frame 100) as one entry without; 5, 7, 9 (frame 101) found
+	 * no room there. */
+	assert_int_equal(wi.ids_dropped, 3);
+	assert_int_equal(wi.truncated, 3);
+	assert_int_equal(wi.stacks, 6);
+	assert_int_equal(build_total(w, per), 10);
+	aggregate__window_free(w);
+	aggregate__free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_aggregate_late_samples_counted),
 		cmocka_unit_test(test_aggregate_merge_and_single_window),
 		cmocka_unit_test(test_aggregate_stack_cap),
+		cmocka_unit_test(test_aggregate_stack_cap_drops_span_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

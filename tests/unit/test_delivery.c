@@ -564,8 +564,8 @@ static void test_delivery_pyroscope_exporter(void **state)
 	struct server *s = *state;
 	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 2 };
 	struct profile *p = profile__new(&po);
-	const struct pf_label series_labels[] = { { "service_name", "svc" } };
-	const struct pf_label sample_labels[] = { { "span_id", "0123456789abcdef" } };
+	const struct pf_label series_labels[] = { { "service_name", "svc", 0 } };
+	const struct pf_label sample_labels[] = { { "span_id", "0123456789abcdef", 0 } };
 	const char *hdrs[] = { "X-Test: pyro" };
 	struct export_series es = { series_labels, 1, p };
 	struct export_batch batch = { 1, 2, &es, 1 };

@@ -115,8 +115,8 @@ static int export_until(struct exporter *x, int64_t start, int64_t end,
 
 	assert_true(n <= 8);
 	for (size_t i = 0; i < n; i++) {
-		labels[i][0] = (struct pf_label){ "__name__", "process_cpu" };
-		labels[i][1] = (struct pf_label){ "service_name", services[i] };
+		labels[i][0] = (struct pf_label){ "__name__", "process_cpu", 0 };
+		labels[i][1] = (struct pf_label){ "service_name", services[i], 0 };
 		s[i] = (struct export_series){ .labels = labels[i], .n_labels = services[i] ? 2 : 1,
 					       .prof = profs[i] };
 	}

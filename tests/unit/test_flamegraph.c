@@ -365,7 +365,7 @@ static void test_flamegraph_merges_prefixes(void **state)
 	add(fx->p, "main;x;y", 2, NULL, 0);
 	add(fx->p, "main;x;z", 3, NULL, 0);
 	add(fx->p, "main;w", 4, NULL, 0);
-	add(fx->p, "main;x;y", 1, (struct pf_label[]){ { "span_id", "1" } }, 1);	/* own sample */
+	add(fx->p, "main;x;y", 1, (struct pf_label[]){ { "span_id", "1", 0 } }, 1);	/* own sample */
 	doc = render(fx->p, NULL, NULL);
 	n = frames_of(doc, fr, 16);
 	assert_int_equal(n, 6);	/* all, main, x, y, z, w */
@@ -404,8 +404,8 @@ static void test_flamegraph_escapes_names(void **state)
 static void test_flamegraph_root_label(void **state)
 {
 	struct fixture *fx = *state;
-	struct pf_label x[] = { { "span_name", "GET /x" }, { "span_id", "1" } };
-	struct pf_label y[] = { { "span_name", "GET /x" }, { "span_id", "2" } };
+	struct pf_label x[] = { { "span_name", "GET /x", 0 }, { "span_id", "1", 0 } };
+	struct pf_label y[] = { { "span_name", "GET /x", 0 }, { "span_id", "2", 0 } };
 	struct frame fr[16];
 	char *doc;
 	size_t n;

@@ -74,9 +74,9 @@ static void test_folded_merges_samples_split_by_labels(void **state)
 	struct profile *p = *state;
 	uint32_t m = loc(p, "main", 1), a = loc(p, "a", 2);
 	uint32_t s[] = { a, m };
-	struct pf_label x[] = { { "span_name", "GET /x" }, { "span_id", "1" } };
-	struct pf_label y[] = { { "span_name", "GET /x" }, { "span_id", "2" } };
-	struct pf_label z[] = { { "span_name", "POST /y" } };
+	struct pf_label x[] = { { "span_name", "GET /x", 0 }, { "span_id", "1", 0 } };
+	struct pf_label y[] = { { "span_name", "GET /x", 0 }, { "span_id", "2", 0 } };
+	struct pf_label z[] = { { "span_name", "POST /y", 0 } };
 
 	assert_int_equal(profile__add(p, s, 2, x, 2, 2), 0);
 	assert_int_equal(profile__add(p, s, 2, y, 2, 3), 0);
@@ -97,7 +97,7 @@ static void test_folded_sanitizes_names(void **state)
 	struct profile *p = *state;
 	uint32_t a = loc(p, "ns;Type::M(a;b)", 1), b = loc(p, "line\nbreak\rhere", 2);
 	uint32_t s[] = { b, a };
-	struct pf_label l[] = { { "span_name", "GET /a;b\n" } };
+	struct pf_label l[] = { { "span_name", "GET /a;b\n", 0 } };
 
 	assert_int_equal(profile__add(p, s, 2, l, 1, 9), 0);
 	expect(p, "span_name", "GET /a:b ;ns:Type::M(a:b);line break here 9\n");

@@ -237,18 +237,18 @@ static void build_fixture(struct fixture *fx, int64_t time_ns)
 		uint32_t a[] = { l_sys, l_concat, l_run, l_main };	/* leaf first */
 		uint32_t b[] = { l_raw, l_main };
 		uint32_t c[] = { l_run, l_main };
-		struct pf_label la[] = { { "trace_id", TRACE }, { "span_id", SPAN },
-					 { "local_root_span_id", ROOT }, { "span_name", "GET /a" },
-					 { "pid", "4242" }, { "tid", "4243" },
-					 { "thread_name", ".NET TP Worker" },
-					 { "process_name", "SpanService" }, { "tenant", "acme" },
-					 { "thread.name", "a user label named like ours" } };
-		struct pf_label lb[] = { { "pid", "4242" }, { "tid", "4250" },
-					 { "thread_name", "main" }, { "process_name", "SpanService" } };
-		struct pf_label lc[] = { { "span_id", ROOT }, { "span_name", "GET /b" },
-					 { "pid", "4242" }, { "tid", "4244" },
-					 { "thread_name", ".NET TP Worker" },
-					 { "process_name", "SpanService" } };
+		struct pf_label la[] = { { "trace_id", TRACE, 0 }, { "span_id", SPAN, 0 },
+					 { "local_root_span_id", ROOT, 0 }, { "span_name", "GET /a", 0 },
+					 { "pid", "4242", 0 }, { "tid", "4243", 0 },
+					 { "thread_name", ".NET TP Worker", 0 },
+					 { "process_name", "SpanService", 0 }, { "tenant", "acme", 0 },
+					 { "thread.name", "a user label named like ours", 0 } };
+		struct pf_label lb[] = { { "pid", "4242", 0 }, { "tid", "4250", 0 },
+					 { "thread_name", "main", 0 }, { "process_name", "SpanService", 0 } };
+		struct pf_label lc[] = { { "span_id", ROOT, 0 }, { "span_name", "GET /b", 0 },
+					 { "pid", "4242", 0 }, { "tid", "4244", 0 },
+					 { "thread_name", ".NET TP Worker", 0 },
+					 { "process_name", "SpanService", 0 } };
 
 		assert_int_equal(profile__add(p, a, 4, la, 10, 5), 0);
 		assert_int_equal(profile__add(p, b, 2, lb, 4, 3), 0);
@@ -281,9 +281,9 @@ static const char STACK_C[] = "main;[App] App.Handler::Run()";
 static void test_otlp_encode_roundtrip(void **state)
 {
 	struct fixture fx;
-	struct pf_label series[] = { { "__name__", "process_cpu" }, { "service_name", "checkout" },
-				     { "namespace", "shop" }, { "pod", "checkout-7d9f8" },
-				     { "container", "api" }, { "node", "node-1" } };
+	struct pf_label series[] = { { "__name__", "process_cpu", 0 }, { "service_name", "checkout", 0 },
+				     { "namespace", "shop", 0 }, { "pod", "checkout-7d9f8", 0 },
+				     { "container", "api", 0 }, { "node", "node-1", 0 } };
 	struct export_series es;
 	struct export_batch b = { T0, T0 + 15000000000LL, &es, 1 };
 	struct otlp_encode_info info;
@@ -445,7 +445,7 @@ static void test_otlp_encode_series_share_dictionary(void **state)
 	struct fixture a, c;
 	struct profile_opts o = { .period_ns = PERIOD };
 	struct profile *empty = profile__new(&o);
-	struct pf_label la[] = { { "service_name", "svc-a" } };
+	struct pf_label la[] = { { "service_name", "svc-a", 0 } };
 	struct export_series es[3];
 	struct export_batch b = { T0, T0 + 1000, es, 3 };
 	struct otlp_encode_info info;
@@ -810,7 +810,7 @@ static void test_otlp_exporter_posts_gzip(void **state)
 	struct otlp_opts o = { .headers = hdrs, .n_headers = 1, .no_env = 1 };
 	struct otlp_config cfg;
 	struct fixture fx;
-	struct pf_label series[] = { { "service_name", "svc" } };
+	struct pf_label series[] = { { "service_name", "svc", 0 } };
 	struct export_series es;
 	struct export_batch b = { T0, T0 + 1, &es, 1 };
 	struct export_stats st;

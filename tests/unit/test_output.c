@@ -36,7 +36,7 @@ static struct profile *make_profile(const char *leaf, uint64_t count)
 	struct profile_opts o = { .period_ns = 10000000, .time_ns = 1700000000000000000ll,
 				  .duration_ns = 1000000000 };
 	struct profile *p = profile__new(&o);
-	struct pf_label l = { "process_name", "app" };
+	struct pf_label l = { "process_name", "app", 0 };
 	uint32_t locs[2];
 
 	assert_non_null(p);

@@ -194,7 +194,7 @@ static void test_pprof_roundtrip_tables(void **state)
 	uint32_t l_run = profile__location(p, m_jit, 0x7f1000000100, f_run);
 	uint32_t l_raw = profile__location(p, m_app, 0x402000, 0);
 	uint32_t s1[] = { l_run, l_main }, s2[] = { l_raw, l_main };
-	struct pf_label lab[] = { { "span_name", "GET /orders" }, { "trace_id", "4bf92f3577b34da6a3ce929d0e0e4736" } };
+	struct pf_label lab[] = { { "span_name", "GET /orders", 0 }, { "trace_id", "4bf92f3577b34da6a3ce929d0e0e4736", 0 } };
 	struct pf_label lab_rev[] = { lab[1], lab[0] };
 	const Perftools__Profiles__Location *l;
 	const Perftools__Profiles__Mapping *m;
@@ -316,7 +316,7 @@ static void build_big(struct profile *p, size_t n_samples, size_t depth)
 		assert_int_equal(profile__location(p, mid, 0x10000 + 64 * i, i % 50 ? fn : 0), i + 1);
 	}
 	for (i = 0; i < n_samples; i++) {
-		struct pf_label l[2] = { { "span_id", span }, { "span_name", i % 3 ? "GET /a" : "POST /b" } };
+		struct pf_label l[2] = { { "span_id", span, 0 }, { "span_name", i % 3 ? "GET /a" : "POST /b", 0 } };
 
 		for (j = 0; j < depth; j++) {
 			seed = seed * 1664525 + 1013904223;

@@ -182,8 +182,8 @@ static void test_profile_add_merges_label_order(void **state)
 	struct profile *p = *state;
 	uint32_t a = fn_loc(p, "a", 1), b = fn_loc(p, "b", 2);
 	uint32_t stack[] = { b, a };
-	struct pf_label l1[] = { { "span_id", "s1" }, { "trace_id", "t1" } };
-	struct pf_label l2[] = { { "trace_id", "t1" }, { "span_id", "s1" } };
+	struct pf_label l1[] = { { "span_id", "s1", 0 }, { "trace_id", "t1", 0 } };
+	struct pf_label l2[] = { { "trace_id", "t1", 0 }, { "span_id", "s1", 0 } };
 	struct pf_sample_view v;
 
 	assert_int_equal(profile__add(p, stack, 2, l1, 2, 3), 0);
@@ -207,8 +207,8 @@ static void test_profile_add_separates_stacks_and_labels(void **state)
 	struct profile *p = *state;
 	uint32_t a = fn_loc(p, "a", 1), b = fn_loc(p, "b", 2);
 	uint32_t s1[] = { b, a }, s2[] = { a, b }, s3[] = { b };
-	struct pf_label x[] = { { "span_id", "s1" } }, y[] = { { "span_id", "s2" } };
-	struct pf_label z[] = { { "span", "s1" } };
+	struct pf_label x[] = { { "span_id", "s1", 0 } }, y[] = { { "span_id", "s2", 0 } };
+	struct pf_label z[] = { { "span", "s1", 0 } };
 	struct pf_sample_view v0, v1, v2;
 
 	assert_int_equal(profile__add(p, s1, 2, x, 1, 1), 0);
@@ -235,8 +235,8 @@ static void test_profile_add_duplicate_labels_are_a_set(void **state)
 {
 	struct profile *p = *state;
 	uint32_t a = fn_loc(p, "a", 1);
-	struct pf_label dup[] = { { "k", "v" }, { "k", "v" }, { "k", "w" } };
-	struct pf_label one[] = { { "k", "w" }, { "k", "v" } };
+	struct pf_label dup[] = { { "k", "v", 0 }, { "k", "v", 0 }, { "k", "w", 0 } };
+	struct pf_label one[] = { { "k", "w", 0 }, { "k", "v", 0 } };
 	struct pf_sample_view v;
 
 	assert_int_equal(profile__add(p, &a, 1, dup, 3, 1), 0);
@@ -275,8 +275,8 @@ static void test_profile_add_rejects_bad_input(void **state)
 	struct profile *p = *state;
 	uint32_t a = fn_loc(p, "a", 1);
 	uint32_t bad[] = { a, 7 }, zero[] = { 0 };
-	struct pf_label nokey[] = { { NULL, "v" } }, emptykey[] = { { "", "v" } };
-	struct pf_label noval[] = { { "k", NULL } }, ok[] = { { "k", "" } };
+	struct pf_label nokey[] = { { NULL, "v", 0 } }, emptykey[] = { { "", "v", 0 } };
+	struct pf_label noval[] = { { "k", NULL, 0 } }, ok[] = { { "k", "", 0 } };
 
 	assert_int_equal(profile__add(p, bad, 2, NULL, 0, 1), -EINVAL);
 	assert_int_equal(profile__add(p, zero, 1, NULL, 0, 1), -EINVAL);
@@ -327,8 +327,8 @@ static void test_profile_top_filtered_by_label(void **state)
 	struct profile *p = *state;
 	uint32_t m = fn_loc(p, "main", 1), w = fn_loc(p, "work", 2), z = fn_loc(p, "zzz", 3);
 	uint32_t s1[] = { w, m }, s2[] = { z, m };
-	struct pf_label a[] = { { "span_name", "GET /a" } }, b[] = { { "span_name", "GET /b" } };
-	struct pf_label other[] = { { "service", "x" } };
+	struct pf_label a[] = { { "span_name", "GET /a", 0 } }, b[] = { { "span_name", "GET /b", 0 } };
+	struct pf_label other[] = { { "service", "x", 0 } };
 	struct pf_top top[4];
 	size_t n;
 
@@ -419,8 +419,8 @@ static void test_profile_add_speed(void **state)
 	t0 = testutil__now_ms() * 1e6;
 	for (i = 0; i < OPS; i++) {
 		uint32_t s = (i * 7919) % STACKS, sp = (i * 104729) % SPANS;
-		struct pf_label l[3] = { { "span_id", spans[sp] }, { "trace_id", traces[sp] },
-					 { "span_name", "GET /api/orders" } };
+		struct pf_label l[3] = { { "span_id", spans[sp], 0 }, { "trace_id", traces[sp], 0 },
+					 { "span_name", "GET /api/orders", 0 } };
 
 		assert_int_equal(profile__add(p, stacks[s], DEPTH, l, 3, 1), 0);
 	}

@@ -52,8 +52,8 @@ static uint64_t fill(struct profile *p, size_t n, size_t blob)
 		assert_non_null(bb);
 	}
 	for (i = 0; i < n; i++) {
-		struct pf_label l[3] = { { "i", ibuf }, { "span_id", "00000000000000ab" },
-					 { "blob", bb } };
+		struct pf_label l[3] = { { "i", ibuf, 0 }, { "span_id", "00000000000000ab", 0 },
+					 { "blob", bb, 0 } };
 		uint32_t locs[3];
 		uint64_t count = 1 + i % 3;
 
@@ -319,9 +319,9 @@ static void test_pyroscope_pprof_encode_range_prunes(void **state)
 static void test_pyroscope_encode_batch(void **state)
 {
 	struct profile *a = new_profile(), *b = new_profile();
-	const struct pf_label la[] = { { "service_name", "checkout" }, { "__name__", "process_cpu" },
-				       { "namespace", "shop" }, { "k8s.pod-name", "checkout-7d9" } };
-	const struct pf_label lb[] = { { "__name__", "process_cpu" }, { "service_name", "cart" } };
+	const struct pf_label la[] = { { "service_name", "checkout", 0 }, { "__name__", "process_cpu", 0 },
+				       { "namespace", "shop", 0 }, { "k8s.pod-name", "checkout-7d9", 0 } };
+	const struct pf_label lb[] = { { "__name__", "process_cpu", 0 }, { "service_name", "cart", 0 } };
 	struct export_series s[2] = { { la, 4, a }, { lb, 2, b } };
 	struct export_batch batch = { 1, 2, s, 2 };
 	struct pyroscope_encode_info info;
@@ -378,7 +378,7 @@ static void test_pyroscope_encode_batch(void **state)
 static void test_pyroscope_encode_required_labels(void **state)
 {
 	struct profile *p = new_profile();
-	const struct pf_label l[] = { { "pod", "x" }, { "service_name", "" } };
+	const struct pf_label l[] = { { "pod", "x", 0 }, { "service_name", "", 0 } };
 	struct export_series s = { l, 2, p };
 	struct export_batch batch = { 0, 0, &s, 1 };
 	struct pyroscope_encode_info info;
@@ -429,18 +429,18 @@ static void test_pyroscope_encode_label_rules(void **state)
 	for (i = 1; i + 2 < sizeof(long_value); i += 2)
 		memcpy(long_value + i, "\xc3\xa9", 2);
 	long_value[i] = 0;
-	l[n++] = (struct pf_label){ "9lives", "digit first" };
-	l[n++] = (struct pf_label){ "a.b", "first" };
-	l[n++] = (struct pf_label){ "a-b", "dup after renaming" };
-	l[n++] = (struct pf_label){ long_name, "long name" };
-	l[n++] = (struct pf_label){ "long_value", long_value };
-	l[n++] = (struct pf_label){ "bad_utf8", "ok\xff\xfe" "end\xc3" };
+	l[n++] = (struct pf_label){ "9lives", "digit first", 0 };
+	l[n++] = (struct pf_label){ "a.b", "first", 0 };
+	l[n++] = (struct pf_label){ "a-b", "dup after renaming", 0 };
+	l[n++] = (struct pf_label){ long_name, "long name", 0 };
+	l[n++] = (struct pf_label){ "long_value", long_value, 0 };
+	l[n++] = (struct pf_label){ "bad_utf8", "ok\xff\xfe" "end\xc3", 0 };
 	for (i = 0; i < 40; i++) {
 		snprintf(names[i], sizeof(names[i]), "extra%zu", i);
-		l[n++] = (struct pf_label){ names[i], "v" };
+		l[n++] = (struct pf_label){ names[i], "v", 0 };
 	}
-	l[n++] = (struct pf_label){ "service_name", "late" };	/* identity labels given last */
-	l[n++] = (struct pf_label){ "__name__", "process_cpu" };
+	l[n++] = (struct pf_label){ "service_name", "late", 0 };	/* identity labels given last */
+	l[n++] = (struct pf_label){ "__name__", "process_cpu", 0 };
 	s.n_labels = n;
 
 	req = encode(&batch, &info);
@@ -484,7 +484,7 @@ static void test_pyroscope_encode_label_rules(void **state)
 static void test_pyroscope_encode_split_samples(void **state)
 {
 	struct profile *p = new_profile();
-	const struct pf_label l[] = { { "service_name", "big" } };
+	const struct pf_label l[] = { { "service_name", "big", 0 } };
 	struct export_series s = { l, 1, p };
 	struct export_batch batch = { 0, 0, &s, 1 };
 	struct pyroscope_encode_info info;
@@ -516,7 +516,7 @@ static void test_pyroscope_encode_split_samples(void **state)
 static void test_pyroscope_encode_split_bytes(void **state)
 {
 	struct profile *p = new_profile();
-	const struct pf_label l[] = { { "service_name", "fat" } };
+	const struct pf_label l[] = { { "service_name", "fat", 0 } };
 	struct export_series s = { l, 1, p };
 	struct export_batch batch = { 0, 0, &s, 1 };
 	struct pyroscope_encode_info info;
@@ -548,7 +548,7 @@ static void test_pyroscope_encode_split_bytes(void **state)
 static void test_pyroscope_encode_empty(void **state)
 {
 	struct profile *empty = new_profile(), *some = new_profile();
-	const struct pf_label l[] = { { "service_name", "idle" } };
+	const struct pf_label l[] = { { "service_name", "idle", 0 } };
 	struct export_series s[2] = { { l, 1, empty }, { l, 1, some } };
 	struct export_batch batch = { 0, 0, s, 1 };
 	struct pyroscope_encode_info info;

@@ -123,10 +123,21 @@ static void fake_detach(struct proc *p, void *state, const struct runtime_env *e
 	free(state);
 }
 
+/* Only fake0 has shared data to let go. */
+static int idle_releases;
+static uint64_t idle_now_seen, idle_ns_seen;
+
+static void fake_release_idle(uint64_t now, uint64_t idle_ns)
+{
+	idle_releases++;
+	idle_now_seen = now;
+	idle_ns_seen = idle_ns;
+}
+
 static const struct runtime_ops fake_ops[RT__MAX] = {
 	{ .name = "fake0", .detect = detect0, .attach = attach0, .poll = fake_poll,
 	  .maps_changed = fake_maps_changed, .claims = fake_claims, .symbolize = fake_symbolize,
-	  .describe = fake_describe, .detach = fake_detach },
+	  .describe = fake_describe, .detach = fake_detach, .release_idle = fake_release_idle },
 	{ .name = "fake1", .detect = detect1, .attach = attach1, .poll = fake_poll,
 	  .claims = fake_claims, .symbolize = fake_symbolize, .describe = fake_describe,
 	  .detach = fake_detach },
@@ -571,6 +582,23 @@ static void test_runtime_detach_all_frees_and_clears(void **state)
 }
 
 /* Out-of-range ids are answered, not read past the array. */
+/* release_idle reaches the runtimes that have one, once each, with the session's idle time; with
+ * no idle time (record) nothing is asked. */
+static void test_runtime_release_idle_once_per_runtime(void **state)
+{
+	struct runtime_env keep = env, idle = env;
+
+	idle_releases = 0;
+	keep.idle_release_ns = 0;
+	runtime__release_idle(&keep, 100 * S);
+	assert_int_equal(idle_releases, 0);
+	idle.idle_release_ns = 30 * S;
+	runtime__release_idle(&idle, 100 * S);
+	assert_int_equal(idle_releases, 1);
+	assert_int_equal(idle_now_seen, 100 * S);
+	assert_int_equal(idle_ns_seen, 30 * S);
+}
+
 static void test_runtime_bad_id(void **state)
 {
 	struct proc *p = new_proc(0, MAPS_BOTH);
@@ -596,6 +624,7 @@ int main(void)
 		cmocka_unit_test_setup(test_runtime_no_env_does_nothing, setup),
 		cmocka_unit_test_setup(test_runtime_describe_joins, setup),
 		cmocka_unit_test_setup(test_runtime_detach_all_frees_and_clears, setup),
+		cmocka_unit_test_setup(test_runtime_release_idle_once_per_runtime, setup),
 		cmocka_unit_test_setup(test_runtime_bad_id, setup),
 	};
 

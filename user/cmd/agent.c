@@ -202,7 +202,7 @@ static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
 static void add_label(struct series *s, const char *k, const char *v)
 {
 	if (v && v[0] && s->n_labels < SERIES_LABELS)
-		s->labels[s->n_labels++] = (struct pf_label){ k, v };
+		s->labels[s->n_labels++] = (struct pf_label){ .key = k, .value = v };
 }
 
 /* The series of process p in this window (created on first use), or -1. */
@@ -372,6 +372,11 @@ static void publish_metrics(struct agent *a)
 	}
 	C("samples_not_target_total", "Samples of processes that are not profiled.", NULL,
 	  c.not_target);
+	C("samples_capped_total", "Samples past --max-stacks in their window: kept with their stack "
+	  "but without span and trace ids, or past that too, in the [truncated] stack.",
+	  ((const char *[]){ "kept_as", "stack_without_span_ids", NULL }), c.span_ids_dropped);
+	C("samples_capped_total", NULL, ((const char *[]){ "kept_as", "truncated", NULL }),
+	  c.stacks_truncated);
 	C("span_undecodable_total", "Span records that could not be decoded.", NULL,
 	  c.ctx_undecodable);
 	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "

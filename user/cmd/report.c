@@ -255,9 +255,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		", out of memory %" PRIu64 ", unencodable labels %" PRIu64 ", left out %" PRIu64 "\n",
 		c[SP_CNT_LOST_RINGBUF], c[SP_CNT_LOST_SCRATCH], cnt.malformed, cnt.dropped_nomem,
 		cnt.refused, cnt.left_out);
-	if (st.truncated || cnt.stacks_truncated)
-		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames, %" PRIu64
-			" samples past --max-stacks (kept, as [truncated])\n", st.truncated,
+	if (st.truncated || cnt.stacks_truncated || cnt.span_ids_dropped)
+		fprintf(f, "  truncated (caps reached): %" PRIu64 " frames past --max-frames; past "
+			"--max-stacks, %" PRIu64 " samples kept their stack without span and trace ids, %"
+			PRIu64 " samples went to [truncated]\n", st.truncated, cnt.span_ids_dropped,
 			cnt.stacks_truncated);
 	if (cnt.ctx_reregistered)
 		fprintf(f, "  span tables registered again after the sampler's table evicted them: %" PRIu64

@@ -537,9 +537,6 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
 	if (d->enabling)
 		take_enable(p, d, 0);
-	/* The library code the stub copies are matched against goes while nothing needs it. */
-	if (o->idle_release_ns)
-		dnstubs__release_idle(now_ns(), o->idle_release_ns);
 	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
 	if (!p->sampled || idle(p, d, o))
 		return RT_WAIT;
@@ -833,6 +830,8 @@ const struct runtime_ops dotnet_runtime = {
 	.copy_of = copy_of,
 	.describe = describe,
 	.detach = detach,
+	/* The library code the stub copies are matched against goes while nothing needs it. */
+	.release_idle = dnstubs__release_idle,
 };
 
 enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detail)

@@ -174,21 +174,23 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	}
 	if (err)
 		return err;
-#define ADD(k, v)                                               \
-	do {                                                    \
-		if (n < max)                                    \
-			out[n++] = (struct pf_label){ (k), (v) }; \
+#define ADD_AS(k, v, id)                                                \
+	do {                                                            \
+		if (n < max)                                            \
+			out[n++] = (struct pf_label){ (k), (v), (id) };	\
 	} while (0)
+#define ADD(k, v)    ADD_AS(k, v, 0)
+#define ADD_ID(k, v) ADD_AS(k, v, 1)	/* new for every span: dropped first past the cap */
 	if (!d->has_span) {
 		/* user labels only (a label scope outside any span) */
 	} else if (pyroscope) {
 		/* Pyroscope links a trace to its profile through the local root span id. */
-		ADD("span_id", d->local_root_span_id[0] ? d->local_root_span_id : d->span_id);
+		ADD_ID("span_id", d->local_root_span_id[0] ? d->local_root_span_id : d->span_id);
 	} else {
-		ADD("trace_id", d->trace_id);
-		ADD("span_id", d->span_id);
+		ADD_ID("trace_id", d->trace_id);
+		ADD_ID("span_id", d->span_id);
 		if (d->local_root_span_id[0])
-			ADD("local_root_span_id", d->local_root_span_id);
+			ADD_ID("local_root_span_id", d->local_root_span_id);
 	}
 	/* pprof strings are UTF-8: what is not (and control characters) becomes '?', in place. */
 	if (d->has_span && d->span_name[0]) {
@@ -207,7 +209,9 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 		utf8__repair(d->labels[i].value, strlen(d->labels[i].value), UTF8_NO_CONTROL);
 		ADD(key, d->labels[i].value);
 	}
+#undef ADD_ID
 #undef ADD
+#undef ADD_AS
 	return n;
 }
 

@@ -121,6 +121,15 @@ int runtime__has(const struct proc *p, enum runtime_id id)
 	return id < RT__MAX && p->rt[id].detected;
 }
 
+void runtime__release_idle(const struct runtime_env *env, uint64_t now_ns)
+{
+	if (!env->idle_release_ns || !env->runtimes)
+		return;
+	for (int id = 0; id < RT__MAX; id++)
+		if (env->runtimes[id] && env->runtimes[id]->release_idle)
+			env->runtimes[id]->release_idle(now_ns, env->idle_release_ns);
+}
+
 void runtime__describe(const struct proc *p, char *buf, size_t len)
 {
 	size_t off = 0;

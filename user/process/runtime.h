@@ -80,6 +80,9 @@ struct runtime_ops {
 	void (*describe)(const struct proc *p, const void *state, char *buf, size_t len);
 	/* Undo what was changed in the process (leave it as found) and free the state. */
 	void (*detach)(struct proc *p, void *state, const struct runtime_env *env);
+	/* Once per window, for the runtime as a whole rather than one process (optional): free
+	 * what its processes share and nothing used for idle_ns (read again when next needed). */
+	void (*release_idle)(uint64_t now_ns, uint64_t idle_ns);
 };
 
 enum runtime_id {
@@ -129,6 +132,8 @@ void runtime__describe(const struct proc *p, char *buf, size_t len);
 /* Detach every runtime (leave the process as found); what they said of it stays for the report
  * and runtime__has() stays true. runtime__release frees that too (the process leaves the table). */
 void runtime__detach_all(struct proc *p);
+/* Every runtime's release_idle, once per window (env->idle_release_ns 0: nothing goes). */
+void runtime__release_idle(const struct runtime_env *env, uint64_t now_ns);
 void runtime__release(struct proc *p);
 
 #endif /* SPANPROF_RUNTIME_H */

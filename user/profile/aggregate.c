@@ -17,7 +17,7 @@ struct agg_window {
 	struct intern *stacks;	/* [proc, lset, frame...] (u32) -> id */
 	uint64_t *counts;	/* by stack id */
 	size_t cap;
-	uint64_t samples, late, truncated;
+	uint64_t samples, late, truncated, ids_dropped;
 	uint32_t max_stacks;
 };
 
@@ -91,26 +91,64 @@ void aggregate__free(struct aggregator *a)
 	free(a);
 }
 
-/* Label set as one interned byte string "k\0v\0k\0v\0..."; -ENOSPC past the window's cap. */
-static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n)
+/*
+ * Past max_stacks distinct entries a window keeps a sample's stack and drops its span and trace
+ * ids (the labels that are new for every request), in up to a quarter as many entries again;
+ * past that, the process's [truncated] stack takes it.
+ */
+static uint32_t hard_cap(const struct agg_window *w)
+{
+	return w->max_stacks + w->max_stacks / 4;
+}
+
+/* Interned id of key in t, or -ENOSPC when it is new and t already holds cap entries (0: none). */
+static int64_t capped_id(struct intern *t, const void *key, size_t len, uint32_t cap)
+{
+	if (cap && intern__count(t) >= cap && intern__find(t, key, len) < 0)
+		return -ENOSPC;
+	return intern__id(t, key, len, NULL);
+}
+
+/* Label set as one interned byte string "k\0v\0k\0v\0..." (without the identity labels when
+ * no_ids); -ENOSPC past cap. */
+static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n, int no_ids,
+		       uint32_t cap)
 {
 	char buf[LSET_MAX];
 	size_t len = 0;
-	int64_t id;
 
 	for (size_t i = 0; i < n; i++) {
 		size_t kl = strlen(l[i].key) + 1, vl = strlen(l[i].value) + 1;
 
+		if (no_ids && l[i].identity)
+			continue;
 		if (len + kl + vl > sizeof(buf))
 			break;
 		memcpy(buf + len, l[i].key, kl);
 		memcpy(buf + len + kl, l[i].value, vl);
 		len += kl + vl;
 	}
-	if (w->max_stacks && intern__count(w->lsets) >= w->max_stacks &&
-	    (id = intern__find(w->lsets, buf, len)) < 0)
-		return -ENOSPC;
-	return intern__id(w->lsets, buf, len, NULL);
+	return capped_id(w->lsets, buf, len, cap);
+}
+
+/* Stack id of key (proc, label set, frames) within cap, or -errno (-ENOSPC past it). */
+static int64_t entry_id(struct agg_window *w, uint32_t *key, const struct pf_label *labels,
+			size_t n_labels, size_t n_frames, int no_ids, uint32_t cap)
+{
+	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap);
+
+	if (ls < 0)
+		return ls;
+	key[1] = ls;
+	return capped_id(w->stacks, key, (2 + n_frames) * sizeof(*key), cap);
+}
+
+static int has_ids(const struct pf_label *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l[i].identity)
+			return 1;
+	return 0;
 }
 
 int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
@@ -122,23 +160,22 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 
 	if (n_frames > MAX_FRAMES)
 		n_frames = MAX_FRAMES;
-	ls = lset_id(w, labels, n_labels);
-	if (ls < 0 && ls != -ENOSPC)
-		return ls;
 	key[0] = proc;
-	key[1] = ls;
 	memcpy(key + 2, frames, n_frames * sizeof(*frames));
-	if (ls == -ENOSPC || (w->max_stacks && intern__count(w->stacks) >= w->max_stacks &&
-			      intern__find(w->stacks, key, (2 + n_frames) * sizeof(*key)) < 0)) {
-		/* Past the cap: the process's one [truncated] stack, with no labels. */
+	id = entry_id(w, key, labels, n_labels, n_frames, 0, w->max_stacks);
+	if (id == -ENOSPC && has_ids(labels, n_labels) &&
+	    (id = entry_id(w, key, labels, n_labels, n_frames, 1, hard_cap(w))) >= 0)
+		w->ids_dropped++;
+	if (id == -ENOSPC) {
+		/* Past both caps: the process's one [truncated] stack, with no labels. */
 		if ((ls = intern__id(w->lsets, "", 0, NULL)) < 0)
 			return ls;
 		key[1] = ls;
 		key[2] = AGG_TRUNCATED_FRAME;
 		n_frames = 1;
 		w->truncated++;
+		id = intern__id(w->stacks, key, (2 + n_frames) * sizeof(*key), NULL);
 	}
-	id = intern__id(w->stacks, key, (2 + n_frames) * sizeof(*key), NULL);
 	if (id < 0)
 		return id;
 	if (VEC_RESERVE(w->counts, w->cap, (size_t)id + 1))
@@ -186,6 +223,7 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->samples = w->samples;
 	out->stacks = intern__count(w->stacks);
 	out->late = w->late;
+	out->ids_dropped = w->ids_dropped;
 	out->truncated = w->truncated;
 	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + w->cap * sizeof(*w->counts);
 }

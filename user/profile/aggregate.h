@@ -26,8 +26,10 @@ struct aggregator;
  */
 struct aggregator *aggregate__new(uint64_t first_end_ns, uint64_t interval_ns);
 void aggregate__free(struct aggregator *a);	/* NULL-safe, frees the open windows */
-/* At most max distinct stacks (and label sets) per window (0: no cap). Past it a sample is counted
- * in its process's one [truncated] stack, without labels: counted, never dropped. */
+/* At most max distinct stacks (and label sets) per window (0: no cap). Past it a sample keeps its
+ * stack and its labels but the identity ones (span and trace ids), in up to max / 4 more; past
+ * that it is counted in its process's one [truncated] stack, without labels: counted, never
+ * dropped. */
 void aggregate__set_max_stacks(struct aggregator *a, uint32_t max);
 
 /* The frame id of the [truncated] stack's one frame; the frame source is not asked about it. */
@@ -60,6 +62,7 @@ struct agg_window_info {
 	uint64_t stacks;	/* distinct (process, labels, stack) */
 	uint64_t late;		/* samples past the next window's end, counted in it anyway */
 	uint64_t truncated;	/* samples past the stack cap, in the [truncated] stacks */
+	uint64_t ids_dropped;	/* samples past it that kept their stack without span/trace ids */
 	uint64_t bytes;		/* memory held */
 };
 void aggregate__info(const struct agg_window *w, struct agg_window_info *out);

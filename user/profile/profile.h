@@ -25,6 +25,9 @@ struct pf_mapping {
 struct pf_label {
 	const char *key;
 	const char *value;
+	/* The id of one span or trace (unbounded values): the first thing a full aggregation
+	 * window drops, so the sample keeps its stack (aggregate__set_max_stacks). */
+	int identity;
 };
 
 struct profile_opts {

@@ -207,10 +207,10 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 
 	u32_decimal(pid, smp->tgid);
 	u32_decimal(tid, smp->tid);
-	labels[nl++] = (struct pf_label){ "pid", pid };
-	labels[nl++] = (struct pf_label){ "tid", tid };
-	labels[nl++] = (struct pf_label){ "thread_name", comm };
-	labels[nl++] = (struct pf_label){ "process_name", pcomm[0] ? pcomm : p->comm };
+	labels[nl++] = (struct pf_label){ .key = "pid", .value = pid };
+	labels[nl++] = (struct pf_label){ .key = "tid", .value = tid };
+	labels[nl++] = (struct pf_label){ .key = "thread_name", .value = comm };
+	labels[nl++] = (struct pf_label){ .key = "process_name", .value = pcomm[0] ? pcomm : p->comm };
 	if (smp->ctx_len) {
 		int n = hookproc__labels(p, smp->data + (smp->n_user + smp->n_kernel) * 8ul,
 					 smp->ctx_len, e->o.pyroscope_labels, labels + nl,
@@ -510,14 +510,17 @@ struct agg_window *engine__cut(struct engine *e)
 		return NULL;
 	}
 	/* Windows cut often (agent): symbol tables nothing looked up for a while go. */
-	if (e->env.idle_release_ns)
+	if (e->env.idle_release_ns) {
 		symbolizer__release_idle(e->sym, now_ns(), e->env.idle_release_ns);
+		runtime__release_idle(&e->env, now_ns());
+	}
 	w = aggregate__cut(e->agg);
 	if (w) {
 		struct agg_window_info wi;
 
 		aggregate__info(w, &wi);
 		e->c.stacks_truncated += wi.truncated;
+		e->c.span_ids_dropped += wi.ids_dropped;
 		e->c.windows++;
 	}
 	return w;

@@ -56,6 +56,7 @@ struct engine_counters {
 				 * memory, or its entry gone) */
 	uint64_t windows;	/* windows cut */
 	uint64_t stacks_truncated;	/* samples past the stack cap (in [truncated] stacks) */
+	uint64_t span_ids_dropped;	/* samples past it kept with their stack, without span ids */
 	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
 	uint64_t procs_pruned;	/* exited processes whose entry was freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
