@@ -3,7 +3,7 @@
 # every sample of span-only code carries the span that ran it (checked against the spans the
 # service exported), code outside spans carries none, user labels only inside their scope. With
 # the service started before spanprof, after it, in its own pid+mount namespace, and with
-# Pyroscope's label convention.
+# Pyroscope's label convention; and past the stack cap.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd dotnet
@@ -125,3 +125,29 @@ registered=$(grep -c 'span table v1' "$TMP/crowd.txt" || true)
 note "crowd: $registered processes with a span table registered at some time in a 16-place table; $(grep -o 'span tables registered again[^(]*' "$TMP/crowd.txt" || echo 'none registered again')"
 grep -q "pid $SVC_PID .*span table v1" "$TMP/crowd.txt" || { grep "pid $SVC_PID " "$TMP/crowd.txt"; fail "crowd: the service's span table was not registered"; }
 check_spans crowd "$TMP/crowd.pb.gz"
+
+# 6. Past --max-stacks (a new span on every request: nearly every sample is a new label set), a
+# sample keeps its stack and span name without its span and trace ids, in up to a quarter as many
+# entries again, and only then goes to [truncated]. Every sample is counted.
+start_service capped
+load capped 8
+sleep 2
+record capped.pb.gz -p "$SVC_PID" -d 4 --max-stacks 40
+wait "$LOAD_PID" || true
+stop_service capped
+taken=$(grep -o '[0-9]* samples taken' "$TMP/capped.txt" | grep -o '^[0-9]*')
+kept=$(sed -n 's/.*past --max-stacks, \([0-9]*\) samples kept their stack.*/\1/p' "$TMP/capped.txt")
+decode "$TMP/capped.pb.gz"
+r=$(node -pe "const p = JSON.parse(require('fs').readFileSync('$TMP/capped.json'));
+	const n = (f) => p.samples.filter(f).reduce((t, s) => t + Number(s.values[0]), 0);
+	const trunc = (s) => s.stack.some((f) => /^\[truncated/.test(f));
+	JSON.stringify({ entries: p.samples.length, with_ids: n((s) => !!s.labels.span_id),
+		named_without_ids: n((s) => s.labels.span_name && !s.labels.span_id && !s.labels.trace_id && !trunc(s)),
+		truncated: n(trunc) })")
+note "capped: $r; summary: $kept kept without ids, of $taken"
+[ "$(count_samples "$TMP/capped.json")" = "$taken" ] || fail "capped: samples lost to the stack cap"
+[ "$(field "$r" entries)" -le 51 ] || fail "capped: $(field "$r" entries) entries with --max-stacks 40 (want <= 40 + 10 + [truncated])"
+[ "$(field "$r" with_ids)" -ge 1 ] || fail "capped: no sample kept its span id before the cap"
+[ "${kept:-0}" -ge 1 ] || { cat "$TMP/capped.txt"; fail "capped: no sample counted as kept without ids"; }
+[ "$(field "$r" named_without_ids)" = "$kept" ] || fail "capped: $(field "$r" named_without_ids) samples with a span name and no ids in the profile, $kept counted"
+pass "capped: $(field "$r" entries) entries for $taken samples; $kept kept their stack and span name without ids, $(field "$r" truncated) in [truncated]"

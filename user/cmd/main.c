@@ -70,7 +70,9 @@ static const char usage_record[] =
 	"      --user NAME        run COMMAND as this user (spanprof itself stays root)\n"
 	"      --max-frames N     distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N     distinct stacks and label sets kept (default 200000); past\n"
-	"                         either cap samples are kept under [truncated] and counted\n"
+	"                         it samples keep their stack without span and trace ids (in\n"
+	"                         up to N/4 more), then go under [truncated]; past --max-frames\n"
+	"                         too; all of it counted\n"
 	"      --max-span-tables N  hooked processes the sampler reads at once (default 4096);\n"
 	"                         past it, those sampled least recently make room (counted)\n"
 	"      --max-symbol-mb N  " BUDGET_USAGE("                         ")
@@ -123,8 +125,10 @@ static const char usage_agent[] =
 	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
 	"                             CPU, a power of two: 1 on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
-	"      --max-stacks N         distinct stacks per window (default 200000); past either\n"
-	"                             cap samples are kept under [truncated] and counted\n"
+	"      --max-stacks N         distinct stacks per window (default 200000); past it\n"
+	"                             samples keep their stack without span and trace ids (in\n"
+	"                             up to N/4 more), then go under [truncated]; past\n"
+	"                             --max-frames too; all of it counted\n"
 	"      --max-span-tables N    hooked processes the sampler reads at once (default 4096);\n"
 	"                             past it, those sampled least recently make room (counted)\n"
 	"      --max-symbol-mb N      " BUDGET_USAGE("                             ")
