@@ -29,10 +29,12 @@ PIDS+=($svc)
 for _ in $(seq 300); do [ -s "$OUT/ready" ] && break; sleep 0.1; done
 port=$(node -pe "JSON.parse(require('fs').readFileSync('$OUT/ready')).port")
 dotnet "$GEN" --url "http://127.0.0.1:$port" --concurrency 32 --duration 3600 \
-	--paths '/work/a,/work/b,/work/labels?tenant=acme' > /dev/null 2>&1 &
+	--paths '/work/a,/work/b,/work/labels?tenant=acme' > /dev/null 2> "$OUT/loadgen.err" &
 gen=$!
 PIDS+=($gen)
 sleep 5
+# A load generator that refused its arguments would leave an idle service: no spans, no figure.
+kill -0 "$gen" 2> /dev/null || { cat "$OUT/loadgen.err" >&2; echo "bench-growth: LoadGen exited" >&2; exit 1; }
 echo "bench-growth: $(nproc) CPUs, kernel $(uname -r); SpanService under LoadGen -c 32, spans on every request; $HZ Hz; record profiles both"
 
 # watch NAME PID COUNT_CMD: print RSS at each power of ten of COUNT_CMD's output, up to MAX.

@@ -3,11 +3,13 @@
  * The library's code segment is read once per distinct file (device, inode, size) from the first
  * process that maps it, shared by every process of that runtime and freed with the last, or
  * sooner when no address asked for it for a while (dnstubs__release_idle: read again, from the
- * process that asks next); it takes its size from the symbol budget. An address is matched by anchors: 8 bytes at or near it are
- * looked for in the library (memmem), and each place found is scored over the window. The last
- * place found in a page is tried first for the next address there (the code of one copy sits at
- * one distance from its original), then the part of the library copies came from so far (a scan
- * of the whole library costs milliseconds: a few per process). */
+ * process that asks next); it takes its size from the symbol budget.
+ *
+ * An address is matched by anchors: 8 bytes at or near it are looked for in the library (memmem),
+ * and each place found is scored over the window. The last place found in a page is tried first
+ * for the next address there (the code of one copy sits at one distance from its original), then
+ * the part of the library copies came from so far (a scan of the whole library costs
+ * milliseconds: a few per process). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -511,8 +511,10 @@ struct agg_window *engine__cut(struct engine *e)
 	}
 	/* Windows cut often (agent): symbol tables nothing looked up for a while go. */
 	if (e->env.idle_release_ns) {
-		symbolizer__release_idle(e->sym, now_ns(), e->env.idle_release_ns);
-		runtime__release_idle(&e->env, now_ns());
+		uint64_t now = now_ns();
+
+		symbolizer__release_idle(e->sym, now, e->env.idle_release_ns);
+		runtime__release_idle(&e->env, now);
 	}
 	w = aggregate__cut(e->agg);
 	if (w) {
