@@ -71,9 +71,9 @@ static void fuzz_record(const uint8_t *data, size_t size)
 		spanctx_keys__parse(keys, data + rlen + 1, size - rlen - 1, data[rlen]);
 	assert(spanctx_keys__count(keys) <= SP_CTX_MAX_KEYS);
 	if (spanctx__decode(data, rlen, keys, out) == 0) {
-		assert(strlen(out->trace_id) == 32 && strlen(out->span_id) == 16);
-		assert(out->n_labels <= SPANCTX_MAX_LABELS);
-		for (uint32_t i = 0; i < out->n_labels; i++)
+		assert(strlen(out->head.trace_id) == 32 && strlen(out->head.span_id) == 16);
+		assert(out->head.n_labels <= SPANCTX_MAX_LABELS);
+		for (uint32_t i = 0; i < out->head.n_labels; i++)
 			assert(out->labels[i].key && strlen(out->labels[i].value) <= out->labels[i].len);
 	}
 	free(out);

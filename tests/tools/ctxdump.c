@@ -177,25 +177,26 @@ static void print_slot(uint32_t index, const uint8_t *slot, uint32_t slot_size,
 		goto free_labels;
 	}
 	printf(" valid=1");
-	if (l->has_span)
-		printf(" trace=%s span=%s flags=%02x", l->trace_id, l->span_id, l->trace_flags);
+	if (l->head.has_span)
+		printf(" trace=%s span=%s flags=%02x", l->head.trace_id, l->head.span_id,
+		       l->head.trace_flags);
 	else
 		printf(" nospan");
-	if (l->local_root_span_id[0])
-		printf(" local_root_span_id=%s", l->local_root_span_id);
-	if (l->has_span) {
+	if (l->head.local_root_span_id[0])
+		printf(" local_root_span_id=%s", l->head.local_root_span_id);
+	if (l->head.has_span) {
 		printf(" span_name=");
-		print_quoted(l->span_name, strlen(l->span_name));
+		print_quoted(l->span_name, l->head.span_name_len ? strlen(l->span_name) : 0);
 	}
-	for (uint32_t i = 0; i < l->n_labels; i++) {
+	for (uint32_t i = 0; i < l->head.n_labels; i++) {
 		printf(" %s=", l->labels[i].key);
 		print_quoted(l->labels[i].value, l->labels[i].len);
 	}
-	if (l->unknown_keys)
-		printf(" unknown_keys=%u", l->unknown_keys);
-	if (l->skipped)
-		printf(" skipped=%u", l->skipped);
-	if (l->truncated)
+	if (l->head.unknown_keys)
+		printf(" unknown_keys=%u", l->head.unknown_keys);
+	if (l->head.skipped)
+		printf(" skipped=%u", l->head.skipped);
+	if (l->head.truncated)
 		printf(" truncated=1");
 	putchar('\n');
 free_labels:

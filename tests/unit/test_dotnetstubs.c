@@ -146,6 +146,47 @@ static void test_dnstubs_idle_release(void **state)
 	assert_int_equal(sb.used_by[SB_ELF], 0);
 }
 
+/* After an idle release the code is read again by whichever process asks first, and only from a
+ * process that still maps the same file: one that maps another (an upgraded runtime under the
+ * same path) gets nothing, and the budget is not touched. */
+static void test_dnstubs_reread_checks_mapping(void **state)
+{
+	struct dn_stubs *a = dnstubs__new(), *b = dnstubs__new();
+	struct vma *lv = vmas[0].kind == VMA_FILE ? &vmas[0] : &vmas[1];
+	struct symbudget_stats sb;
+	uint64_t orig = 0;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	memset(anon, 0, ANON_LEN);
+	memcpy(anon + 0x40, lib + 0x2000, 0x40);
+	assert_int_equal(dnstubs__copy_of(a, &proc, A(anon + 0x50), &orig), 0);
+	dnstubs__release_idle(now_ns() + 61ull * 1000000000, 60ull * 1000000000);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+
+	/* Another file where the library was (its inode changed): not read from it. */
+	lv->ino++;
+	assert_int_equal(dnstubs__copy_of(a, &proc, A(anon + 0x60), &orig), -ENOENT);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+	lv->ino--;
+
+	/* The same file again: read once, by the process that asks first, for both. */
+	assert_int_equal(dnstubs__copy_of(b, &proc, A(anon + 0x60), &orig), 0);
+	assert_int_equal(orig, A(lib + 0x2020));
+	assert_int_equal(dnstubs__copy_of(a, &proc, A(anon + 0x70), &orig), 0);
+	assert_int_equal(orig, A(lib + 0x2030));
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	dnstubs__free(a);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);	/* b still uses it */
+	dnstubs__free(b);
+	symbudget__stats(&sb);
+	assert_int_equal(sb.used_by[SB_ELF], 0);
+}
+
 /* Code that is no copy (JIT code with no perf map) costs at most two scans of the library per
  * mapping: a copy in another mapping is still found. */
 static void test_dnstubs_scans_capped_per_mapping(void **state)
@@ -194,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_dnstubs_finds_patched_copies),
 		cmocka_unit_test(test_dnstubs_scans_capped_per_mapping),
 		cmocka_unit_test(test_dnstubs_idle_release),
+		cmocka_unit_test(test_dnstubs_reread_checks_mapping),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -449,19 +449,20 @@ static void test_spanctx_decode_full(void **state)
 	testutil__rec_str(&r, 3, "eu");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_true(l.has_span);
-	assert_string_equal(l.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
-	assert_string_equal(l.span_id, "00f067aa0ba902b7");
-	assert_int_equal(l.trace_flags, 1);
-	assert_string_equal(l.local_root_span_id, "00f067aa0ba902b7");
+	assert_true(l.head.has_span);
+	assert_string_equal(l.head.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(l.head.span_id, "00f067aa0ba902b7");
+	assert_int_equal(l.head.trace_flags, 1);
+	assert_string_equal(l.head.local_root_span_id, "00f067aa0ba902b7");
+	assert_int_equal(l.head.span_name_len, 11);
 	assert_string_equal(l.span_name, "GET /work/a");
-	assert_int_equal(l.n_labels, 2);
+	assert_int_equal(l.head.n_labels, 2);
 	assert_string_equal(l.labels[0].key, "tenant");
 	assert_string_equal(l.labels[0].value, "acme");
 	assert_int_equal(l.labels[0].len, 4);
 	assert_string_equal(l.labels[1].key, "region");
 	assert_string_equal(l.labels[1].value, "eu");
-	assert_int_equal(l.unknown_keys + l.skipped + (uint32_t)l.truncated, 0);
+	assert_int_equal(l.head.unknown_keys + l.head.skipped + (uint32_t)l.head.truncated, 0);
 	spanctx_keys__free(k);
 }
 
@@ -475,11 +476,11 @@ static void test_spanctx_decode_no_span(void **state)
 	r.b[25] = 0;
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
-	assert_false(l.has_span);
-	assert_string_equal(l.trace_id, "00000000000000000000000000000000");
-	assert_string_equal(l.local_root_span_id, "");
-	assert_string_equal(l.span_name, "");
-	assert_int_equal(l.n_labels, 0);
+	assert_false(l.head.has_span);
+	assert_string_equal(l.head.trace_id, "00000000000000000000000000000000");
+	assert_string_equal(l.head.local_root_span_id, "");
+	assert_int_equal(l.head.span_name_len, 0);
+	assert_int_equal(l.head.n_labels, 0);
 }
 
 static void test_spanctx_decode_labels_without_span(void **state)
@@ -493,8 +494,8 @@ static void test_spanctx_decode_labels_without_span(void **state)
 	testutil__rec_str(&r, 2, "batch");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_false(l.has_span);
-	assert_int_equal(l.n_labels, 1);
+	assert_false(l.head.has_span);
+	assert_int_equal(l.head.n_labels, 1);
 	assert_string_equal(l.labels[0].value, "batch");
 	spanctx_keys__free(k);
 }
@@ -509,8 +510,8 @@ static void test_spanctx_decode_mid_write(void **state)
 	testutil__rec_str(&r, SP_KEY_SPAN_NAME, "x");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), -EAGAIN);
-	assert_string_equal(l.span_name, ""); /* nothing from a torn record */
-	assert_int_equal(l.n_labels, 0);
+	assert_int_equal(l.head.span_name_len, 0); /* nothing from a torn record */
+	assert_int_equal(l.head.n_labels, 0);
 }
 
 static void test_spanctx_decode_short(void **state)
@@ -526,7 +527,46 @@ static void test_spanctx_decode_short(void **state)
 	assert_int_equal(spanctx__decode(NULL, 100, NULL, &l), -EINVAL);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, NULL), -EINVAL);
 	assert_int_equal(spanctx__decode(r.b, SP_CTX_HEAD, NULL, &l), 0);
-	assert_true(l.has_span);
+	assert_true(l.head.has_span);
+}
+
+/* The head is reset whole on every call, whatever it held: nothing of one record is left in the
+ * next (nor of a field added to the head later). */
+static void test_spanctx_decode_resets_head(void **state)
+{
+	static const struct spanctx_labels_head zero;
+	struct spanctx_keys *k = std_keys();
+	struct spanctx_labels *l = malloc(sizeof(*l)), *fresh = calloc(1, sizeof(*fresh));
+	struct testutil_rec full, bare;
+
+	(void)state;
+	assert_non_null(l);
+	assert_non_null(fresh);
+	memset(l, 0xa5, sizeof(*l));
+	assert_int_equal(spanctx__decode(NULL, 0, NULL, l), -EINVAL);
+	assert_memory_equal(&l->head, &zero, sizeof(zero));
+
+	/* Every field of the head set: ids, root id, span name, a label, an unknown key, a lone
+	 * byte (skipped), attributes claimed past the record (truncated). */
+	testutil__rec_start(&full, TRACE, SPAN, 1);
+	testutil__rec_str(&full, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902b7");
+	testutil__rec_str(&full, SP_KEY_SPAN_NAME, "GET /work/a");
+	testutil__rec_str(&full, 2, "acme");
+	testutil__rec_str(&full, 9, "later");
+	full.b[full.len++] = 3;
+	full.b[SP_CTX_OFF_ATTRS_LEN + 1] = 2;
+	testutil__rec_start(&bare, NULL, NULL, 1);
+	bare.b[SP_CTX_OFF_FLAGS] = 0;
+	assert_int_equal(spanctx__decode(full.b, full.len, k, l), 0);
+	assert_true(l->head.has_span && l->head.trace_flags && l->head.local_root_span_id[0] &&
+		    l->head.span_name_len && l->head.n_labels && l->head.unknown_keys &&
+		    l->head.skipped && l->head.truncated);
+	assert_int_equal(spanctx__decode(bare.b, bare.len, k, l), 0);
+	assert_int_equal(spanctx__decode(bare.b, bare.len, k, fresh), 0);
+	assert_memory_equal(&l->head, &fresh->head, sizeof(l->head));
+	free(fresh);
+	free(l);
+	spanctx_keys__free(k);
 }
 
 static void test_spanctx_decode_attrs_size_past_len(void **state)
@@ -542,9 +582,9 @@ static void test_spanctx_decode_attrs_size_past_len(void **state)
 	r.b[26] = 600 & 0xff;
 	r.b[27] = 600 >> 8;
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
-	assert_true(l.truncated);
+	assert_true(l.head.truncated);
 	assert_string_equal(l.span_name, "name");
-	assert_int_equal(l.skipped, 0);
+	assert_int_equal(l.head.skipped, 0);
 }
 
 static void test_spanctx_decode_attr_overrun(void **state)
@@ -562,9 +602,9 @@ static void test_spanctx_decode_attr_overrun(void **state)
 	r.len += 3;
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_int_equal(l.n_labels, 1);
+	assert_int_equal(l.head.n_labels, 1);
 	assert_string_equal(l.labels[0].value, "ok");
-	assert_int_equal(l.skipped, 1);
+	assert_int_equal(l.head.skipped, 1);
 	spanctx_keys__free(k);
 }
 
@@ -580,7 +620,7 @@ static void test_spanctx_decode_lone_byte(void **state)
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
 	assert_string_equal(l.span_name, "n");
-	assert_int_equal(l.skipped, 1);
+	assert_int_equal(l.head.skipped, 1);
 }
 
 static void test_spanctx_decode_unknown_key(void **state)
@@ -595,13 +635,13 @@ static void test_spanctx_decode_unknown_key(void **state)
 	testutil__rec_str(&r, 2, "acme");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_int_equal(l.unknown_keys, 1);
-	assert_int_equal(l.n_labels, 1);
+	assert_int_equal(l.head.unknown_keys, 1);
+	assert_int_equal(l.head.n_labels, 1);
 	assert_string_equal(l.labels[0].key, "tenant");
 	/* Without keys every user label is unknown. */
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
-	assert_int_equal(l.unknown_keys, 2);
-	assert_int_equal(l.n_labels, 0);
+	assert_int_equal(l.head.unknown_keys, 2);
+	assert_int_equal(l.head.n_labels, 0);
 	spanctx_keys__free(k);
 }
 
@@ -616,14 +656,14 @@ static void test_spanctx_decode_bad_root_id(void **state)
 	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00f067aa0ba902bz");	/* not hex */
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
-	assert_string_equal(l.local_root_span_id, "");
-	assert_int_equal(l.skipped, 2);
+	assert_string_equal(l.head.local_root_span_id, "");
+	assert_int_equal(l.head.skipped, 2);
 
 	testutil__rec_start(&r, TRACE, SPAN, 1);
 	testutil__rec_str(&r, SP_KEY_LOCAL_ROOT_SPAN_ID, "00F067AA0BA902B7");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, NULL, &l), 0);
-	assert_string_equal(l.local_root_span_id, "00f067aa0ba902b7");
+	assert_string_equal(l.head.local_root_span_id, "00f067aa0ba902b7");
 }
 
 static void test_spanctx_decode_long_values(void **state)
@@ -662,7 +702,7 @@ static void test_spanctx_decode_duplicate_key(void **state)
 	testutil__rec_str(&r, 2, "second");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_int_equal(l.n_labels, 2);
+	assert_int_equal(l.head.n_labels, 2);
 	assert_string_equal(l.labels[0].value, "second");
 	assert_int_equal(l.labels[0].len, 6);
 	spanctx_keys__free(k);
@@ -688,8 +728,8 @@ static void test_spanctx_decode_label_cap(void **state)
 		testutil__rec_str(&r, (uint8_t)i, "v");
 	testutil__rec_end(&r);
 	assert_int_equal(spanctx__decode(r.b, r.len, k, &l), 0);
-	assert_int_equal(l.n_labels, SPANCTX_MAX_LABELS);
-	assert_int_equal(l.skipped, 5);
+	assert_int_equal(l.head.n_labels, SPANCTX_MAX_LABELS);
+	assert_int_equal(l.head.skipped, 5);
 	assert_string_equal(l.labels[SPANCTX_MAX_LABELS - 1].key, "k33");
 	spanctx_keys__free(k);
 }
@@ -713,8 +753,8 @@ static void test_spanctx_decode_ignores_past_max(void **state)
 	buf[26] = (sizeof(buf) - SP_CTX_HEAD) & 0xff;
 	buf[27] = (uint8_t)((sizeof(buf) - SP_CTX_HEAD) >> 8);
 	assert_int_equal(spanctx__decode(buf, sizeof(buf), NULL, &l), 0);
-	assert_true(l.truncated);
-	assert_int_equal(l.skipped, 1);
+	assert_true(l.head.truncated);
+	assert_int_equal(l.head.skipped, 1);
 	/* Attributes start at 28, 128, ..., 528; the one at 628 crosses 640. */
 	assert_int_equal(l.span_name[0], 'a' + 5);
 }
@@ -744,12 +784,15 @@ static void test_spanctx_decode_garbage(void **state)
 		buf[24] = (uint8_t)(iter & 1 ? 1 : buf[24]);
 		len = (x >> 8) % (sizeof(buf) + 1);
 		if (spanctx__decode(buf, len, k, l) == 0) {
+			const char *root = l->head.local_root_span_id;
+
 			decoded++;
-			assert_true(l->n_labels <= SPANCTX_MAX_LABELS);
-			assert_true(strlen(l->span_name) < sizeof(l->span_name));
-			assert_int_equal(strlen(l->trace_id), 32);
-			assert_true(strlen(l->local_root_span_id) == 0 || strlen(l->local_root_span_id) == 16);
-			for (uint32_t i = 0; i < l->n_labels; i++) {
+			assert_true(l->head.n_labels <= SPANCTX_MAX_LABELS);
+			assert_true(!l->head.span_name_len ||
+				    l->span_name[l->head.span_name_len] == '\0');
+			assert_int_equal(strlen(l->head.trace_id), 32);
+			assert_true(strlen(root) == 0 || strlen(root) == 16);
+			for (uint32_t i = 0; i < l->head.n_labels; i++) {
 				assert_non_null(l->labels[i].key);
 				assert_int_equal(l->labels[i].value[l->labels[i].len], '\0');
 			}
@@ -865,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_spanctx_decode_labels_without_span),
 		cmocka_unit_test(test_spanctx_decode_mid_write),
 		cmocka_unit_test(test_spanctx_decode_short),
+		cmocka_unit_test(test_spanctx_decode_resets_head),
 		cmocka_unit_test(test_spanctx_decode_attrs_size_past_len),
 		cmocka_unit_test(test_spanctx_decode_attr_overrun),
 		cmocka_unit_test(test_spanctx_decode_lone_byte),

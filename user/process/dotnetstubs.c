@@ -31,9 +31,9 @@
 
 struct lib_text {
 	uint64_t dev, ino, len;
-	uint8_t *text;		/* NULL: over the budget or unreadable (not asked again), or
-				 * released while idle (read again) */
-	int released;
+	uint8_t *text;		/* NULL: not read yet or released while idle (unread), or over
+				 * the budget or unreadable (not asked again) */
+	int unread;		/* read from the next process that asks (lib_of) */
 	uint64_t used_ns;	/* the last address matched against it */
 	uint64_t hot_lo, hot_hi;	/* the part copies were found in, widened by HOT_SPAN */
 	uint32_t refs;
@@ -96,7 +96,7 @@ static const struct vma *lib_vma(const struct proc *p)
  * the budget has room. */
 static void lib_read(struct lib_text *l, const struct proc *p, const struct vma *v)
 {
-	l->released = 0;
+	l->unread = 0;
 	if (!symbudget__take(SB_ELF, l->len))
 		return;
 	l->text = malloc(l->len);
@@ -107,40 +107,48 @@ static void lib_read(struct lib_text *l, const struct proc *p, const struct vma 
 	}
 }
 
-/* The code segment of p's libcoreclr.so, shared. */
-static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
+/* Whether v maps the file l holds the code of. */
+static int lib_is(const struct lib_text *l, const struct vma *v)
 {
-	const struct vma *v;
+	return l->dev == v->dev && l->ino == v->ino && l->len == v->end - v->start;
+}
+
+/* The shared entry of the file v maps, a new one (unread) when there is none; one more ref. */
+static struct lib_text *lib_get(const struct vma *v)
+{
 	struct lib_text *l;
 
-	if (s->lib_tried) {
-		l = s->lib;
-		if (l && !l->text && l->released && (v = lib_vma(p)) && v->dev == l->dev &&
-		    v->ino == l->ino && v->end - v->start == l->len)
-			lib_read(l, p, v);	/* released while idle: back, from this process */
-		return l && l->text ? l : NULL;
-	}
-	s->lib_tried = 1;
-	v = lib_vma(p);
-	if (!v || v->end - v->start > DNSTUBS_LIB_MAX)
-		return NULL;
-	s->lib_start = v->start;
-	for (l = libs; l; l = l->next)
-		if (l->dev == v->dev && l->ino == v->ino && l->len == v->end - v->start)
-			break;
+	for (l = libs; l && !lib_is(l, v); l = l->next)
+		;
 	if (!l) {
 		if (!(l = calloc(1, sizeof(*l))))
 			return NULL;
 		*l = (struct lib_text){ .dev = v->dev, .ino = v->ino, .len = v->end - v->start,
-					.next = libs };
+					.unread = 1, .next = libs };
 		libs = l;
-		lib_read(l, p, v);
-	} else if (!l->text && l->released) {
-		lib_read(l, p, v);
 	}
 	l->refs++;
-	s->lib = l;
-	return l->text ? l : NULL;
+	return l;
+}
+
+/* The code segment of p's libcoreclr.so, shared: its entry found at the first call, its code
+ * read when unread (the first time, or after an idle release) from the process that asks, as
+ * long as that process still maps the same file. */
+static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
+{
+	const struct vma *v = NULL;
+	struct lib_text *l;
+
+	if (!s->lib_tried) {
+		s->lib_tried = 1;
+		v = lib_vma(p);
+		if (v && v->end - v->start <= DNSTUBS_LIB_MAX && (s->lib = lib_get(v)))
+			s->lib_start = v->start;
+	}
+	l = s->lib;
+	if (l && l->unread && (v || (v = lib_vma(p))) && lib_is(l, v))
+		lib_read(l, p, v);
+	return l && l->text ? l : NULL;
 }
 
 void dnstubs__release_idle(uint64_t now, uint64_t idle_ns)
@@ -149,7 +157,7 @@ void dnstubs__release_idle(uint64_t now, uint64_t idle_ns)
 		if (l->text && now > l->used_ns + idle_ns) {
 			free(l->text);
 			l->text = NULL;
-			l->released = 1;
+			l->unread = 1;
 			symbudget__give(SB_ELF, l->len);
 		}
 }

@@ -18,7 +18,6 @@
 struct hook_state {
 	struct spanctx_table tbl;
 	struct spanctx_keys *keys;
-	struct spanctx_labels dec;	/* decode scratch: labels point into it */
 	int registered;
 	struct sp_ctx_proc cp;	/* as registered */
 	uint64_t evicted;	/* the sampler's LRU map dropped it: registered again */
@@ -27,6 +26,11 @@ struct hook_state {
 	uint64_t bad_labels;	/* user labels dropped: empty, reserved or malformed names */
 	char desc[160];
 };
+
+/* The one decode buffer (8.8 KB: too much to keep per hooked process). Records are decoded on
+ * the engine's thread only, one sample at a time, and the labels pointing into it are used
+ * before the next (hookproc.h). */
+static struct spanctx_labels dec;
 
 /* A .NET process may load the hook at any time; any process that maps a table is looked at. */
 static int detect(const struct proc *p)
@@ -159,15 +163,15 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 		     struct pf_label *out, size_t max)
 {
 	struct hook_state *h = runtime__state(p, RT_SPANCTX);
-	struct spanctx_labels *d;
+	struct spanctx_labels *d = &dec;
+	const struct spanctx_labels_head *dh = &d->head;
 	size_t n = 0;
 	int err;
 
 	if (!h)
 		return -ENOENT;
-	d = &h->dec;
 	err = spanctx__decode(rec, len, h->keys, d);
-	if (!err && d->unknown_keys && !p->gone) {
+	if (!err && dh->unknown_keys && !p->gone) {
 		/* A key published after we last looked: read the key table again. */
 		spanctx_keys__load(h->keys, p->dir_fd, &h->tbl);
 		err = spanctx__decode(rec, len, h->keys, d);
@@ -181,23 +185,23 @@ int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyrosco
 	} while (0)
 #define ADD(k, v)    ADD_AS(k, v, 0)
 #define ADD_ID(k, v) ADD_AS(k, v, 1)	/* new for every span: dropped first past the cap */
-	if (!d->has_span) {
+	if (!dh->has_span) {
 		/* user labels only (a label scope outside any span) */
 	} else if (pyroscope) {
 		/* Pyroscope links a trace to its profile through the local root span id. */
-		ADD_ID("span_id", d->local_root_span_id[0] ? d->local_root_span_id : d->span_id);
+		ADD_ID("span_id", dh->local_root_span_id[0] ? dh->local_root_span_id : dh->span_id);
 	} else {
-		ADD_ID("trace_id", d->trace_id);
-		ADD_ID("span_id", d->span_id);
-		if (d->local_root_span_id[0])
-			ADD_ID("local_root_span_id", d->local_root_span_id);
+		ADD_ID("trace_id", dh->trace_id);
+		ADD_ID("span_id", dh->span_id);
+		if (dh->local_root_span_id[0])
+			ADD_ID("local_root_span_id", dh->local_root_span_id);
 	}
 	/* pprof strings are UTF-8: what is not (and control characters) becomes '?', in place. */
-	if (d->has_span && d->span_name[0]) {
+	if (dh->has_span && dh->span_name_len && d->span_name[0]) {
 		utf8__repair(d->span_name, strlen(d->span_name), UTF8_NO_CONTROL);
 		ADD("span_name", d->span_name);
 	}
-	for (uint32_t i = 0; i < d->n_labels; i++) {
+	for (uint32_t i = 0; i < dh->n_labels; i++) {
 		const char *key = d->labels[i].key;
 
 		/* Names come from the process: never empty, never one of ours. */

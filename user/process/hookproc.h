@@ -16,18 +16,19 @@ struct pf_label;
 /* The runtime itself is spanctx_runtime (runtime.h): it finds the process's span table and
  * registers it in the BPF map ctx_procs. */
 
-/*
- * Labels for one sampled record (head + attributes, len bytes). pyroscope: span_id is the local
- * root span id (Pyroscope's span-profile convention); otherwise span_id is the active span and
- * trace_id, local_root_span_id follow. User labels keep their names. Returns the number of labels
- * written to out (their strings live until the next call for this process) or -errno.
- */
 /* Whether p's span table is registered with the sampler. */
 int hookproc__registered(const struct proc *p);
 /* A sample of p found no span table in the sampler's map although p has one registered: it was
  * evicted (the map is an LRU). Registers it again, at most once a second: 1 when it did. */
 int hookproc__evicted(struct proc *p, uint64_t now_ns);	/* now_ns: CLOCK_MONOTONIC (a sample time) */
 
+/*
+ * Labels for one sampled record (head + attributes, len bytes). pyroscope: span_id is the local
+ * root span id (Pyroscope's span-profile convention); otherwise span_id is the active span and
+ * trace_id, local_root_span_id follow. User labels keep their names. Returns the number of labels
+ * written to out or -errno. Their strings live until the next call, for any process: one decode
+ * buffer serves them all (calls come from one thread).
+ */
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);
 

@@ -123,7 +123,7 @@ int runtime__has(const struct proc *p, enum runtime_id id)
 
 void runtime__release_idle(const struct runtime_env *env, uint64_t now_ns)
 {
-	if (!env->idle_release_ns || !env->runtimes)
+	if (!env->runtimes)
 		return;
 	for (int id = 0; id < RT__MAX; id++)
 		if (env->runtimes[id] && env->runtimes[id]->release_idle)

@@ -132,7 +132,8 @@ void runtime__describe(const struct proc *p, char *buf, size_t len);
 /* Detach every runtime (leave the process as found); what they said of it stays for the report
  * and runtime__has() stays true. runtime__release frees that too (the process leaves the table). */
 void runtime__detach_all(struct proc *p);
-/* Every runtime's release_idle, once per window (env->idle_release_ns 0: nothing goes). */
+/* Every runtime's release_idle with env->idle_release_ns, once per window. Not called when that
+ * is 0 (nothing goes: engine__cut decides, for the symbolizer's tables too). */
 void runtime__release_idle(const struct runtime_env *env, uint64_t now_ns);
 void runtime__release(struct proc *p);
 

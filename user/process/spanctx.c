@@ -298,32 +298,30 @@ static void copy_value(char *dst, const uint8_t *src, uint8_t n)
 int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *keys,
 		    struct spanctx_labels *out)
 {
+	struct spanctx_labels_head *h;
 	size_t attrs, end, p;
 
 	if (!out)
 		return -EINVAL;
-	/* Field by field: the labels' 8 KB of value buffers are written as labels are found (this
-	 * runs for every sample of a hooked process). */
-	out->has_span = 0;
-	out->trace_flags = 0;
-	out->trace_id[0] = out->span_id[0] = out->local_root_span_id[0] = out->span_name[0] = '\0';
-	out->n_labels = out->unknown_keys = out->skipped = 0;
-	out->truncated = 0;
+	/* The head only: the buffers are written as values are found (this runs for every sample
+	 * of a hooked process). */
+	h = &out->head;
+	memset(h, 0, sizeof(*h));
 	if (!rec || len < SP_CTX_HEAD)
 		return -EINVAL;
 	if (len > SP_CTX_MAX)
 		len = SP_CTX_MAX;
-	hex(out->trace_id, rec, 16);
-	hex(out->span_id, rec + 16, 8);
+	hex(h->trace_id, rec, 16);
+	hex(h->span_id, rec + 16, 8);
 	for (int i = 0; i < 16; i++)
-		out->has_span |= rec[i] != 0;
+		h->has_span |= rec[i] != 0;
 	if (!rec[SP_CTX_OFF_VALID])
 		return -EAGAIN;
-	out->trace_flags = rec[SP_CTX_OFF_FLAGS];
+	h->trace_flags = rec[SP_CTX_OFF_FLAGS];
 
 	attrs = (size_t)rec[SP_CTX_OFF_ATTRS_LEN] | (size_t)rec[SP_CTX_OFF_ATTRS_LEN + 1] << 8;
 	if (attrs > len - SP_CTX_HEAD) {
-		out->truncated = 1;
+		h->truncated = 1;
 		attrs = len - SP_CTX_HEAD;
 	}
 	p = SP_CTX_HEAD;
@@ -333,14 +331,14 @@ int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *k
 		const uint8_t *v;
 
 		if (end - p < 2) {
-			out->skipped++;	/* a lone byte: half an attribute header */
+			h->skipped++;	/* a lone byte: half an attribute header */
 			break;
 		}
 		key = rec[p];
 		n = rec[p + 1];
 		p += 2;
 		if (n > end - p) {
-			out->skipped++;	/* overruns the record: nothing after it can be trusted */
+			h->skipped++;	/* overruns the record: nothing after it can be trusted */
 			break;
 		}
 		v = rec + p;
@@ -352,31 +350,32 @@ int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *k
 			for (int i = 0; ok && i < 16; i++)
 				ok = isxdigit(v[i]);
 			if (!ok) {
-				out->skipped++;
+				h->skipped++;
 				continue;
 			}
 			for (int i = 0; i < 16; i++)
-				out->local_root_span_id[i] = (char)tolower(v[i]);
-			out->local_root_span_id[16] = '\0';
+				h->local_root_span_id[i] = (char)tolower(v[i]);
+			h->local_root_span_id[16] = '\0';
 		} else if (key == SP_KEY_SPAN_NAME) {
 			copy_value(out->span_name, v, n);
+			h->span_name_len = n;
 		} else {
 			const char *name = spanctx_keys__name(keys, key);
 			struct spanctx_label *l = NULL;
 
 			if (!name) {
-				out->unknown_keys++;
+				h->unknown_keys++;
 				continue;
 			}
-			for (uint32_t i = 0; i < out->n_labels; i++)
+			for (uint32_t i = 0; i < h->n_labels; i++)
 				if (out->labels[i].key_index == key)
 					l = &out->labels[i];
 			if (!l) {
-				if (out->n_labels == SPANCTX_MAX_LABELS) {
-					out->skipped++;
+				if (h->n_labels == SPANCTX_MAX_LABELS) {
+					h->skipped++;
 					continue;
 				}
-				l = &out->labels[out->n_labels++];
+				l = &out->labels[h->n_labels++];
 			}
 			l->key = name;
 			l->key_index = key;

@@ -103,26 +103,36 @@ struct spanctx_label {
 	char value[256];
 };
 
-/* One decoded OTEP 4947 record. */
+/*
+ * One decoded OTEP 4947 record, in two parts. head is what spanctx__decode resets whole on every
+ * call (a field added to it is reset with the rest); the buffers after it are 8 KB, too much to
+ * clear for every sample, and are written before they are read: span_name when
+ * head.span_name_len is not 0, labels[0 .. head.n_labels). Nothing else of them is to be read.
+ */
 struct spanctx_labels {
-	int has_span;			/* trace id not all zero */
-	uint8_t trace_flags;
-	char trace_id[33];		/* 32 lowercase hex digits */
-	char span_id[17];
-	char local_root_span_id[17];	/* "" when absent or malformed */
-	char span_name[256];		/* "" when absent */
-	uint32_t n_labels;
+	struct spanctx_labels_head {
+		int has_span;			/* trace id not all zero */
+		uint8_t trace_flags;
+		char trace_id[33];		/* 32 lowercase hex digits */
+		char span_id[17];
+		char local_root_span_id[17];	/* "" when absent or malformed */
+		uint8_t span_name_len;		/* bytes in span_name; 0: absent */
+		uint32_t n_labels;
+		uint32_t unknown_keys;		/* attributes whose key has no name yet: reload keys,
+						 * decode again */
+		uint32_t skipped;		/* malformed, overrunning or over-cap attributes */
+		int truncated;			/* attrs_data_size claimed more than was given */
+	} head;
+	char span_name[256];			/* NUL-terminated */
 	struct spanctx_label labels[SPANCTX_MAX_LABELS];
-	uint32_t unknown_keys;		/* attributes whose key has no name yet: reload keys, decode again */
-	uint32_t skipped;		/* malformed, overrunning or over-cap attributes */
-	int truncated;			/* attrs_data_size claimed more bytes than were given */
 };
 
 /*
  * Decodes the record bytes the sampler copied (head plus attributes, len bytes; more than
  * SP_CTX_MAX are ignored). keys may be NULL (every user label is then unknown). A user key that
  * appears twice keeps its last value. Returns 0; -EINVAL when len < SP_CTX_HEAD or an argument is
- * NULL; -EAGAIN when the valid flag is clear (caught mid-write). *out is always initialised.
+ * NULL; -EAGAIN when the valid flag is clear (caught mid-write). out->head is always set (all zero
+ * on -EINVAL).
  */
 int spanctx__decode(const uint8_t *rec, size_t len, const struct spanctx_keys *keys,
 		    struct spanctx_labels *out);

@@ -509,7 +509,8 @@ struct agg_window *engine__cut(struct engine *e)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Windows cut often (agent): symbol tables nothing looked up for a while go. */
+	/* Windows cut often (agent): symbol tables and runtime data nothing looked up for a while
+	 * go. With idle_release_ns 0 (record) everything is kept: the one place that decides. */
 	if (e->env.idle_release_ns) {
 		uint64_t now = now_ns();
 
