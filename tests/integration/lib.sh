@@ -224,7 +224,12 @@ wait_record() {
 
 # ---- profiles ----------------------------------------------------------------------------------
 # The profile as JSON through the independent pprof-format decoder.
-pprof_json() { node "$TOOLS/pprof-json.js" "$1"; }
+# It installs the decoder from the lock file when no earlier test has, so any test runs alone.
+pprof_json() {
+	[ -f "$TOOLS/node_modules/pprof-format/package.json" ] ||
+		(cd "$TOOLS" && npm ci --no-audit --no-fund --silent) >&2 || fail "npm ci in $TOOLS failed"
+	node "$TOOLS/pprof-json.js" "$1"
+}
 
 # decode PROFILE: PROFILE.pb.gz decoded by pprof_json into PROFILE.json ($TMP/a.pb.gz -> $TMP/a.json).
 decode() { pprof_json "$1" > "${1%.pb.gz}.json" || fail "pprof-format could not decode $1"; }
