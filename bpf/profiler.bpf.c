@@ -64,13 +64,24 @@ static __always_inline void count(__u32 which)
 		*c += 1;
 }
 
-/* Thread id inside the task's own pid namespace: what gettid() returned to the hook. */
+/*
+ * Thread id inside the task's own pid namespace: what gettid() returned to the hook. The task is
+ * the current one (a BTF pointer): its fields are plain loads, not helper calls. Only a task in a
+ * nested pid namespace needs the helper, to index numbers[] by its level.
+ */
 static __always_inline int ns_tid(struct task_struct *task, __u32 *tid)
 {
-	struct pid *pid = BPF_CORE_READ(task, thread_pid);
-	unsigned int level = BPF_CORE_READ(pid, level);
+	struct pid *pid = task->thread_pid;
+	unsigned int level;
 
-	if (!pid || level > MAX_PID_NS_LEVEL)
+	if (!pid)
+		return -1;
+	level = pid->level;
+	if (level == 0) {
+		*tid = pid->numbers[0].nr;
+		return 0;
+	}
+	if (level > MAX_PID_NS_LEVEL)
 		return -1;
 	return bpf_core_read(tid, sizeof(*tid), &pid->numbers[level].nr);
 }
@@ -85,14 +96,14 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 {
 	struct sp_slot_head head;
 	__u32 tid, attrs, mask, h, i;
-	__u64 ticks, sz, slot = 0, ids[2];
+	__u64 ticks, room, slot = 0, ids[2];
 	bool found = false;
 
 	if (ns_tid(task, &tid)) {
 		*status = SP_CNT_TASK_ERR;
 		return 0;
 	}
-	ticks = BPF_CORE_READ(task, start_boottime) / SP_NSEC_PER_TICK;
+	ticks = task->start_boottime / SP_NSEC_PER_TICK;
 	mask = cp->slot_count - 1;
 	h = SP_SLOT_HASH(tid);
 
@@ -116,13 +127,15 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		return 0;
 	}
 
-	sz = cp->slot_size;
-	if (sz > SP_SLOT_HEAD + SP_CTX_MAX)
-		sz = SP_SLOT_HEAD + SP_CTX_MAX;
-	sz -= SP_SLOT_HEAD;
-	barrier_var(sz);	/* keep the bound checks on the register the helper gets */
-	if (sz < SP_CTX_HEAD || sz > SP_CTX_MAX ||
-	    bpf_probe_read_user(dst, sz, (void *)(slot + SP_SLOT_HEAD))) {
+	/*
+	 * The head first, then only the attribute bytes it declares (the slot may be larger). Two
+	 * reads cannot tear: only this thread writes its slot, and it is the one interrupted here.
+	 */
+	room = cp->slot_size;
+	if (room > SP_SLOT_HEAD + SP_CTX_MAX)
+		room = SP_SLOT_HEAD + SP_CTX_MAX;
+	if (room < SP_SLOT_HEAD + SP_CTX_HEAD ||
+	    bpf_probe_read_user(dst, SP_CTX_HEAD, (void *)(slot + SP_SLOT_HEAD))) {
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
@@ -131,8 +144,15 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		return 0;
 	}
 	attrs = dst[SP_CTX_OFF_ATTRS_LEN] | (__u32)dst[SP_CTX_OFF_ATTRS_LEN + 1] << 8;
-	if (attrs > sz - SP_CTX_HEAD)
-		attrs = sz - SP_CTX_HEAD;
+	room -= SP_SLOT_HEAD + SP_CTX_HEAD;
+	if (attrs > room)
+		attrs = room;
+	barrier_var(attrs);	/* keep the bound checks on the register the helper gets */
+	if (attrs > SP_CTX_MAX - SP_CTX_HEAD ||
+	    bpf_probe_read_user(dst + SP_CTX_HEAD, attrs, (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
+		*status = SP_CNT_CTX_READ_ERR;
+		return 0;
+	}
 	__builtin_memcpy(ids, dst, sizeof(ids));	/* trace id */
 	if ((ids[0] | ids[1]) == 0) {
 		/* No span; user labels set outside any span still travel (like pprof.Do). */
@@ -232,7 +252,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		count(SP_CNT_LOST_SCRATCH);
 		return 0;
 	}
-	task = (struct task_struct *)bpf_get_current_task();
+	task = bpf_get_current_task_btf();	/* its fields, and its leader's, are plain loads */
 	s->time_ns = bpf_ktime_get_ns();
 	s->tgid = tgid;
 	s->tid = tid;
@@ -242,19 +262,16 @@ int sample(struct bpf_perf_event_data *ctx)
 	s->n_kernel = 0;
 	s->ctx_len = 0;
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
-	leader = BPF_CORE_READ(task, group_leader);
-	s->proc_start_ticks = BPF_CORE_READ(leader, start_boottime) / SP_NSEC_PER_TICK;
+	leader = task->group_leader;
+	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	if (bpf_core_read_str(s->pcomm, sizeof(s->pcomm), &leader->comm) < 0) {
-		s->pcomm[0] = 0;
-		s->flags |= SP_F_TASK_ERR;
-		count(SP_CNT_TASK_ERR);
-	}
+	/* A load that faults reads as zero: an empty name, which user space fills in from /proc. */
+	__builtin_memcpy(s->pcomm, leader->comm, sizeof(s->pcomm));
 
 	/* User stack, leaf first. Kernel threads have none. */
 	off = 0;
 	user_mode = in_user_mode(ctx);
-	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
+	if (!(task->flags & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
 		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
 		if (n < 0) {
 			s->flags |= SP_F_USTACK_ERR;

@@ -7,6 +7,8 @@
 # full program also the user space's CPU per 1000 samples (record's own figure).
 #
 #   BUILD=build ROUNDS=5 DURATION=6 HZ=999 scripts/bench-sampler.sh
+# BASE=OTHER/spanprof adds the variant `base`: the full program of another build (say, the last
+# commit's), alternated with the others against the same service, for a before/after.
 # Nothing passes or fails here; the issue 11 bar (<= 5 us per sample, full program) is printed
 # as met / NOT met.
 set -euo pipefail
@@ -17,6 +19,11 @@ DURATION=${DURATION:-6}
 HZ=${HZ:-999}
 CONCURRENCY=${CONCURRENCY:-32}
 VARIANTS=${VARIANTS:-full no-ustack no-kstack no-leaf no-span no-output}
+BASE=${BASE-}
+if [ -n "$BASE" ]; then
+	[ -x "$BASE" ] || { echo "bench-sampler: BASE=$BASE is not an executable" >&2; exit 1; }
+	VARIANTS="$VARIANTS base"
+fi
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
@@ -35,7 +42,7 @@ for _ in $(seq 300); do [ -s "$TMP/ready.json" ] && break; sleep 0.1; done
 [ -s "$TMP/ready.json" ] || { cat "$TMP/service.log" >&2; echo "bench-sampler: service not ready" >&2; exit 1; }
 port=$(grep -o '"port":[0-9]*' "$TMP/ready.json" | cut -d: -f2)
 dotnet "$GEN_DLL" --url "http://127.0.0.1:$port" --concurrency "$CONCURRENCY" \
-	--duration $((ROUNDS * 7 * (DURATION + 3) + 60)) --paths /work/a,/work/b,/work/labels?tenant=acme \
+	--duration $((ROUNDS * $(echo $VARIANTS | wc -w) * (DURATION + 3) + 60)) --paths /work/a,/work/b,/work/labels?tenant=acme \
 	> /dev/null 2>&1 &
 PIDS+=($!)
 sleep 10	# JIT and tiering settle before the first run
@@ -45,9 +52,10 @@ echo "bench-sampler: machine $(nproc) CPUs, kernel $(uname -r), .NET $(dotnet --
 for r in $(seq "$ROUNDS"); do
 	order=$(echo $VARIANTS | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
 	for v in $order; do
-		var=$v
+		var=$v bin=$BUILD/spanprof
 		[ "$v" = full ] && var=
-		SPANPROF_BPF_VARIANT=$var "$BUILD/spanprof" record -p "$svc" -F "$HZ" -d "$DURATION" --bpf-stats \
+		[ "$v" = base ] && var= bin=$BASE
+		SPANPROF_BPF_VARIANT=$var "$bin" record -p "$svc" -F "$HZ" -d "$DURATION" --bpf-stats \
 			-o "$TMP/p.pb.gz" > "$TMP/out.txt" 2>&1 || { cat "$TMP/out.txt" >&2; exit 1; }
 		us=$(sed -n 's/.*sampler cost: \([0-9.]*\) us of BPF run time per sample taken.*/\1/p' "$TMP/out.txt")
 		[ -n "$us" ] || { cat "$TMP/out.txt" >&2; echo "bench-sampler: no sampler cost printed" >&2; exit 1; }
