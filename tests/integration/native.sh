@@ -40,3 +40,28 @@ grep -Eq '^hotchain;(.*;)?main;outer;inner_hot [0-9]+$' "$TMP/native.folded" ||
 record native.svg -p "$pid" -d 1
 grep -q '<svg' "$TMP/native.svg" && grep -q 'inner_hot' "$TMP/native.svg" || fail "svg lacks inner_hot"
 pass "folded and svg outputs"
+
+# SIGUSR1 pauses sampling and SIGUSR2 resumes it (scripts/bench-slices.py switches record so):
+# the paused time has no samples, and both switches are said on stderr with their time.
+catches_usr1() {
+	local m
+	m=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
+	[ -n "$m" ] && (((16#$m & 512) != 0))	# bit 9: SIGUSR1
+}
+"$SPANPROF" record -p "$pid" -F 999 -d 4 -o "$TMP/pause.pb.gz" > "$TMP/pause.txt" 2> "$TMP/pause.err" &
+rec=$!
+register "$rec"
+poll 10 catches_usr1 "$rec" || fail "record does not catch SIGUSR1"
+sleep 0.5
+kill -USR1 "$rec"
+sleep 1.5
+kill -USR2 "$rec"
+wait "$rec" || { cat "$TMP/pause.txt" "$TMP/pause.err"; fail "record with a pause: exit code $?"; }
+paused=$(awk '/sampling paused at/ { p = $5 } /sampling resumed at/ { r = $5 } END { if (p && r) print r - p }' "$TMP/pause.err")
+[ -n "$paused" ] && ge "$paused" 1.2 || { cat "$TMP/pause.err"; fail "no pause of >= 1.2 s said on stderr"; }
+taken=$(sed -n 's/.* \([0-9]*\) samples taken.*/\1/p' "$TMP/pause.txt")
+# One busy thread: at most 999 samples a second while sampling, and the run is 4 s.
+max=$(awk -v p="$paused" 'BEGIN { printf "%d", 999 * (4 - p) * 1.05 }')
+[ -n "$taken" ] && [ "$taken" -le "$max" ] && [ "$taken" -ge 300 ] ||
+	{ cat "$TMP/pause.txt" "$TMP/pause.err"; fail "$taken samples taken with $paused s of 4 paused (want 300-$max)"; }
+pass "SIGUSR1/SIGUSR2: paused ${paused}s, $taken samples taken (at most $max)"

@@ -21,6 +21,7 @@
 static volatile sig_atomic_t stop;
 static volatile sig_atomic_t hurry;	/* a second signal: the exit skips what can wait */
 static volatile pid_t child;	/* `record -- COMMAND` */
+static volatile sig_atomic_t want_paused, is_paused;	/* SIGUSR1 pauses sampling, SIGUSR2 resumes */
 
 static void on_signal(int sig)
 {
@@ -32,6 +33,30 @@ static void on_signal(int sig)
 		hurry = 1;
 	else
 		stop = 1;
+}
+
+static void on_pause_signal(int sig)
+{
+	want_paused = sig == SIGUSR1;
+}
+
+/* Apply a pause or resume asked for by signal. Said on stderr with its CLOCK_MONOTONIC time, so a
+ * benchmark can line the switch up with its own figures. */
+static int apply_pause(struct engine *e)
+{
+	int err;
+
+	if (want_paused == is_paused)
+		return 0;
+	if ((err = engine__pause(e, want_paused))) {
+		fprintf(stderr, "spanprof: cannot %s sampling: %s\n", want_paused ? "pause" : "resume",
+			strerror(-err));
+		return 1;
+	}
+	is_paused = want_paused;
+	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
+		is_paused ? "paused" : "resumed", now_ns() / 1e9);
+	return 0;
 }
 
 static void raise_fd_limit(void)
@@ -63,6 +88,8 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 		}
 		if (deadline && (deadline - now) / 1000000 < (uint64_t)timeout)
 			timeout = (deadline - now) / 1000000 + 1;
+		if (apply_pause(e))
+			return 1;
 		if ((err = engine__poll(e, timeout))) {
 			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-err));
 			return 1;
@@ -153,6 +180,9 @@ int record__run(const struct record_opts *o)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_pause_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	ri.t_start = engine__attached_ns(e);
 	wall_start = realtime_ns();
 	ri.cpu_loop_start = report__cpu_ms();

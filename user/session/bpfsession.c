@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ struct bpfsession {
 	struct bpfsession_opts o;
 	struct profiler_bpf *skel;
 	struct bpf_link **links;
+	int *event_fds;		/* links[i]'s perf event (the link closes it) */
 	int nlinks;
 	struct bpf_link *fork_link;
 	struct ring_buffer *rb;
@@ -266,7 +268,8 @@ int bpfsession__attach(struct bpfsession *s)
 	if (ncpu <= 0)
 		return setup_error("cannot read the online CPUs from /sys/devices/system/cpu/online");
 	s->links = calloc(ncpu, sizeof(*s->links));
-	if (!s->links)
+	s->event_fds = calloc(ncpu, sizeof(*s->event_fds));
+	if (!s->links || !s->event_fds)
 		return setup_error("out of memory");
 	for (int i = 0; i < ncpu; i++) {
 		int fd = syscall(SYS_perf_event_open, &attr, -1, cpus[i], -1, PERF_FLAG_FD_CLOEXEC);
@@ -284,7 +287,7 @@ int bpfsession__attach(struct bpfsession *s)
 			close(fd);
 			return setup_error("cannot attach the sampler to CPU %d: %s", cpus[i], strerror(err));
 		}
-		s->nlinks++;
+		s->event_fds[s->nlinks++] = fd;
 	}
 	if (s->o.follow_forks && s->o.npids > 0) {
 		s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
@@ -316,6 +319,16 @@ int bpfsession__drain(struct bpfsession *s)
 	int err = ring_buffer__consume(s->rb);
 
 	return err < 0 ? err : 0;
+}
+
+int bpfsession__pause(struct bpfsession *s, int paused)
+{
+	unsigned long req = paused ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE;
+
+	for (int i = 0; i < s->nlinks; i++)
+		if (ioctl(s->event_fds[i], req, 0))
+			return -errno;
+	return 0;
 }
 
 void bpfsession__detach(struct bpfsession *s)
@@ -421,6 +434,7 @@ void bpfsession__free(struct bpfsession *s)
 	ring_buffer__free(s->rb);
 	bpfsession__detach(s);
 	free(s->links);
+	free(s->event_fds);
 	profiler_bpf__destroy(s->skel);
 	free(s);
 }

@@ -661,6 +661,11 @@ const struct bpfsession *engine__bpf(const struct engine *e)
 	return e->bpf;
 }
 
+int engine__pause(struct engine *e, int paused)
+{
+	return bpfsession__pause(e->bpf, paused);
+}
+
 uint64_t engine__attached_ns(const struct engine *e)
 {
 	return e->attached_ns;

@@ -117,6 +117,8 @@ const struct symsrv *engine__symsrv(const struct engine *e);	/* NULL: no symbol 
  * next cut). Returns how many are still pending. */
 uint64_t engine__wait_symbols(struct engine *e, uint32_t timeout_ms);
 const struct bpfsession *engine__bpf(const struct engine *e);
+/* Sampling off (paused 1) or on again, every CPU; what was sampled stays. 0 or -errno. */
+int engine__pause(struct engine *e, int paused);
 uint64_t engine__attached_ns(const struct engine *e);	/* CLOCK_MONOTONIC at attach */
 
 #endif /* SPANPROF_ENGINE_H */
