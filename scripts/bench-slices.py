@@ -16,6 +16,9 @@ slices resolve far less.
 
 What a switch leaves running is not in the figures: the hook and perf maps (chosen at start),
 spanprof's process-event programs (a sys_exit hook on every syscall), the profiler's idle poll.
+Arms: none, spanprof (record -F HZ), spanprof-floor (the same with every part of the sampler off:
+the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
+directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).
 bench-service.sh measures those, coarsely.
 
 Figures per arm, as ratios on/off (median and mean with its 95 % interval over the slice pairs):
@@ -145,9 +148,12 @@ class Arm:
     def stop(self):
         pass
 
+    spawned = []	# every profiler process, ended at exit whatever happened
+
     def spawn(self, name, argv, env=None):
         self.log = open(os.path.join(self.tmp, f"{name}.txt"), "w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        Arm.spawned.append(self.proc)
         return self.proc
 
     def logged(self):
@@ -179,11 +185,14 @@ class Spanprof(Arm):
         super().__init__(target, tmp)
         self.variant = variant
 
+    def argv(self):
+        return [os.path.join(BUILD, "spanprof"), "record", "-p", str(self.target), "-F", HZ,
+                "-o", os.path.join(self.tmp, "slices.pb.gz")]
+
     def start(self):
         env = dict(ENV, SPANPROF_BPF_VARIANT=self.variant)
-        self.spawn("record", [os.path.join(BUILD, "spanprof"), "record", "-p", str(self.target), "-F", HZ,
-                              "-o", os.path.join(self.tmp, "slices.pb.gz")], env)
-        self.wait_for(self.handles_sigusr1, "spanprof record")	# a signal before that would end it
+        self.spawn("spanprof", self.argv(), env)
+        self.wait_for(self.handles_sigusr1, "spanprof")	# a signal before that would end it
         time.sleep(3)	# attached, perf maps turned on, the first burst of reading over
         self.switch(signal.SIGUSR1, "paused")
         return self.proc.pid
@@ -199,7 +208,7 @@ class Spanprof(Arm):
         self.said = said
         n0 = self.logged().count(said)
         self.proc.send_signal(sig)
-        self.wait_for(lambda: self.logged().count(said) > n0, "spanprof record")
+        self.wait_for(lambda: self.logged().count(said) > n0, "spanprof")
 
     def on(self):
         self.switch(signal.SIGUSR2, "resumed")
@@ -209,6 +218,16 @@ class Spanprof(Arm):
 
     def stop(self):
         self.interrupt()
+
+
+class Agent(Spanprof):
+    """spanprof agent at its defaults (19 Hz, every .NET process, 15 s windows), writing its windows
+    to a directory; switched like record."""
+
+    def argv(self):
+        out = os.path.join(self.tmp, "agent-out")
+        os.makedirs(out, exist_ok=True)
+        return [os.path.join(BUILD, "spanprof"), "agent", "--output-dir", out]
 
 
 class Perf(Arm):
@@ -288,11 +307,13 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
         return Spanprof(target, tmp, "no-ustack,no-kstack,no-leaf,no-span,no-output")
+    if name == "agent":
+        return Agent(target, tmp)
     if name == "perf":
         return Perf(target, tmp)
     if name == "dotnet-trace":
         return DotnetTrace(target, tmp, prof_cg)
-    die(f"unknown arm {name} (none spanprof spanprof-floor perf dotnet-trace)")
+    die(f"unknown arm {name} (none spanprof spanprof-floor agent perf dotnet-trace)")
 
 
 def measure(arm, svc_cg, prof_cg, progress):
@@ -337,6 +358,35 @@ def summary(xs):
     mean = sum(xs) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else float("nan")
     return med, mean, t_crit(n - 1) * sd / math.sqrt(n), n
+
+
+def at_most(a, b):
+    """Whether interval a (a figure's 95 % interval) is at most interval b: met, NOT met, or not
+    resolved when they overlap."""
+    return "met" if a[1] <= b[0] else "NOT met" if a[0] > b[1] else "not resolved"
+
+
+def bars(results):
+    """Issue 11's bars at this frequency, each decided from the intervals."""
+    def over(name, k="machine-cpu"):
+        _, mean, ci, _ = summary([x[k] for x in results[name]])
+        return mean - 1 - ci, mean - 1 + ci
+
+    def pct(iv):
+        return f"[{iv[0] * 100:+.2f}, {iv[1] * 100:+.2f}] %"
+    if "spanprof" not in results:
+        return
+    sp = over("spanprof")
+    if "dotnet-trace" in results:
+        dt = over("dotnet-trace")
+        print(f"bench-slices: bar: spanprof's machine CPU overhead {pct(sp)} <= 1/10 of dotnet-trace's "
+              f"{pct(dt)}: {at_most(sp, (dt[0] / 10, dt[1] / 10))}")
+    if "perf" in results:
+        pf = over("perf")
+        print(f"bench-slices: bar: spanprof's {pct(sp)} below perf's {pct(pf)}: {at_most(sp, pf)}")
+    lo, hi = (1 + x for x in over("spanprof", "rate"))
+    print(f"bench-slices: bar: spanprof's throughput ratio [{lo:.4f}, {hi:.4f}] >= 0.99: "
+          f"{'met' if lo >= 0.99 else 'NOT met' if hi < 0.99 else 'not resolved'}")
 
 
 def start_target(tmp, prog, duration, procs):
@@ -426,11 +476,13 @@ def main():
                 med, mean, ci, n = summary([x[k] for x in results[name]])
                 print(f"bench-slices: RESULT {name:<14} {k:<12} on/off median {med:.4f} mean {mean:.4f} "
                       f"±{ci * 100:.2f} % (95 %, {n} slice pairs)")
+        bars(results)
         floor = summary([x["machine-cpu"] for x in results["none"]])[2] if "none" in results else None
         if floor is not None:
             print(f"bench-slices: resolution (the `none` arm's 95 % interval): ±{floor * 100:.2f} %; "
                   f"issue 11 asks for 0.5 %: {'met' if floor <= 0.005 else 'NOT met'}")
     finally:
+        procs = Arm.spawned + procs
         for p in procs:
             if p.poll() is None:
                 p.terminate()

@@ -52,6 +52,12 @@ bench_service() {
 	BUILD=$BUILD ./scripts/bench-service.sh
 }
 
+# ---- sampling's cost within one run: profilers switched off and on in slices (about 30 minutes) ---
+bench_slices() {
+	section "slices: spanprof, perf and dotnet-trace switched off and on (SpanLoop, on/off ratios)"
+	BUILD=$BUILD ./scripts/bench-slices.py
+}
+
 # ---- the agent at node scale: 1, 10, 25, 50 .NET services (about 30 minutes) --------------------
 bench_node() {
 	section "node: the agent with N .NET services"
@@ -66,6 +72,6 @@ bench_growth() {
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler parts hook service node growth}; do
+for b in ${BENCH:-perfmap sampler parts hook service slices node growth}; do
 	"bench_$b"
 done

@@ -1,10 +1,12 @@
 /* record.c: `spanprof record`: one window from start to stop, written to files, and a report. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "command.h"
@@ -21,7 +23,6 @@
 static volatile sig_atomic_t stop;
 static volatile sig_atomic_t hurry;	/* a second signal: the exit skips what can wait */
 static volatile pid_t child;	/* `record -- COMMAND` */
-static volatile sig_atomic_t want_paused, is_paused;	/* SIGUSR1 pauses sampling, SIGUSR2 resumes */
 
 static void on_signal(int sig)
 {
@@ -35,30 +36,6 @@ static void on_signal(int sig)
 		stop = 1;
 }
 
-static void on_pause_signal(int sig)
-{
-	want_paused = sig == SIGUSR1;
-}
-
-/* Apply a pause or resume asked for by signal. Said on stderr with its CLOCK_MONOTONIC time, so a
- * benchmark can line the switch up with its own figures. */
-static int apply_pause(struct engine *e)
-{
-	int err;
-
-	if (want_paused == is_paused)
-		return 0;
-	if ((err = engine__pause(e, want_paused))) {
-		fprintf(stderr, "spanprof: cannot %s sampling: %s\n", want_paused ? "pause" : "resume",
-			strerror(-err));
-		return 1;
-	}
-	is_paused = want_paused;
-	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
-		is_paused ? "paused" : "resumed", now_ns() / 1e9);
-	return 0;
-}
-
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -70,26 +47,65 @@ static void raise_fd_limit(void)
 	}
 }
 
+/*
+ * -p: a pidfd per given process, so that record ends when they have all exited, as perf record -p
+ * does (a pid reused meanwhile is another process: its pidfd stays readable). Returns how many
+ * were opened; a process gone already counts as exited, one whose pidfd cannot be had (no
+ * pidfd_open) keeps record running until -d or a signal, as before.
+ */
+static int watch_pids(const struct record_opts *o, int *fds)
+{
+	int n = 0;
+
+	for (int i = 0; i < o->npids; i++) {
+		int fd = syscall(SYS_pidfd_open, (pid_t)o->pids[i], 0);
+
+		if (fd < 0 && errno != ESRCH) {
+			while (n--)	/* cannot tell: never "all exited" */
+				if (fds[n] >= 0)
+					close(fds[n]);
+			return 0;
+		}
+		fds[n++] = fd;
+	}
+	return n;
+}
+
+static int all_exited(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		if (fds[i] >= 0 && poll(&p, 1, 0) == 0)
+			return 0;
+	}
+	return n > 0;
+}
+
 static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_start, int *cmd_rc)
 {
 	uint64_t deadline = o->duration > 0 ? t_start + (uint64_t)(o->duration * 1e9) : 0;
 	uint64_t next_progress = t_start + 1000000000ull;
-	int err;
+	int err, npidfds, pidfds[RECORD_MAX_PIDS];
 
+	npidfds = o->command ? 0 : watch_pids(o, pidfds);
 	while (!stop) {
 		uint64_t now = now_ns();
 		int timeout = POLL_MS;
 
 		if (deadline && now >= deadline)
 			break;
+		if (all_exited(pidfds, npidfds)) {
+			fprintf(stderr, "spanprof: %s exited: recording ends\n",
+				o->npids > 1 ? "every given process has" : "the process");
+			break;
+		}
 		if (child > 0 && (*cmd_rc = command__reap(child, 0)) >= 0) {
 			child = 0;
 			break;
 		}
 		if (deadline && (deadline - now) / 1000000 < (uint64_t)timeout)
 			timeout = (deadline - now) / 1000000 + 1;
-		if (apply_pause(e))
-			return 1;
 		if ((err = engine__poll(e, timeout))) {
 			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-err));
 			return 1;
@@ -99,6 +115,9 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 			next_progress += 1000000000ull;
 		}
 	}
+	for (int i = 0; i < npidfds; i++)
+		if (pidfds[i] >= 0)
+			close(pidfds[i]);
 	return 0;
 }
 
@@ -180,9 +199,7 @@ int record__run(const struct record_opts *o)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_pause_signal;
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGUSR2, &sa, NULL);
+	engine__catch_pause_signals(e);
 	ri.t_start = engine__attached_ns(e);
 	wall_start = realtime_ns();
 	ri.cpu_loop_start = report__cpu_ms();

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,12 +464,51 @@ int engine__attach(struct engine *e)
 	return 0;
 }
 
+/* SIGUSR1 pauses sampling, SIGUSR2 resumes it (engine__catch_pause_signals). One engine per
+ * process, so the request is process-wide. */
+static volatile sig_atomic_t want_paused, is_paused;
+
+static void on_pause_signal(int sig)
+{
+	want_paused = sig == SIGUSR1;
+}
+
+void engine__catch_pause_signals(struct engine *e)
+{
+	struct sigaction sa = { .sa_handler = on_pause_signal };
+
+	(void)e;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+}
+
+/* A pause or resume asked for by signal, said on stderr with its CLOCK_MONOTONIC time so that a
+ * benchmark can line the switch up with its own figures. */
+static int apply_pause(struct engine *e)
+{
+	int err;
+
+	if (want_paused == is_paused)
+		return 0;
+	if ((err = engine__pause(e, want_paused))) {
+		fprintf(stderr, "spanprof: cannot %s sampling: %s\n", want_paused ? "pause" : "resume",
+			strerror(-err));
+		return err;
+	}
+	is_paused = want_paused;
+	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
+		is_paused ? "paused" : "resumed", now_ns() / 1e9);
+	return 0;
+}
+
 int engine__poll(struct engine *e, int timeout_ms)
 {
 	struct pollfd fds[2] = { { .fd = bpfsession__epoll_fd(e->bpf), .events = POLLIN },
 				 { .fd = e->pe ? procevents__fd(e->pe) : -1, .events = POLLIN } };
 	int err;
 
+	if ((err = apply_pause(e)))
+		return err;
 	if (!e->pe)
 		err = bpfsession__poll(e->bpf, timeout_ms);
 	else {
