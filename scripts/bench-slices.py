@@ -28,7 +28,8 @@ Figures per arm, as ratios on/off (median and mean with its 95 % interval over t
                program's run time included, since it runs in the sampled task's interrupt)
   machine-cpu  the process's plus the profiler's CPU (its own cgroup) per unit
 
-  BUILD=build ARMS="none spanprof perf" ROUNDS=3 PAIRS=20 SLICE=1 HZ=99 scripts/bench-slices.py
+  BUILD=build ARMS="none spanprof agent perf dotnet-trace" ROUNDS=4 PAIRS=20 SLICE=2 HZ=99 \
+      scripts/bench-slices.py          (the defaults; about 35 minutes)
 Nothing passes or fails on a figure; a run that cannot be made exits 1.
 """
 import math
@@ -44,10 +45,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = os.environ
 BUILD = os.path.join(ROOT, ENV.get("BUILD", "build"))
-ARMS = ENV.get("ARMS", "none spanprof perf").split()
-ROUNDS = int(ENV.get("ROUNDS", "3"))
+ARMS = ENV.get("ARMS", "none spanprof agent perf dotnet-trace").split()
+ROUNDS = int(ENV.get("ROUNDS", "4"))
 PAIRS = int(ENV.get("PAIRS", "20"))
-SLICE = float(ENV.get("SLICE", "1"))
+SLICE = float(ENV.get("SLICE", "2"))
 GUARD = float(ENV.get("GUARD", "0.1"))	# seconds after a switch left out of the slice
 HZ = ENV.get("HZ", "99")
 TARGET = ENV.get("TARGET", "loop")	# loop: SpanLoop; service: SpanService under LoadGen
@@ -273,7 +274,7 @@ class DotnetTrace(Arm):
 
     slice = float(ENV.get("DT_SLICE", "8"))
     guard = float(ENV.get("DT_GUARD", "3"))
-    pairs = int(ENV.get("DT_PAIRS", "4"))
+    pairs = int(ENV.get("DT_PAIRS", "3"))
     tool = os.path.join(BUILD, "tools/dotnet-trace/dotnet-trace")
 
     def __init__(self, target, tmp, prof_cg):

@@ -52,7 +52,7 @@ bench_service() {
 	BUILD=$BUILD ./scripts/bench-service.sh
 }
 
-# ---- sampling's cost within one run: profilers switched off and on in slices (about 30 minutes) ---
+# ---- sampling's cost within one run: profilers switched off and on in slices (about 35 minutes) ---
 bench_slices() {
 	section "slices: spanprof, perf and dotnet-trace switched off and on (SpanLoop, on/off ratios)"
 	BUILD=$BUILD ./scripts/bench-slices.py
