@@ -561,7 +561,7 @@ int agent__run(const struct agent_opts *o)
 		goto out;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	engine__catch_pause_signals(a.e);
+	engine__catch_pause_signals();
 	signal(SIGPIPE, SIG_IGN);
 	{
 		struct engine_counters c;

@@ -199,7 +199,7 @@ int record__run(const struct record_opts *o)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	engine__catch_pause_signals(e);
+	engine__catch_pause_signals();
 	ri.t_start = engine__attached_ns(e);
 	wall_start = realtime_ns();
 	ri.cpu_loop_start = report__cpu_ms();

@@ -473,11 +473,10 @@ static void on_pause_signal(int sig)
 	want_paused = sig == SIGUSR1;
 }
 
-void engine__catch_pause_signals(struct engine *e)
+void engine__catch_pause_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_pause_signal };
 
-	(void)e;
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 }

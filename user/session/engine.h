@@ -120,8 +120,8 @@ const struct bpfsession *engine__bpf(const struct engine *e);
 /* Sampling off (paused 1) or on again, every CPU; what was sampled stays. 0 or -errno. */
 int engine__pause(struct engine *e, int paused);
 /* From now on SIGUSR1 pauses sampling and SIGUSR2 resumes it, at the next engine__poll, which says
- * so on stderr with the CLOCK_MONOTONIC time. */
-void engine__catch_pause_signals(struct engine *e);
+ * so on stderr with the CLOCK_MONOTONIC time. Process-wide: there is one engine per process. */
+void engine__catch_pause_signals(void);
 uint64_t engine__attached_ns(const struct engine *e);	/* CLOCK_MONOTONIC at attach */
 
 #endif /* SPANPROF_ENGINE_H */
