@@ -64,6 +64,8 @@ taken=$(sed -n 's/.* \([0-9]*\) samples taken.*/\1/p' "$TMP/pause.txt")
 max=$(awk -v p="$paused" 'BEGIN { printf "%d", 999 * (4 - p) * 1.05 }')
 [ -n "$taken" ] && [ "$taken" -le "$max" ] && [ "$taken" -ge 300 ] ||
 	{ cat "$TMP/pause.txt" "$TMP/pause.err"; fail "$taken samples taken with $paused s of 4 paused (want 300-$max)"; }
+grep -Eq '^spanprof: [0-9.]+s at 999 Hz \(1\.[0-9]+s of it paused\), ' "$TMP/pause.txt" ||
+	{ head -1 "$TMP/pause.txt"; fail "the summary does not say how long sampling was paused"; }
 pass "SIGUSR1/SIGUSR2: paused ${paused}s, $taken samples taken (at most $max)"
 
 # record -p ends when the process exits, as perf record -p does, and writes what it sampled.

@@ -248,9 +248,11 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 	lost = c[SP_CNT_LOST_RINGBUF] + c[SP_CNT_LOST_SCRATCH] + cnt.malformed + cnt.dropped_nomem +
 	       cnt.refused + cnt.left_out;
 	symbolizer__stats(engine__symbolizer(e), &st);
-	fprintf(f, "spanprof: %.2fs at %u Hz, %" PRIu64 " samples taken, %" PRIu64 " in profile, %"
-		PRIu64 " lost\n", (ri->t_end - ri->t_start) / 1e9, ri->freq, c[SP_CNT_SAMPLES],
-		profile__total(prof), lost);
+	fprintf(f, "spanprof: %.2fs at %u Hz", (ri->t_end - ri->t_start) / 1e9, ri->freq);
+	if (cnt.paused_ns)	/* SIGUSR1: the pauses are in the duration, not in the samples */
+		fprintf(f, " (%.2fs of it paused)", cnt.paused_ns / 1e9);
+	fprintf(f, ", %" PRIu64 " samples taken, %" PRIu64 " in profile, %" PRIu64 " lost\n",
+		c[SP_CNT_SAMPLES], profile__total(prof), lost);
 	fprintf(f, "  lost: ring buffer full %" PRIu64 ", scratch %" PRIu64 ", malformed %" PRIu64
 		", out of memory %" PRIu64 ", unencodable labels %" PRIu64 ", left out %" PRIu64 "\n",
 		c[SP_CNT_LOST_RINGBUF], c[SP_CNT_LOST_SCRATCH], cnt.malformed, cnt.dropped_nomem,

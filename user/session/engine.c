@@ -467,6 +467,7 @@ int engine__attach(struct engine *e)
 /* SIGUSR1 pauses sampling, SIGUSR2 resumes it (engine__catch_pause_signals). One engine per
  * process, so the request is process-wide. */
 static volatile sig_atomic_t want_paused, is_paused;
+static uint64_t paused_since, paused_total;	/* CLOCK_MONOTONIC ns */
 
 static void on_pause_signal(int sig)
 {
@@ -485,6 +486,7 @@ void engine__catch_pause_signals(void)
  * benchmark can line the switch up with its own figures. */
 static int apply_pause(struct engine *e)
 {
+	uint64_t now;
 	int err;
 
 	if (want_paused == is_paused)
@@ -495,8 +497,13 @@ static int apply_pause(struct engine *e)
 		return err;
 	}
 	is_paused = want_paused;
+	now = now_ns();
+	if (is_paused)
+		paused_since = now;
+	else
+		paused_total += now - paused_since;
 	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
-		is_paused ? "paused" : "resumed", now_ns() / 1e9);
+		is_paused ? "paused" : "resumed", now / 1e9);
 	return 0;
 }
 
@@ -672,6 +679,7 @@ void engine__counters(struct engine *e, struct engine_counters *out)
 	if (e->pe)
 		procevents__counters(e->pe, e->c.ev);
 	e->c.ev_unavailable = e->pe ? 0 : e->pe_err ? e->pe_err : EINVAL;
+	e->c.paused_ns = paused_total + (is_paused ? now_ns() - paused_since : 0);
 	*out = e->c;
 }
 

@@ -74,6 +74,7 @@ struct engine_counters {
 	uint64_t polls_past_deadline;	/* loop turns cut short by the deadline */
 	uint64_t remote_refused;	/* process-supplied files on remote / FUSE file systems refused */
 	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
+	uint64_t paused_ns;	/* time sampling was paused (SIGUSR1), up to now */
 };
 
 struct engine;
