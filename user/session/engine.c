@@ -483,18 +483,20 @@ void engine__catch_pause_signals(void)
 }
 
 /* A pause or resume asked for by signal, said on stderr with its CLOCK_MONOTONIC time so that a
- * benchmark can line the switch up with its own figures. */
-static int apply_pause(struct engine *e)
+ * benchmark can line the switch up with its own figures. One that fails is said and dropped:
+ * sampling goes on as it was. */
+static void apply_pause(struct engine *e)
 {
 	uint64_t now;
 	int err;
 
 	if (want_paused == is_paused)
-		return 0;
-	if ((err = engine__pause(e, want_paused))) {
+		return;
+	if ((err = bpfsession__pause(e->bpf, want_paused))) {
 		fprintf(stderr, "spanprof: cannot %s sampling: %s\n", want_paused ? "pause" : "resume",
 			strerror(-err));
-		return err;
+		want_paused = is_paused;
+		return;
 	}
 	is_paused = want_paused;
 	now = now_ns();
@@ -504,7 +506,6 @@ static int apply_pause(struct engine *e)
 		paused_total += now - paused_since;
 	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
 		is_paused ? "paused" : "resumed", now / 1e9);
-	return 0;
 }
 
 int engine__poll(struct engine *e, int timeout_ms)
@@ -513,8 +514,7 @@ int engine__poll(struct engine *e, int timeout_ms)
 				 { .fd = e->pe ? procevents__fd(e->pe) : -1, .events = POLLIN } };
 	int err;
 
-	if ((err = apply_pause(e)))
-		return err;
+	apply_pause(e);
 	if (!e->pe)
 		err = bpfsession__poll(e->bpf, timeout_ms);
 	else {
@@ -706,11 +706,6 @@ uint64_t engine__wait_symbols(struct engine *e, uint32_t timeout_ms)
 const struct bpfsession *engine__bpf(const struct engine *e)
 {
 	return e->bpf;
-}
-
-int engine__pause(struct engine *e, int paused)
-{
-	return bpfsession__pause(e->bpf, paused);
 }
 
 uint64_t engine__attached_ns(const struct engine *e)

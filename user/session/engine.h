@@ -118,8 +118,6 @@ const struct symsrv *engine__symsrv(const struct engine *e);	/* NULL: no symbol 
  * next cut). Returns how many are still pending. */
 uint64_t engine__wait_symbols(struct engine *e, uint32_t timeout_ms);
 const struct bpfsession *engine__bpf(const struct engine *e);
-/* Sampling off (paused 1) or on again, every CPU; what was sampled stays. 0 or -errno. */
-int engine__pause(struct engine *e, int paused);
 /* From now on SIGUSR1 pauses sampling and SIGUSR2 resumes it, at the next engine__poll, which says
  * so on stderr with the CLOCK_MONOTONIC time. Process-wide: there is one engine per process. */
 void engine__catch_pause_signals(void);
