@@ -314,7 +314,7 @@ def make_arm(name, target, tmp, prof_cg):
         return Perf(target, tmp)
     if name == "dotnet-trace":
         return DotnetTrace(target, tmp, prof_cg)
-    die(f"unknown arm {name} (none spanprof spanprof-floor agent perf dotnet-trace)")
+    raise ValueError(name)	# main() checked ARMS
 
 
 def measure(arm, svc_cg, prof_cg, progress):
@@ -423,6 +423,10 @@ def start_target(tmp, prog, duration, procs):
 def main():
     if TARGET not in ("loop", "service"):
         die(f"TARGET={TARGET}: loop or service")
+    known = ("none", "spanprof", "spanprof-floor", "agent", "perf", "dotnet-trace")
+    for name in ARMS:	# before anything starts, not after the warm-up
+        if name not in known:
+            die(f"unknown arm {name} ({' '.join(known)})")
     for f in ("hook/SpanProf.Hook.dll", "apps/SpanLoop/SpanLoop.dll", "apps/SpanService/SpanService.dll",
               "apps/LoadGen/LoadGen.dll", "spanprof"):
         if not os.path.exists(os.path.join(BUILD, f)):
