@@ -79,8 +79,13 @@ pass "no-enable-perfmap: named ReadyToRun leaves $(field "$d" leaf_frac), frames
 stop "$pid"
 
 # 4. The copies named right: perf maps on from the start, but only the runtime sees its perf map
-#    (moved away before spanprof starts; it keeps writing to it). Every frame spanprof names as
-#    a copy of libcoreclr.so code must lie in a range the runtime itself calls a stub.
+#    (moved away before spanprof starts; it keeps writing to it). A frame spanprof names as a copy
+#    of libcoreclr.so code must not lie in code the runtime names as anything but a stub (a JIT
+#    method misnamed), and some must lie in the runtime's own stub ranges. Runtime 10.0.12 does
+#    not log every page of its interleaved thunk heaps: after a logged 64 KiB
+#    "ReportStubBlock<MethodCallThunk>" the next executable pages of the same memfd mapping can
+#    stay unlogged for the process's life, and samples that land there are copies too (checked
+#    by hand: the same template code). Those are counted, and allowed, as unlogged.
 start_app --ready '^pid' "$TMP/d.out" env DOTNET_PerfMapEnabled=3 "$APP" 14; pid=$APP_PID
 sleep 1
 mv "/tmp/perf-$pid.map" "$TMP/hidden-$pid.map"
@@ -88,15 +93,20 @@ record d.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap
 "$GO" tool pprof -raw "$TMP/d.pb.gz" 2> /dev/null | awk '/\[copy\]/ { print $2 }' > "$TMP/d.copies"
 r=$(node -e '
 const fs = require("fs");
-const stubs = fs.readFileSync(process.argv[1], "utf8").split("\n").filter((l) => / stub/.test(l))
-  .map((l) => { const [a, n] = l.split(" "); const s = BigInt(a.startsWith("0x") ? a : "0x" + a); return [s, s + BigInt("0x" + n)]; });
+const ranges = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => {
+  const [a, n, ...name] = l.split(" "); const s = BigInt(a.startsWith("0x") ? a : "0x" + a);
+  return { s, e: s + BigInt("0x" + n), stub: name[0] === "stub" };
+});
 const copies = fs.readFileSync(process.argv[2], "utf8").split("\n").filter(Boolean).map((x) => BigInt(x));
-const outside = copies.filter((a) => !stubs.some(([s, e]) => a >= s && a < e));
-console.log(JSON.stringify({ copies: copies.length, outside: outside.map((a) => "0x" + a.toString(16)) }));
+const hex = (a) => "0x" + a.toString(16), at = (a) => ranges.filter((r) => a >= r.s && a < r.e);
+const in_stub = copies.filter((a) => at(a).some((r) => r.stub));
+const in_method = copies.filter((a) => !at(a).some((r) => r.stub) && at(a).length);
+const unlogged = copies.filter((a) => !at(a).length);
+console.log(JSON.stringify({ copies: copies.length, in_stub: in_stub.length, unlogged: unlogged.map(hex), in_method: in_method.map(hex) }));
 ' "$TMP/hidden-$pid.map" "$TMP/d.copies")
-note "copies checked against the runtime's stub ranges: $r"
-[ "$(field "$r" copies)" -ge 1 ] || { grep -a "pid $pid" "$TMP/d.txt"; fail "no frame named as a copy of libcoreclr.so code"; }
-[ "$(field "$r" outside.length)" = 0 ] || fail "frames named as copies outside every stub range of the runtime: $r"
-pass "every frame named as a copy ($(field "$r" copies) addresses) is in a stub range of the runtime's own perf map"
+note "copies checked against the runtime's own perf map: $r"
+[ "$(field "$r" in_stub)" -ge 1 ] || { grep -a "pid $pid" "$TMP/d.txt"; fail "no frame named as a copy of libcoreclr.so code in a stub range of the runtime: $r"; }
+[ "$(field "$r" in_method.length)" = 0 ] || fail "frames named as copies inside code the runtime names as a method: $r"
+pass "no frame named as a copy ($(field "$r" copies) addresses) is in code the runtime names as a method; $(field "$r" in_stub) in its stub ranges"
 stop "$pid"
 rm -f "$TMP/hidden-$pid.map"

@@ -616,6 +616,49 @@ static void test_symbolize_frame_gives_mapping(void **state)
 	assert_int_equal(symbolizer__frame(fx.sym, p, SYM_KERNEL_FRAME | 9999, &f), -ENOENT);
 }
 
+/* A return address in mapped memory that holds no code ends the stack: the frame-pointer walk
+ * followed a data rbp there (a frameless glibc caller). Not so for a leaf, for code, or for an
+ * address in no mapping at all (maybe mapped since the maps were read). */
+static void test_symbolize_return_address_in_data_ends_chain(void **state)
+{
+	struct symbolizer_stats st;
+	struct proc *p;
+	int64_t id;
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	id = symbolizer__user(fx.sym, p, HEAP_START + 0x41, 0, 1);
+	assert_true(symbolizer__ends_chain(fx.sym, p, id));
+	assert_string_equal(name_of(p, id), "[callers lost: frame chain left code]");
+	id = symbolizer__user(fx.sym, p, HEAP_START + 0x80, 1, 1);	/* a leaf there: as it was */
+	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_string_equal(name_of(p, id), "[unknown]");
+	id = symbolizer__user(fx.sym, p, lib_addr(LIB_START, "fx_lib_add", 1), 0, 1);
+	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	id = symbolizer__user(fx.sym, p, JIT_START + 0x1011, 0, 1);	/* anonymous, executable */
+	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	id = symbolizer__user(fx.sym, p, 0x2001, 0, 1);
+	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_false(symbolizer__ends_chain(fx.sym, p, -1));
+	assert_false(symbolizer__ends_chain(fx.sym, p, 9999));
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.off_code, 1);
+}
+
+/* ... judged only by maps read after the sample: older ones may show as data what was mapped
+ * as code since (and they are not read again more often than maps_refresh_ns allows). */
+static void test_symbolize_data_in_older_maps_does_not_end_chain(void **state)
+{
+	struct proc *p;
+	int64_t id;
+
+	fx_open(kallsyms, 0, UINT64_MAX);
+	p = get(1001);
+	id = symbolizer__user(fx.sym, p, HEAP_START + 0x41, 0, p->maps_read_ns + 1);
+	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_string_equal(name_of(p, id), "[unknown]");
+}
+
 /* ---- kernel ---------------------------------------------------------------------------------- */
 
 static void test_symbolize_kernel_frames(void **state)
@@ -932,6 +975,8 @@ int main(void)
 		T(test_symbolize_new_mapping_found_after_maps_change),
 		T(test_symbolize_maps_not_reread_too_soon),
 		T(test_symbolize_frame_gives_mapping),
+		T(test_symbolize_return_address_in_data_ends_chain),
+		T(test_symbolize_data_in_older_maps_does_not_end_chain),
 		T(test_symbolize_kernel_frames),
 		T(test_symbolize_kernel_hidden),
 		T(test_symbolize_runtime_frame_named_at_finish),

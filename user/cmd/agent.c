@@ -377,6 +377,8 @@ static void publish_metrics(struct agent *a)
 	  ((const char *[]){ "kept_as", "stack_without_span_ids", NULL }), c.span_ids_dropped);
 	C("samples_capped_total", NULL, ((const char *[]){ "kept_as", "truncated", NULL }),
 	  c.stacks_truncated);
+	C("samples_chain_cut_total", "Samples whose user stack walk left code (a frameless caller "
+	  "used the frame pointer for data): kept up to there, callers lost.", NULL, c.chains_cut);
 	C("span_undecodable_total", "Span records that could not be decoded.", NULL,
 	  c.ctx_undecodable);
 	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "

@@ -272,7 +272,8 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		fprintf(f, "  not profiled: %" PRIu64 " samples of processes that are not targets\n",
 			cnt.not_target);
 	fprintf(f, "  kept with errors: user stack %" PRIu64 ", kernel stack %" PRIu64 ", task %" PRIu64
-		"\n", c[SP_CNT_USTACK_ERR], c[SP_CNT_KSTACK_ERR], c[SP_CNT_TASK_ERR]);
+		", frame chain left code (callers lost) %" PRIu64 "\n", c[SP_CNT_USTACK_ERR],
+		c[SP_CNT_KSTACK_ERR], c[SP_CNT_TASK_ERR], cnt.chains_cut);
 	fprintf(f, "  span context: with span %" PRIu64 ", no span %" PRIu64 ", invalid (mid-write) %"
 		PRIu64 ", thread without record %" PRIu64 ", unreadable %" PRIu64
 		", undecodable %" PRIu64 ", process not hooked %" PRIu64 "\n",

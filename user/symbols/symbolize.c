@@ -93,7 +93,7 @@ struct frame {
 	uint8_t pending;	/* runtime code: named (again) in finish */
 	uint8_t kind;		/* NK_* of a native frame */
 	uint8_t unnamed;	/* counted as .NET unnamed, for this reason (enum rt_unnamed) */
-	uint8_t pad[1];
+	uint8_t off_code;	/* a return address in memory that holds no code (symbolizer__ends_chain) */
 	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
@@ -635,7 +635,7 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 }
 
 static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
-			  uint64_t addr, uint64_t time_ns);
+			  uint64_t addr, int leaf, uint64_t time_ns);
 
 int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, int leaf,
 			 uint64_t time_ns)
@@ -653,15 +653,30 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	c = &ps->fcache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - FCACHE_BITS)];
 	if (c->addr == addr + 1)
 		return c->id;
-	id = user_frame(sym, p, ps, addr, time_ns);
+	id = user_frame(sym, p, ps, addr, leaf, time_ns);
 	if (id >= 0)
 		*c = (struct fcache){ addr + 1, id };
 	return id;
 }
 
+int symbolizer__ends_chain(const struct symbolizer *sym, const struct proc *p, int64_t id)
+{
+	const struct proc_syms *ps = p->syms;
+
+	(void)sym;
+	return ps && id >= 0 && id < SYM_KERNEL_FRAME && (size_t)id < ps->cap &&
+	       ps->frames[id].off_code;
+}
+
+/* Whether v is anonymous memory that is not executable. */
+static int is_data(const struct vma *v)
+{
+	return v->kind == VMA_ANON && !v->exec;
+}
+
 /* The frame id of lookup address addr in p (named now, or pending for the runtime). */
 static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
-			  uint64_t addr, uint64_t time_ns)
+			  uint64_t addr, int leaf, uint64_t time_ns)
 {
 	struct symfile *f = NULL;
 	const struct vma *v;
@@ -690,10 +705,25 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		return fr->name ? id : -ENOMEM;
 	}
 
-	/* A mapping we have not seen yet: the process mapped something since we last looked. */
+	/* A mapping we have not seen yet: the process mapped something since we last looked; or
+	 * data where a return address should be, in maps older than the sample. */
 	v = proc__vma(p, addr);
-	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+	if ((!v || (!leaf && is_data(v) && p->maps_read_ns <= time_ns)) &&
+	    !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
+	/*
+	 * A return address in anonymous memory that was not executable after the sample (heap,
+	 * stack, arena): the frame-pointer walk followed an rbp that a frameless caller (glibc's,
+	 * say) used for data, and what it found past here are no callers (seen: one heap word, 126
+	 * times over). Only what the maps said after the sample counts: the runtime maps code over
+	 * memory it reserved, and a W^X double mapping (memfd) is data in one view, code in another.
+	 */
+	if (v && !leaf && is_data(v) && p->maps_read_ns > time_ns) {
+		sym->stats.off_code++;
+		fr->off_code = 1;
+		fr->name = str_id(sym, "[callers lost: frame chain left code]");
+		return fr->name ? id : -ENOMEM;
+	}
 	if (v && v->kind == VMA_FILE)
 		f = symfile(sym, ps, p, v, &file, time_ns);
 	if (f) {
