@@ -2,7 +2,7 @@
 // query.js: statistics over a profile decoded by tests/tools/pprof-json.js, for the integration
 // tests' assertions. Counts are sample counts (values[0]).
 //
-//   query.js leaf     JSON --leaf RE [--pid P] [--label k=v]...      fraction of samples whose leaf matches
+//   query.js leaf     JSON --leaf RE [--pid P] [--label k=v]... [--among RE]   fraction of samples whose leaf matches (of those whose leaf matches --among)
 //   query.js chain    JSON --leaf RE --chain A,B,C [--pid P]          among leaf matches, fraction with A..B..C in order (root->leaf)
 //   query.js named    JSON --pid P [--after NS]                        fraction of samples whose every frame is named
 //   query.js managed  JSON --pid P                                     fraction of samples with a named .NET frame and no unnamed frame
@@ -54,8 +54,9 @@ case 'total':
   out = { total };
   break;
 case 'leaf': {
-  const hit = sum(samples.filter((s) => leafRe.test(leafOf(s))));
-  out = { total, hit, frac: total ? hit / total : 0 };
+  const among = o.among ? samples.filter((s) => new RegExp(o.among).test(leafOf(s))) : samples;
+  const hit = sum(among.filter((s) => leafRe.test(leafOf(s)))), n = sum(among);
+  out = { total: n, hit, frac: n ? hit / n : 0 };
   break;
 }
 case 'chain': {
