@@ -88,23 +88,8 @@ public sealed class Run
 
     /* --progress: the successful requests so far, every 100 ms. Each worker's count is its own
      * (read here without a lock: a count a moment old is still a count). */
-    private async Task Progress(List<Worker> workers, CancellationToken stop)
-    {
-        using var file = new System.IO.StreamWriter(_s.ProgressFile!, append: true);
-        using var tick = new PeriodicTimer(TimeSpan.FromMilliseconds(100));
-        do
-        {
-            long ns = (long)((double)Stopwatch.GetTimestamp() * 1e9 / Stopwatch.Frequency);
-            file.WriteLine($"{ns} {workers.Sum(w => w.Ok)}");
-            file.Flush();
-        } while (!stop.IsCancellationRequested && await WaitTick(tick, stop));
-    }
-
-    private static async Task<bool> WaitTick(PeriodicTimer tick, CancellationToken stop)
-    {
-        try { return await tick.WaitForNextTickAsync(stop); }
-        catch (OperationCanceledException) { return false; }
-    }
+    private Task Progress(List<Worker> workers, CancellationToken stop) =>
+        ProgressFile.Write(_s.ProgressFile!, () => workers.Sum(w => w.Ok), stop);
 
     /* False once --max-requests have been issued in this run. */
     public bool TryIssue() => _s.MaxRequests == 0 || Interlocked.Increment(ref _issued) <= _s.MaxRequests;

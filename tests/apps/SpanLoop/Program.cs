@@ -65,7 +65,7 @@ internal static class Program
         }
         Console.WriteLine($"pid {Environment.ProcessId} ready");
         Console.Out.Flush();
-        Task report = progress != null ? Progress(progress, stop.Token) : Task.CompletedTask;
+        Task report = progress != null ? ProgressFile.Write(progress, Total, stop.Token) : Task.CompletedTask;
         await Task.WhenAll(tasks);
         await report;
         Console.WriteLine($"units {Total()}");
@@ -94,22 +94,6 @@ internal static class Program
         for (int i = 0; i < s_done.Length; i += 8)
             t += Volatile.Read(ref s_done[i]);
         return t;
-    }
-
-    private static async Task Progress(string path, CancellationToken stop)
-    {
-        using var file = new StreamWriter(path, append: true);
-        using var tick = new PeriodicTimer(TimeSpan.FromMilliseconds(100));
-        try
-        {
-            do
-            {
-                long ns = (long)((double)Stopwatch.GetTimestamp() * 1e9 / Stopwatch.Frequency);
-                file.WriteLine($"{ns} {Total()}");
-                file.Flush();
-            } while (await tick.WaitForNextTickAsync(stop));
-        }
-        catch (OperationCanceledException) { }
     }
 
     // Integer and floating-point work, the same every call.
