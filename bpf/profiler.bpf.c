@@ -94,7 +94,10 @@ static __always_inline int ns_tid(struct task_struct *task, __u32 *tid)
 static __always_inline __u32 read_span(struct task_struct *task, const struct sp_ctx_proc *cp,
 				       __u8 *dst, __u16 *status)
 {
-	struct sp_slot_head head;
+	struct {
+		struct sp_slot_head head;
+		__u8 rec[SP_CTX_HEAD];
+	} sl;
 	__u32 tid, attrs, mask, h, i;
 	__u64 ticks, room, slot = 0, ids[2];
 	bool found = false;
@@ -109,16 +112,18 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 
 	for (i = 0; i < SP_CTX_PROBES; i++) {
 		slot = cp->slots_addr + (__u64)((h + i) & mask) * cp->slot_size;
-		/* A page of the table no thread has written yet is not mapped in and cannot be read
-		 * from here (no faults in this context): it holds only free slots. */
-		if (bpf_probe_read_user(&head, sizeof(head), (void *)slot))
+		/* The slot's head and the record's in one read (user space registered only tables
+		 * whose slots hold both). A page of the table no thread has written yet is not mapped
+		 * in and cannot be read from here (no faults in this context): it holds only free
+		 * slots. */
+		if (bpf_probe_read_user(&sl, sizeof(sl), (void *)slot))
 			break;
-		if (head.tid == 0)
+		if (sl.head.tid == 0)
 			break;	/* slots are never freed, so an empty one ends the probe chain */
-		if (head.tid == tid) {
+		if (sl.head.tid == tid) {
 			/* Same tid but another start time: a dead thread's slot not yet reclaimed.
 			 * One tick of slack: a time namespace's boot offset need not be whole ticks. */
-			found = head.start_ticks + 1 >= ticks && head.start_ticks <= ticks + 1;
+			found = sl.head.start_ticks + 1 >= ticks && sl.head.start_ticks <= ticks + 1;
 			break;
 		}
 	}
@@ -128,17 +133,18 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	}
 
 	/*
-	 * The head first, then only the attribute bytes it declares (the slot may be larger). Two
-	 * reads cannot tear: only this thread writes its slot, and it is the one interrupted here.
+	 * The record's head came with the slot's, then only the attribute bytes it declares (the
+	 * slot may be larger). Two reads cannot tear: only this thread writes its slot, and it is
+	 * the one interrupted here.
 	 */
 	room = cp->slot_size;
 	if (room > SP_SLOT_HEAD + SP_CTX_MAX)
 		room = SP_SLOT_HEAD + SP_CTX_MAX;
-	if (room < SP_SLOT_HEAD + SP_CTX_HEAD ||
-	    bpf_probe_read_user(dst, SP_CTX_HEAD, (void *)(slot + SP_SLOT_HEAD))) {
+	if (room < SP_SLOT_HEAD + SP_CTX_HEAD) {
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
+	__builtin_memcpy(dst, sl.rec, SP_CTX_HEAD);
 	if (dst[SP_CTX_OFF_VALID] == 0) {	/* valid flag clear: the thread was interrupted mid-write */
 		*status = SP_CNT_CTX_INVALID;
 		return 0;
@@ -163,12 +169,6 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	return SP_CTX_HEAD + attrs;
 }
 
-/*
- * The user registers and the top SP_LEAF_WORDS words of the user stack: a leaf that has not set
- * up its frame keeps its return address there (user space decides which word). A sample taken
- * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
- * walk does. x86-64 only for now: elsewhere the flags stay clear.
- */
 /* Whether the event interrupted user mode: its kernel stack is then empty. */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
@@ -183,26 +183,25 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 #endif
 }
 
-static __always_inline void read_leaf(struct bpf_perf_event_data *ctx, struct sp_sample *s,
-				      bool user_mode)
+/*
+ * The user registers and the top SP_LEAF_WORDS words of the user stack: a leaf that has not set
+ * up its frame keeps its return address there (user space decides which word). A sample taken
+ * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
+ * walk does. x86-64 only for now: elsewhere the flags stay clear.
+ */
+static __always_inline void read_leaf(struct sp_sample *s)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct pt_regs *ur;
+	/* A BTF pointer: plain loads. In user mode these are the interrupted registers. */
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-	if (user_mode) {
-		s->leaf_ip = ctx->regs.ip;
-		s->leaf_sp = ctx->regs.sp;
-		s->leaf_bp = ctx->regs.bp;
-	} else {
-		ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		if (!ur) {
-			count(SP_CNT_LEAF_REGS_ERR);
-			return;
-		}
-		s->leaf_ip = BPF_CORE_READ(ur, ip);
-		s->leaf_sp = BPF_CORE_READ(ur, sp);
-		s->leaf_bp = BPF_CORE_READ(ur, bp);
+	if (!ur) {
+		count(SP_CNT_LEAF_REGS_ERR);
+		return;
 	}
+	s->leaf_ip = ur->ip;
+	s->leaf_sp = ur->sp;
+	s->leaf_bp = ur->bp;
 	s->flags |= SP_F_LEAF_REGS;
 	if (bpf_probe_read_user(s->leaf_words, sizeof(s->leaf_words), (void *)s->leaf_sp)) {
 		count(SP_CNT_LEAF_WORDS_ERR);
@@ -264,8 +263,9 @@ int sample(struct bpf_perf_event_data *ctx)
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
 	leader = task->group_leader;
 	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	/* A load that faults reads as zero: an empty name, which user space fills in from /proc. */
+	/* Plain loads, like the rest of the task's fields. A load that faults reads as zero: an
+	 * empty name, which user space fills in from /proc. */
+	__builtin_memcpy(s->comm, task->comm, sizeof(s->comm));
 	__builtin_memcpy(s->pcomm, leader->comm, sizeof(s->pcomm));
 
 	/* User stack, leaf first. Kernel threads have none. */
@@ -285,7 +285,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		s->n_user = n / 8;
 		off = s->n_user * 8;
 		if (s->n_user && !(variant & SP_VAR_NO_LEAF))
-			read_leaf(ctx, s, user_mode);
+			read_leaf(s);
 	}
 
 	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
