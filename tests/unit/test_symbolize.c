@@ -616,9 +616,9 @@ static void test_symbolize_frame_gives_mapping(void **state)
 	assert_int_equal(symbolizer__frame(fx.sym, p, SYM_KERNEL_FRAME | 9999, &f), -ENOENT);
 }
 
-/* A return address in mapped memory that holds no code ends the stack: the frame-pointer walk
- * followed a data rbp there (a frameless glibc caller). Not so for a leaf, for code, or for an
- * address in no mapping at all (maybe mapped since the maps were read). */
+/* A return address in anonymous memory that is not executable ends the stack: the frame-pointer
+ * walk followed a data rbp there (a frameless glibc caller). Not so for a leaf, for code, or for
+ * an address in no mapping at all (maybe mapped since the maps were read). */
 static void test_symbolize_return_address_in_data_ends_chain(void **state)
 {
 	struct symbolizer_stats st;
