@@ -24,7 +24,7 @@ HZ=${HZ:-999}
 CONCURRENCY=${CONCURRENCY:-32}
 VARIANTS=${VARIANTS:-full no-ustack no-kstack no-leaf no-span no-output}
 BASE=${BASE-}
-VARIANTS="$VARIANTS filtered"
+VARIANTS="$(echo $VARIANTS | tr ' ' '\n' | grep -vx filtered | tr '\n' ' ')filtered"
 if [ -n "$BASE" ]; then
 	[ -x "$BASE" ] || { echo "bench-sampler: BASE=$BASE is not an executable" >&2; exit 1; }
 	VARIANTS="$VARIANTS base"
@@ -74,8 +74,8 @@ for r in $(seq "$ROUNDS"); do
 			echo "filtered $per_run" >> "$TMP/results"
 			continue
 		fi
-		# samples = run time / per-sample figure; kept for the net figure at the end
-		echo "raw $v $us $per_run $runs" >> "$TMP/raw"
+		samples=$(sed -n 's/.*, \([0-9]*\) samples taken,.*/\1/p' "$TMP/out.txt")
+		echo "raw $v $samples $per_run $runs" >> "$TMP/raw"	# for the net figure at the end
 		ums=$(sed -n 's/.*user space: \([0-9.]*\) ms CPU per 1000 samples.*/\1/p' "$TMP/out.txt")
 		printf 'bench-sampler: round %d %-11s %6.2f us per sample (BPF), user space %s ms per 1000 samples\n' \
 			"$r" "$v" "$us" "${ums:-?}"
@@ -86,8 +86,8 @@ done
 # Net of the runs stopped at the filter, with the median cost of one such run.
 fcost=$(awk '$1 == "filtered" { print $2 }' "$TMP/results" | sort -n | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
 awk -v c="$fcost" '$1 == "raw" {
-	run_ns = $4 * $5; samples = run_ns / $3
-	printf "net-%s %.4f\n", $2, (run_ns - ($5 - samples) * c) / samples }' "$TMP/raw" >> "$TMP/results"
+	run_ns = $4 * $5
+	printf "net-%s %.4f\n", $2, (run_ns - ($5 - $3) * c) / $3 }' "$TMP/raw" >> "$TMP/results"
 awk -v variants="$VARIANTS" '
 	{ x[$1, ++n[$1]] = $2 }
 	function median(v,    k, i, j, t, w) {

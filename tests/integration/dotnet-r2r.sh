@@ -82,10 +82,11 @@ stop "$pid"
 #    (moved away before spanprof starts; it keeps writing to it). A frame spanprof names as a copy
 #    of libcoreclr.so code must not lie in code the runtime names as anything but a stub (a JIT
 #    method misnamed), and some must lie in the runtime's own stub ranges. Runtime 10.0.12 does
-#    not log every page of its interleaved thunk heaps: after a logged 64 KiB
-#    "ReportStubBlock<MethodCallThunk>" the next executable pages of the same memfd mapping can
-#    stay unlogged for the process's life, and samples that land there are copies too (checked
-#    by hand: the same template code). Those are counted, and allowed, as unlogged.
+#    not log every page of its interleaved stub heaps: next to the logged 64 KiB
+#    "ReportStubBlock<MethodCallThunk>" blocks, executable pages of the same memfd mapping that
+#    hold its call-counting stubs (`mov rax,[rip+..]; dec word [rax]; je ..; jmp [rip+..]`, a
+#    template copied from libcoreclr.so; seen in a live process) stay unlogged for the process's
+#    life. Copies found there are counted, and allowed, as unlogged.
 start_app --ready '^pid' "$TMP/d.out" env DOTNET_PerfMapEnabled=3 "$APP" 14; pid=$APP_PID
 sleep 1
 mv "/tmp/perf-$pid.map" "$TMP/hidden-$pid.map"

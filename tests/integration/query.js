@@ -54,7 +54,8 @@ case 'total':
   out = { total };
   break;
 case 'leaf': {
-  const among = o.among ? samples.filter((s) => new RegExp(o.among).test(leafOf(s))) : samples;
+  const amongRe = o.among ? new RegExp(o.among) : null;
+  const among = amongRe ? samples.filter((s) => amongRe.test(leafOf(s))) : samples;
   const hit = sum(among.filter((s) => leafRe.test(leafOf(s)))), n = sum(among);
   out = { total: n, hit, frac: n ? hit / n : 0 };
   break;
