@@ -317,6 +317,15 @@ void perfmap__free(struct perfmap *pm)
 	free(pm);
 }
 
+void perfmap__free_ranges(struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	addrindex__free(pm->ix);
+	pm->ix = NULL;
+	budget_give_back(pm, pm->budget_held);
+}
+
 void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns)
 {
 	if (pm)

@@ -61,6 +61,10 @@ struct perfmap_limits {
 /* Constructors return NULL and set errno. limits may be NULL for the defaults. */
 struct perfmap *perfmap__new(const struct perfmap_limits *limits);
 void perfmap__free(struct perfmap *pm);	/* NULL-safe */
+/* Free the code ranges (and give their budget back) but keep the names until perfmap__free: a
+ * perfmap read again from the start frees the old one this way first, so the names it reads
+ * again are found, not allocated anew. pm serves no lookup after this. NULL-safe. */
+void perfmap__free_ranges(struct perfmap *pm);
 
 /* Feed the next bytes of the perf map / the jitdump. Return 0, or -errno on a fatal error
  * (bad jitdump header: -EINVAL; out of memory: -ENOMEM). Malformed input is counted, not fatal. */

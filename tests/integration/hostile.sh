@@ -270,12 +270,17 @@ pass "symbol budget: ELF tables evicted for room, max RSS $rss MiB, frames named
 
 # A perf map rewritten (truncated, written whole again) every 0.5 s: each truncation restarts the
 # read, and a restart waits 50 times what the last one cost (it was ~80 % of a CPU: every restart
-# with a fresh budget).
+# with a fresh budget). The bound is in units of one full read, as this run measured it, so that it
+# holds on a slower machine: the first read, one restart, 8 s / 50 of paced ones and room for the
+# sampling itself. Without the pacing it is 16 reads.
 start_app --pid-line --timeout 60 "$TMP/rw.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
 	"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 300000 30 0.1 20 500
 record rw.pb.gz -p "$APP_PID" -d 8 --no-enable-perfmap
 cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/rw.txt")
-note "300,000-line perf map rewritten every 0.5 s: spanprof used $cpu ms of CPU while sampling 8 s; $(grep -o '[0-9]* restarts ([0-9]* more deferred)' "$TMP/rw.txt")"
-grep -Eq "pid $APP_PID .* restarts \([1-9][0-9]* more deferred\)" "$TMP/rw.txt" || { cat "$TMP/rw.txt"; fail "no restart of the rewritten perf map was deferred"; }
-[ "$cpu" -le 700 ] || fail "$cpu ms of CPU in 8 s for a perf map rewritten every 0.5 s"
-pass "perf map rewritten every 0.5 s: $cpu ms of CPU in an 8 s recording, restarts paced"
+restarts=$(grep -o '[0-9]* restarts ([0-9]* more deferred; a read from the start took up to [0-9]* ms)' "$TMP/rw.txt")
+read_ms=$(echo "$restarts" | sed -n 's/.*took up to \([0-9]*\) ms.*/\1/p')
+note "300,000-line perf map rewritten every 0.5 s: spanprof used $cpu ms of CPU while sampling 8 s; $restarts"
+echo "$restarts" | grep -Eq "restarts \([1-9][0-9]* more deferred" || { cat "$TMP/rw.txt"; fail "no restart of the rewritten perf map was deferred"; }
+bound=$((4 * read_ms + 8000 / 50 + 150))
+[ "$cpu" -le "$bound" ] || fail "$cpu ms of CPU in 8 s for a perf map rewritten every 0.5 s (bound $bound ms: 4 reads of $read_ms ms, 160 ms of paced ones, 150 ms)"
+pass "perf map rewritten every 0.5 s: $cpu ms of CPU in an 8 s recording (bound $bound ms), restarts paced"

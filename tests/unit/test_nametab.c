@@ -159,6 +159,40 @@ static void test_perfmaps_share_names(void **state)
 	assert_int_equal(st.names, 0);
 }
 
+/* A perf map read again from the start: with the old one's ranges freed first and its names kept
+ * until the new read is done, every name read again is the string already stored (no name is
+ * freed and allocated again), the old one serves nothing in between, and the budget it held is
+ * back before the new read takes its own. */
+static void test_perfmap_read_again_keeps_names(void **state)
+{
+	const char *map = "7f0000001000 40 [System.Private.CoreLib] System.String::Concat(string,string)[PreJIT]\n"
+			  "7f0000002000 80 [App] App.Old::Gone()[Optimized]\n";
+	const char *again = "7f0000001000 40 [System.Private.CoreLib] System.String::Concat(string,string)[PreJIT]\n";
+	struct perfmap *old = perfmap__new(NULL), *pm = perfmap__new(NULL);
+	const char *name;
+	struct nametab_stats st;
+
+	assert_non_null(old);
+	assert_non_null(pm);
+	assert_int_equal(perfmap__feed_map(old, map, strlen(map)), 0);
+	name = perfmap__lookup(old, 0x7f0000001010, 0)->name;
+	perfmap__free_ranges(old);
+	perfmap__shared_names(&st);
+	assert_int_equal(st.names, 4);	/* the names stay, the ranges went */
+	assert_int_equal(perfmap__feed_map(pm, again, strlen(again)), 0);
+	assert_ptr_equal(perfmap__lookup(pm, 0x7f0000001010, 0)->name, name);
+	perfmap__free(old);
+	perfmap__shared_names(&st);
+	assert_int_equal(st.names, 2);	/* App.Old::Gone and its tier went with the old one */
+	assert_int_equal(st.refs, 2);
+	assert_string_equal(perfmap__lookup(pm, 0x7f0000001010, 0)->name,
+			    "[System.Private.CoreLib] System.String::Concat(string,string)");
+	perfmap__free(pm);
+	perfmap__shared_names(&st);
+	assert_int_equal(st.names, 0);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_nametab_churn_against_model),
 		cmocka_unit_test(test_nameset_one_reference_per_holder),
 		cmocka_unit_test(test_perfmaps_share_names),
+		cmocka_unit_test(test_perfmap_read_again_keeps_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,6 +50,7 @@ struct dotnet_state {
 	uint32_t restarts;
 	uint32_t restarts_deferred;	/* truncations seen before the last restart's pause ended */
 	uint64_t next_restart_ns;	/* no restart before: RESTART_PACE times the last one's cost */
+	uint64_t read_last_ns, read_max_ns;	/* what reading both files from the start took */
 	uint32_t released;	/* times its symbol data was freed while it was idle */
 	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
 	struct dn_image *images;
@@ -474,16 +475,23 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 static int64_t restart(struct proc *p, struct dotnet_state *d)
 {
 	struct perfmap *pm = perfmap__new(NULL);
+	uint64_t t0 = now_ns();
 	int64_t n = 0;
 
 	if (!pm)
 		return -ENOMEM;
-	perfmap__free(d->pm);
-	d->pm = pm;
+	perfmap__free_ranges(d->pm);
 	if (d->files.jitdump_fd >= 0)	/* first, as in poll */
 		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
 	if (n >= 0 && d->files.map_fd >= 0)
 		n = perfmap__read_map_fd(pm, d->files.map_fd);
+	/* The old names go only now: those read again are found, a reference taken and one put
+	 * back, not a string freed and allocated again. */
+	perfmap__free(d->pm);
+	d->pm = pm;
+	d->read_last_ns = now_ns() - t0;
+	if (d->read_last_ns > d->read_max_ns)
+		d->read_max_ns = d->read_last_ns;
 	return n;
 }
 
@@ -515,16 +523,15 @@ static int idle(const struct proc *p, struct dotnet_state *d, const struct runti
 #define RESTART_PACE 50
 static int64_t restart_paced(struct proc *p, struct dotnet_state *d)
 {
-	uint64_t t0 = now_ns();
 	int64_t n;
 
-	if (t0 < d->next_restart_ns) {
+	if (now_ns() < d->next_restart_ns) {
 		d->restarts_deferred++;
 		return 0;
 	}
 	d->restarts++;
 	n = restart(p, d);
-	d->next_restart_ns = now_ns() + RESTART_PACE * (now_ns() - t0);
+	d->next_restart_ns = now_ns() + RESTART_PACE * d->read_last_ns;
 	return n;
 }
 
@@ -815,8 +822,9 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 		size_t n = strlen(buf);
 
 		snprintf(buf + n, len - n, "; %" PRIu64 " malformed lines/records, %" PRIu64
-			 " dropped at a cap, %u restarts (%u more deferred)", ps.malformed, ps.capped,
-			 d->restarts, d->restarts_deferred);
+			 " dropped at a cap, %u restarts (%u more deferred; a read from the start took"
+			 " up to %" PRIu64 " ms)", ps.malformed, ps.capped, d->restarts,
+			 d->restarts_deferred, d->read_max_ns / 1000000);
 	}
 }
 
