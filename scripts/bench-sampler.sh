@@ -8,7 +8,8 @@
 #
 #   BUILD=build ROUNDS=5 DURATION=6 HZ=999 scripts/bench-sampler.sh
 # BASE=OTHER/spanprof adds the variant `base`: the full program of another build (say, the last
-# commit's), alternated with the others against the same service, for a before/after.
+# commit's), alternated with the others against the same service, for a before/after (BPF and
+# user space).
 # The run time counts every run of the program, also those that stop at the -p filter (samples of
 # LoadGen, of the profiler, of other processes: a few hundred ns each). The variant `filtered`
 # measures those alone (record -p of a process that sleeps), and each variant is also given net
@@ -81,6 +82,7 @@ for r in $(seq "$ROUNDS"); do
 			"$r" "$v" "$us" "${ums:-?}"
 		echo "$v $us" >> "$TMP/results"
 		[ "$v" != full ] || echo "user ${ums:-0}" >> "$TMP/results"
+		[ "$v" != base ] || echo "user-base ${ums:-0}" >> "$TMP/results"
 	done
 done
 # Net of the runs stopped at the filter, with the median cost of one such run.
@@ -111,4 +113,6 @@ awk -v variants="$VARIANTS" '
 		printf "bench-sampler: bar <= 5 us per sample on the service (net of the filtered runs): %s\n", net <= 5 ? "met" : "NOT met"
 		u = median("user")
 		printf "bench-sampler: RESULT user space %.2f ms CPU per 1000 samples (median of %d); bar <= 5 ms: %s\n", u, n["user"], u <= 5 ? "met" : "NOT met"
+		if (n["user-base"])
+			printf "bench-sampler: RESULT user space of base %.2f ms CPU per 1000 samples (median of %d)\n", median("user-base"), n["user-base"]
 	}' "$TMP/results"

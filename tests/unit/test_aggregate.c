@@ -241,6 +241,40 @@ static void test_aggregate_stack_cap_drops_span_ids(void **state)
 	aggregate__free(a);
 }
 
+/* A span per sample (a traced service's usual samples) on one deep stack: the window holds the
+ * stack once and per sample its label set and a pair, not a copy of the frames each time (that
+ * was 264 bytes of key a sample here, before the table around it). */
+static void test_aggregate_new_labels_do_not_copy_the_stack(void **state)
+{
+	enum { SAMPLES = 20000, DEPTH = 64 };
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	uint32_t frames[DEPTH];
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+	char id[17];
+
+	for (uint32_t i = 0; i < DEPTH; i++)
+		frames[i] = 1000 + i;
+	for (uint32_t i = 0; i < SAMPLES; i++) {
+		struct pf_label l[] = { { "span_id", id, 1 } };
+
+		snprintf(id, sizeof(id), "%016x", i);
+		assert_int_equal(aggregate__add(a, 1, 0, frames, DEPTH, l, 1), 0);
+	}
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.stacks, SAMPLES);
+	print_message("%u samples, each a new span on one %u-frame stack: %.1f bytes a sample\n",
+		      SAMPLES, DEPTH, (double)wi.bytes / SAMPLES);
+	assert_true(wi.bytes < (uint64_t)SAMPLES * DEPTH * sizeof(uint32_t));
+	assert_int_equal(build_total(w, per), SAMPLES);
+	assert_int_equal(per[0], SAMPLES);
+	aggregate__window_free(w);
+	aggregate__free(a);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_aggregate_merge_and_single_window),
 		cmocka_unit_test(test_aggregate_stack_cap),
 		cmocka_unit_test(test_aggregate_stack_cap_drops_span_ids),
+		cmocka_unit_test(test_aggregate_new_labels_do_not_copy_the_stack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,11 +11,17 @@
 #define MAX_LABELS  64
 #define LSET_MAX    8192	/* bytes of one "k\0v\0..." label set; longer sets are cut */
 
+/*
+ * A window counts samples by entry: a (stack, label set) pair. Stacks and label sets are interned
+ * apart, so a sample whose labels are new (a span per request: most samples of a traced service)
+ * adds its label set and an 8-byte pair, not another copy of its frames.
+ */
 struct agg_window {
 	uint64_t start, end;
 	struct intern *lsets;	/* "k\0v\0k\0v\0" -> id */
-	struct intern *stacks;	/* [proc, lset, frame...] (u32) -> id */
-	uint64_t *counts;	/* by stack id */
+	struct intern *stacks;	/* [proc, frame...] (u32) -> id */
+	struct intern *entries;	/* [stack, lset] (u32) -> id */
+	uint64_t *counts;	/* by entry id */
 	size_t cap;
 	uint64_t samples, late, truncated, ids_dropped;
 	uint32_t max_stacks;
@@ -37,7 +43,8 @@ static struct agg_window *window_new(uint64_t start, uint64_t end)
 	w->end = end;
 	w->lsets = intern__new();
 	w->stacks = intern__new();
-	if (!w->lsets || !w->stacks) {
+	w->entries = intern__new();
+	if (!w->lsets || !w->stacks || !w->entries) {
 		aggregate__window_free(w);
 		errno = ENOMEM;
 		return NULL;
@@ -51,6 +58,7 @@ void aggregate__window_free(struct agg_window *w)
 		return;
 	intern__free(w->lsets);
 	intern__free(w->stacks);
+	intern__free(w->entries);
 	free(w->counts);
 	free(w);
 }
@@ -131,16 +139,17 @@ static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n,
 	return capped_id(w->lsets, buf, len, cap);
 }
 
-/* Stack id of key (proc, label set, frames) within cap, or -errno (-ENOSPC past it). */
-static int64_t entry_id(struct agg_window *w, uint32_t *key, const struct pf_label *labels,
-			size_t n_labels, size_t n_frames, int no_ids, uint32_t cap)
+/* Entry id of (stack, the label set) within cap, or -errno (-ENOSPC past it). */
+static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_label *labels,
+			size_t n_labels, int no_ids, uint32_t cap)
 {
 	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap);
+	uint32_t key[2] = { stack };
 
 	if (ls < 0)
 		return ls;
 	key[1] = ls;
-	return capped_id(w->stacks, key, (2 + n_frames) * sizeof(*key), cap);
+	return capped_id(w->entries, key, sizeof(key), cap);
 }
 
 static int has_ids(const struct pf_label *l, size_t n)
@@ -155,26 +164,33 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 		   size_t n_frames, const struct pf_label *labels, size_t n_labels)
 {
 	struct agg_window *w = time_ns >= a->cur->end ? a->next : a->cur;
-	uint32_t key[2 + MAX_FRAMES];
-	int64_t ls, id;
+	uint32_t key[1 + MAX_FRAMES];
+	int64_t stack, id;
 
 	if (n_frames > MAX_FRAMES)
 		n_frames = MAX_FRAMES;
 	key[0] = proc;
-	memcpy(key + 2, frames, n_frames * sizeof(*frames));
-	id = entry_id(w, key, labels, n_labels, n_frames, 0, w->max_stacks);
-	if (id == -ENOSPC && has_ids(labels, n_labels) &&
-	    (id = entry_id(w, key, labels, n_labels, n_frames, 1, hard_cap(w))) >= 0)
+	memcpy(key + 1, frames, n_frames * sizeof(*frames));
+	/* Distinct stacks are no more than entries: the entry cap bounds them too. */
+	stack = capped_id(w->stacks, key, (1 + n_frames) * sizeof(*key), hard_cap(w));
+	id = stack < 0 ? stack : entry_id(w, stack, labels, n_labels, 0, w->max_stacks);
+	if (id == -ENOSPC && stack >= 0 && has_ids(labels, n_labels) &&
+	    (id = entry_id(w, stack, labels, n_labels, 1, hard_cap(w))) >= 0)
 		w->ids_dropped++;
 	if (id == -ENOSPC) {
 		/* Past both caps: the process's one [truncated] stack, with no labels. */
+		uint32_t ekey[2];
+		int64_t ls;
+
+		key[1] = AGG_TRUNCATED_FRAME;
+		if ((stack = intern__id(w->stacks, key, 2 * sizeof(*key), NULL)) < 0)
+			return stack;
 		if ((ls = intern__id(w->lsets, "", 0, NULL)) < 0)
 			return ls;
-		key[1] = ls;
-		key[2] = AGG_TRUNCATED_FRAME;
-		n_frames = 1;
+		ekey[0] = stack;
+		ekey[1] = ls;
 		w->truncated++;
-		id = intern__id(w->stacks, key, (2 + n_frames) * sizeof(*key), NULL);
+		id = intern__id(w->entries, ekey, sizeof(ekey), NULL);
 	}
 	if (id < 0)
 		return id;
@@ -221,11 +237,12 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->start_ns = w->start;
 	out->end_ns = w->end;
 	out->samples = w->samples;
-	out->stacks = intern__count(w->stacks);
+	out->stacks = intern__count(w->entries);
 	out->late = w->late;
 	out->ids_dropped = w->ids_dropped;
 	out->truncated = w->truncated;
-	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + w->cap * sizeof(*w->counts);
+	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + intern__bytes(w->entries) +
+		     w->cap * sizeof(*w->counts);
 }
 
 int aggregate__uses_proc(const struct agg_window *w, uint32_t proc)
@@ -282,11 +299,12 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 
 	if (!cache.keys)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < intern__count(w->stacks); id++) {
+	for (uint32_t id = 0; id < intern__count(w->entries); id++) {
 		size_t klen, llen, nl = 0;
-		const uint32_t *key = intern__key(w->stacks, id, &klen);
-		const char *ls = intern__key(w->lsets, key[1], &llen), *end = ls + llen;
-		size_t nf = klen / sizeof(*key) - 2;
+		const uint32_t *ent = intern__key(w->entries, id, NULL);
+		const uint32_t *key = intern__key(w->stacks, ent[0], &klen);
+		const char *ls = intern__key(w->lsets, ent[1], &llen), *end = ls + llen;
+		size_t nf = klen / sizeof(*key) - 1;
 		int t = sink->target(sink->arg, key[0]);
 
 		if (!w->counts[id])
@@ -297,7 +315,7 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 			continue;
 		}
 		for (size_t i = 0; i < nf; i++) {
-			int64_t loc = frame_location(&cache, sink, profiles[t], t, key[0], key[2 + i]);
+			int64_t loc = frame_location(&cache, sink, profiles[t], t, key[0], key[1 + i]);
 
 			if (loc < 0) {
 				err = loc;
