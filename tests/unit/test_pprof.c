@@ -318,7 +318,8 @@ static void build_big(struct profile *p, size_t n_samples, size_t depth)
 	for (i = 0; i < n_samples; i++) {
 		struct pf_label l[2] = { { "span_id", span, 0 }, { "span_name", i % 3 ? "GET /a" : "POST /b", 0 } };
 
-		for (j = 0; j < depth; j++) {
+		/* A new stack every 4th sample: the others share one with different labels. */
+		for (j = 0; j < depth && i % 4 == 0; j++) {
 			seed = seed * 1664525 + 1013904223;
 			locs[j] = 1 + (seed >> 9) % 500;
 		}
@@ -348,7 +349,9 @@ static void test_pprof_big_profile_integrity(void **state)
 		assert_int_equal(prof->sample[i]->n_location_id, v.n_locs);
 		for (j = 0; j < v.n_locs; j++)
 			assert_int_equal(prof->sample[i]->location_id[j], v.locs[j]);
-		assert_string_equal(label_str(prof, prof->sample[i], "span_id"), profile__label(&v, "span_id"));
+		assert_int_equal(prof->sample[i]->n_label, v.n_labels);
+		for (j = 0; j < v.n_labels; j++)
+			assert_string_equal(label_str(prof, prof->sample[i], v.labels[j].key), v.labels[j].value);
 		sum0 += prof->sample[i]->value[0];
 		sum1 += prof->sample[i]->value[1];
 	}

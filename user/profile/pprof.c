@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "intern.h"
 #include "profile.h"
 #include "profile.pb-c.h"
 
@@ -350,17 +351,30 @@ static int build_tables(const struct profile *p, struct pb_build *b)
 	return 0;
 }
 
+/*
+ * The samples. Samples that share a stack share its location ids, and samples that share a label
+ * (key and value) point at one Label message: a profile where every sample has its own span id
+ * holds a few stacks and a few labels many times over. The pools are sized for the worst case
+ * (every stack and label distinct) but only what is used is written; protobuf-c packs each
+ * pointer's message wherever it is referenced.
+ */
 static int build_samples(const struct profile *p, struct pb_build *b, int64_t period)
 {
 	size_t n = b->count, n_loc_ids = 0, n_labels = 0, i, j;
-	size_t at_loc = 0, at_label = 0;
+	size_t at_loc = 0, at_label = 0, n_pbl = 0;
+	uint32_t max_stack = 0;
+	size_t *stack_at = NULL;	/* by stack id: 1 + its offset in loc_ids, 0: not yet */
+	struct intern *pairs = NULL;	/* (key, str) -> index in labels */
 	struct pf_sample_view v;
+	int err = -ENOMEM;
 
 	for (i = 0; i < n; i++) {
 		if (profile__sample(p, b->first + i, &v))
 			return -EIO;
 		n_loc_ids += v.n_locs;
 		n_labels += v.n_labels;
+		if (v.stack_id > max_stack)
+			max_stack = v.stack_id;
 	}
 	b->samples = calloc(n + 1, sizeof(*b->samples));
 	b->sample_ptrs = calloc(n + 1, sizeof(*b->sample_ptrs));
@@ -368,20 +382,26 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	b->values = calloc(2 * n + 1, sizeof(*b->values));
 	b->labels = calloc(n_labels + 1, sizeof(*b->labels));
 	b->label_ptrs = calloc(n_labels + 1, sizeof(*b->label_ptrs));
+	stack_at = calloc((size_t)max_stack + 1, sizeof(*stack_at));
+	pairs = intern__new();
 	if (!b->samples || !b->sample_ptrs || !b->loc_ids || !b->values || !b->labels ||
-	    !b->label_ptrs)
-		return -ENOMEM;
+	    !b->label_ptrs || !stack_at || !pairs)
+		goto out;
 
 	for (i = 0; i < n; i++) {
 		pb_sample *ps = &b->samples[i];
 
+		err = -EIO;
 		if (profile__sample(p, b->first + i, &v))
-			return -EIO;
+			goto out;
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = v.n_locs;
-		ps->location_id = b->loc_ids + at_loc;
-		for (j = 0; j < v.n_locs; j++)
-			b->loc_ids[at_loc++] = out_id(b->new_loc, v.locs[j]);
+		if (!stack_at[v.stack_id]) {
+			stack_at[v.stack_id] = 1 + at_loc;
+			for (j = 0; j < v.n_locs; j++)
+				b->loc_ids[at_loc++] = out_id(b->new_loc, v.locs[j]);
+		}
+		ps->location_id = b->loc_ids + stack_at[v.stack_id] - 1;
 		ps->n_value = 2;
 		ps->value = b->values + 2 * i;
 		/* int64 on the wire: clamp instead of wrapping negative */
@@ -391,22 +411,35 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 		ps->n_label = v.n_labels;
 		ps->label = b->label_ptrs + at_label;
 		for (j = 0; j < v.n_labels; j++) {
-			pb_label *pl = &b->labels[at_label];
-			int64_t k = str_index(p, &b->st, v.labels[j].key);
-			int64_t s = str_index(p, &b->st, v.labels[j].value);
+			int64_t ks[2] = { str_index(p, &b->st, v.labels[j].key),
+					  str_index(p, &b->st, v.labels[j].value) }, id;
+			int added;
 
-			if (k < 0 || s < 0)
-				return -EIO;
-			perftools__profiles__label__init(pl);
-			pl->key = k;
-			pl->str = s;
-			b->label_ptrs[at_label++] = pl;
+			err = -EIO;
+			if (ks[0] < 0 || ks[1] < 0)
+				goto out;
+			if ((id = intern__id(pairs, ks, sizeof(ks), &added)) < 0) {
+				err = (int)id;
+				goto out;
+			}
+			if (added) {
+				pb_label *pl = &b->labels[n_pbl++];
+
+				perftools__profiles__label__init(pl);
+				pl->key = ks[0];
+				pl->str = ks[1];
+			}
+			b->label_ptrs[at_label++] = &b->labels[id];
 		}
 		b->sample_ptrs[i] = ps;
 	}
 	b->prof.n_sample = n;
 	b->prof.sample = b->sample_ptrs;
-	return 0;
+	err = 0;
+out:
+	free(stack_at);
+	intern__free(pairs);
+	return err;
 }
 
 /* Builds the message for samples [first, first + count); prune: only the entries they use. */
