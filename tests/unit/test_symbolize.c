@@ -573,6 +573,35 @@ static void test_symbolize_maps_not_reread_too_soon(void **state)
 	assert_null(proc__vma(p, a));
 }
 
+/* A frame sampled after the maps were read, in a mapping they do not hold yet, while they may not
+ * be read again so soon: [unknown] for now, named at the end of the window from the maps as
+ * they are then, and counted as such. */
+static void test_symbolize_unmapped_frame_named_at_finish(void **state)
+{
+	uint64_t a = lib_addr(LATE_START, "fx_lib_add", 3);
+	struct symbolizer_stats st;
+	struct proc *p;
+	int64_t id;
+
+	fx_open(kallsyms, 0, UINT64_MAX);
+	p = get(1002);
+	write_maps(1002, 1);
+	id = symbolizer__user(fx.sym, p, a, 1, p->maps_read_ns + 1);
+	assert_string_equal(name_of(p, id), "[unknown]");
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.unknown, 1);
+	p->maps_read_ns -= 1000000000ull;	/* the end of the window, a while later */
+	assert_int_equal(symbolizer__finish_proc(fx.sym, p), 0);
+	assert_string_equal(name_of(p, id), "fx_lib_add");
+	assert_true(frame_of(p, id).has_mapping);
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.unknown, 0);
+	assert_int_equal(st.unmapped_named, 1);
+	assert_int_equal(st.native_named, 1);
+	/* The same address again: the named frame, from the cache. */
+	assert_int_equal(symbolizer__user(fx.sym, p, a, 1, p->maps_read_ns + 2), id);
+}
+
 /* The mapping of a native frame, as the profile shows it. */
 static void test_symbolize_frame_gives_mapping(void **state)
 {
@@ -628,19 +657,19 @@ static void test_symbolize_return_address_in_data_ends_chain(void **state)
 	fx_open(kallsyms, 0, 0);
 	p = get(1001);
 	id = symbolizer__user(fx.sym, p, HEAP_START + 0x41, 0, 1);
-	assert_true(symbolizer__ends_chain(fx.sym, p, id));
+	assert_true(symbolizer__ends_chain(p, id));
 	assert_string_equal(name_of(p, id), "[callers lost: frame chain left code]");
 	id = symbolizer__user(fx.sym, p, HEAP_START + 0x80, 1, 1);	/* a leaf there: as it was */
-	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_false(symbolizer__ends_chain(p, id));
 	assert_string_equal(name_of(p, id), "[unknown]");
 	id = symbolizer__user(fx.sym, p, lib_addr(LIB_START, "fx_lib_add", 1), 0, 1);
-	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_false(symbolizer__ends_chain(p, id));
 	id = symbolizer__user(fx.sym, p, JIT_START + 0x1011, 0, 1);	/* anonymous, executable */
-	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_false(symbolizer__ends_chain(p, id));
 	id = symbolizer__user(fx.sym, p, 0x2001, 0, 1);
-	assert_false(symbolizer__ends_chain(fx.sym, p, id));
-	assert_false(symbolizer__ends_chain(fx.sym, p, -1));
-	assert_false(symbolizer__ends_chain(fx.sym, p, 9999));
+	assert_false(symbolizer__ends_chain(p, id));
+	assert_false(symbolizer__ends_chain(p, -1));
+	assert_false(symbolizer__ends_chain(p, 9999));
 	symbolizer__stats(fx.sym, &st);
 	assert_int_equal(st.off_code, 1);
 }
@@ -655,7 +684,7 @@ static void test_symbolize_data_in_older_maps_does_not_end_chain(void **state)
 	fx_open(kallsyms, 0, UINT64_MAX);
 	p = get(1001);
 	id = symbolizer__user(fx.sym, p, HEAP_START + 0x41, 0, p->maps_read_ns + 1);
-	assert_false(symbolizer__ends_chain(fx.sym, p, id));
+	assert_false(symbolizer__ends_chain(p, id));
 	assert_string_equal(name_of(p, id), "[unknown]");
 }
 
@@ -974,6 +1003,7 @@ int main(void)
 		T(test_symbolize_same_address_same_id),
 		T(test_symbolize_new_mapping_found_after_maps_change),
 		T(test_symbolize_maps_not_reread_too_soon),
+		T(test_symbolize_unmapped_frame_named_at_finish),
 		T(test_symbolize_frame_gives_mapping),
 		T(test_symbolize_return_address_in_data_ends_chain),
 		T(test_symbolize_data_in_older_maps_does_not_end_chain),

@@ -286,10 +286,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 			cnt.remote_refused);
 	fprintf(f, "  frames: %" PRIu64 " distinct; native named %" PRIu64 ", function start (no "
 		"symbol, lib!0x...) %" PRIu64 ", module+offset %" PRIu64 ", .NET named %" PRIu64
-		", .NET unnamed %" PRIu64 ", no mapping %" PRIu64 ", return address in data (chain "
-		"cut) %" PRIu64 ", kernel %" PRIu64 "%s\n",
+		", .NET unnamed %" PRIu64 ", no mapping %" PRIu64 " (%" PRIu64 " more found in maps "
+		"read later), return address in data (chain cut) %" PRIu64 ", kernel %" PRIu64 "%s\n",
 		st.frames, st.native_named, st.native_function, st.native_unnamed, st.jit_named,
-		st.jit_unnamed, st.unknown, st.off_code, st.kernel,
+		st.jit_unnamed, st.unknown, st.unmapped_named, st.off_code, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
 	report__symbols(f, e);
 	fprintf(f, "  leaf callers (frame not set up: caller put back):");

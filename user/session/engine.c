@@ -204,7 +204,7 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		if (id < 0)
 			goto nomem;
 		frames[nf++] = id;
-		if (i && symbolizer__ends_chain(e->sym, p, id)) {
+		if (i && symbolizer__ends_chain(p, id)) {
 			e->c.chains_cut++;	/* the rest is no callers: kept, marked, counted */
 			break;
 		}

@@ -94,6 +94,8 @@ struct frame {
 	uint8_t kind;		/* NK_* of a native frame */
 	uint8_t unnamed;	/* counted as .NET unnamed, for this reason (enum rt_unnamed) */
 	uint8_t off_code;	/* a return address in memory that holds no code (symbolizer__ends_chain) */
+	uint8_t unmapped;	/* in no mapping of maps read too recently to read again: tried
+				 * again in finish, with the maps read then */
 	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
@@ -106,6 +108,7 @@ struct proc_syms {
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
 	uint32_t npending;
+	uint32_t nunmapped;	/* frames with unmapped set */
 	uint32_t renamed_gen;	/* frames named again for every debug file attached up to this */
 	struct intern *vmas;	/* the mappings met (start, end, offset, dev, ino) -> symfile */
 	uint32_t *vma_file;	/* symfile index + 1 by vmas id; 0: not file-backed ELF */
@@ -659,11 +662,10 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
 	return id;
 }
 
-int symbolizer__ends_chain(const struct symbolizer *sym, const struct proc *p, int64_t id)
+int symbolizer__ends_chain(const struct proc *p, int64_t id)
 {
 	const struct proc_syms *ps = p->syms;
 
-	(void)sym;
 	return ps && id >= 0 && id < SYM_KERNEL_FRAME && (size_t)id < ps->cap &&
 	       ps->frames[id].off_code;
 }
@@ -675,13 +677,14 @@ static int is_data(const struct vma *v)
 }
 
 /* The frame id of lookup address addr in p (named now, or pending for the runtime). */
+static int name_user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+			   struct frame *fr, const struct vma *v, int leaf, uint64_t time_ns);
+
 static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
 			  uint64_t addr, int leaf, uint64_t time_ns)
 {
-	struct symfile *f = NULL;
 	const struct vma *v;
 	struct frame *fr;
-	uint32_t file = 0;
 	int added;
 	int64_t id;
 
@@ -711,6 +714,20 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 	if ((!v || (!leaf && is_data(v) && p->maps_read_ns <= time_ns)) &&
 	    !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
+	if (!v && !p->gone && p->maps_read_ns <= time_ns) {
+		fr->unmapped = 1;	/* the maps are older than the sample: again in finish */
+		ps->nunmapped++;
+	}
+	return name_user_frame(sym, p, ps, fr, v, leaf, time_ns) ? -ENOMEM : id;
+}
+
+/* Name fr from v, the mapping its address is in (NULL: none): 0, or -ENOMEM. */
+static int name_user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
+			   struct frame *fr, const struct vma *v, int leaf, uint64_t time_ns)
+{
+	struct symfile *f = NULL;
+	uint64_t addr = fr->addr;
+	uint32_t file = 0;
 	/*
 	 * A return address in anonymous memory that was not executable after the sample (heap,
 	 * stack, arena): the frame-pointer walk followed an rbp that a frameless caller (glibc's,
@@ -722,7 +739,7 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		sym->stats.off_code++;
 		fr->off_code = 1;
 		fr->name = str_id(sym, "[callers lost: frame chain left code]");
-		return fr->name ? id : -ENOMEM;
+		return fr->name ? 0 : -ENOMEM;
 	}
 	if (v && v->kind == VMA_FILE)
 		f = symfile(sym, ps, p, v, &file, time_ns);
@@ -733,7 +750,7 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 	}
 	if (f && table(sym, f, p, v, time_ns)) {
 		fr->map = smap_of(sym, ps, v, f, 0);
-		return native_name(sym, f, fr) ? id : -ENOMEM;
+		return native_name(sym, f, fr) ? 0 : -ENOMEM;
 	}
 	if (f && f->is_elf) {	/* its table is not held (symbol budget): module+offset */
 		sym->stats.native_unnamed++;
@@ -741,7 +758,7 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		fr->kind = NK_OFFSET;
 		fr->map = smap_of(sym, ps, v, f, 0);
 		fr->name = module_offset(sym, f->base, fr->file_off);
-		return fr->name ? id : -ENOMEM;
+		return fr->name ? 0 : -ENOMEM;
 	}
 	/* Runtime code (JIT, ReadyToRun): named at the end of the window, after the last poll. */
 	if (runtime__claims(p, addr, f != NULL)) {
@@ -749,7 +766,7 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		ps->npending++;
 		if (v)
 			fr->map = smap_of(sym, ps, v, f, f == NULL);
-		return id;
+		return 0;
 	}
 	if (f) {
 		sym->stats.native_unnamed++;
@@ -767,7 +784,7 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		}
 		fr->name = str_id(sym, v && v->kind == VMA_VDSO ? v->path : "[unknown]");
 	}
-	return fr->name ? id : -ENOMEM;
+	return fr->name ? 0 : -ENOMEM;
 }
 
 /* ---- leaves without their frame ------------------------------------------------------------ */
@@ -1092,12 +1109,38 @@ static int rename_frames(struct symbolizer *sym, struct proc *p)
 	return 0;
 }
 
+/* Frames in no mapping of maps read before their sample, left [unknown] because the maps could
+ * not be read again so soon: named now from the maps as they are (read again if they may be
+ * yet; else the next window tries). */
+static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_syms *ps)
+{
+	if (!ps || !ps->nunmapped || proc__refresh_maps(p, 0))
+		return 0;
+	for (size_t i = 0; ps->nunmapped && i < intern__count(ps->keys); i++) {
+		struct frame *fr = &ps->frames[i];
+		const struct vma *v;
+
+		if (!fr->unmapped)
+			continue;
+		fr->unmapped = 0;
+		ps->nunmapped--;
+		if (fr->pending || !(v = proc__vma(p, fr->addr)))
+			continue;	/* the runtime's to name; or in no mapping still */
+		sym->stats.unknown--;
+		sym->stats.unmapped_named++;
+		fr->map = 0;
+		if (name_user_frame(sym, p, ps, fr, v, 1, fr->time_ns))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
 
 	take_debug_files(sym);
-	if (rename_frames(sym, p))
+	if (rename_frames(sym, p) || retry_unmapped(sym, p, ps))
 		return -ENOMEM;
 	for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
 		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))

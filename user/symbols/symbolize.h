@@ -37,6 +37,8 @@ struct symbolizer_stats {
 	uint32_t refused_named[SYM_REFUSED_NAMED];	/* "binary (pid N): debug file", string ids */
 	uint32_t n_refused_named;
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
+	uint64_t unmapped_named;	/* in no mapping when first seen (maps not read again so
+					 * soon), named at the end of the window */
 	uint64_t off_code;	/* return addresses in anonymous data memory (symbolizer__ends_chain) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
@@ -72,7 +74,7 @@ int64_t symbolizer__user(struct symbolizer *sym, struct proc *p, uint64_t addr, 
  * after its sample (maps read since): the frame-pointer walk left the stack's frames there, so
  * no frame past it is a caller (it is named "[callers lost: frame chain left code]"; the caller
  * ends the stack with it). */
-int symbolizer__ends_chain(const struct symbolizer *sym, const struct proc *p, int64_t id);
+int symbolizer__ends_chain(const struct proc *p, int64_t id);
 /*
  * Put back the caller of the sampled leaf of p when the leaf has not set up its frame (no frame,
  * or ip in its prologue or epilogue): frames holds the walked user stack (*n, leaf first, room
