@@ -23,7 +23,7 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2> /dev/null || true; wait 2> /dev/null || true; rm -rf "$OUT"' EXIT
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2> /dev/null || echo 0; }
 
-SPANSERVICE_READY="$OUT/ready" DOTNET_STARTUP_HOOKS="$PWD/$HOOK" dotnet "$SVC" --port 0 > "$OUT/svc.log" 2>&1 &
+SPANSERVICE_READY="$OUT/ready" DOTNET_STARTUP_HOOKS="$(realpath "$HOOK")" dotnet "$SVC" --port 0 > "$OUT/svc.log" 2>&1 &
 svc=$!
 PIDS+=($svc)
 for _ in $(seq 300); do [ -s "$OUT/ready" ] && break; sleep 0.1; done

@@ -43,7 +43,7 @@ for n in $NS; do
 	urls=()
 	for i in $(seq "$n"); do
 		DOTNET_PerfMapEnabled=1 OTEL_SERVICE_NAME="svc$i" SPANSERVICE_READY="$OUT/$i.ready" \
-			DOTNET_STARTUP_HOOKS="$PWD/$HOOK" dotnet "$SVC" --port 0 > "$OUT/$i.log" 2>&1 &
+			DOTNET_STARTUP_HOOKS="$(realpath "$HOOK")" dotnet "$SVC" --port 0 > "$OUT/$i.log" 2>&1 &
 		SVCPIDS+=($!)
 		for _ in $(seq 600); do [ -s "$OUT/$i.ready" ] && break; sleep 0.1; done
 		[ -s "$OUT/$i.ready" ] || { cat "$OUT/$i.log" >&2; echo "bench-node: service $i not ready" >&2; exit 1; }

@@ -43,7 +43,7 @@ sleep 100000 &	# the target of the variant `filtered`: never sampled
 sleeper=$!
 PIDS+=($sleeper)
 
-DOTNET_STARTUP_HOOKS="$PWD/$HOOK_DLL" SPANSERVICE_READY="$TMP/ready.json" \
+DOTNET_STARTUP_HOOKS="$(realpath "$HOOK_DLL")" SPANSERVICE_READY="$TMP/ready.json" \
 	dotnet "$SVC_DLL" --port 0 > "$TMP/service.log" 2>&1 &
 svc=$!
 PIDS+=($svc)

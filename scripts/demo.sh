@@ -24,7 +24,7 @@ trap cleanup EXIT
 
 echo "demo: starting SpanService (ASP.NET Core + OpenTelemetry) with DOTNET_STARTUP_HOOKS=$BUILD/hook/SpanProf.Hook.dll"
 SPANSERVICE_SPANS=$OUT/spans.jsonl SPANSERVICE_READY=$OUT/ready.json \
-	DOTNET_STARTUP_HOOKS=$PWD/$BUILD/hook/SpanProf.Hook.dll \
+	DOTNET_STARTUP_HOOKS=$(realpath "$BUILD/hook/SpanProf.Hook.dll") \
 	dotnet "$BUILD/apps/SpanService/SpanService.dll" --port 0 > "$OUT/service.log" 2>&1 &
 svc_pid=$!
 for _ in $(seq 600); do [ -s "$OUT/ready.json" ] && break; sleep 0.1; done
