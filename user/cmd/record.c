@@ -227,6 +227,9 @@ int record__run(const struct record_opts *o)
 		rc = 2;
 		goto out;
 	}
+	/* The profile holds it all now: the window's memory goes before the outputs are built. */
+	aggregate__window_free(w);
+	w = NULL;
 	profile__set_times(prof, wall_start, ri.t_end - ri.t_start);
 	{
 		struct export_series s = { .prof = prof };
