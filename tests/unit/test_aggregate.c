@@ -275,6 +275,47 @@ static void test_aggregate_new_labels_do_not_copy_the_stack(void **state)
 	(void)state;
 }
 
+/* Once the entries are at their hard cap, a sample with a stack never seen goes to [truncated]
+ * and its stack is not stored: a long tail of new stacks costs nothing past the cap (the stacks
+ * alone had room left: the entries had filled on few stacks). */
+static uint64_t window_bytes_after(uint32_t tail, uint64_t *truncated)
+{
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	uint32_t frames[32] = { 0 }, n = 0;
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+	char id[17];
+
+	aggregate__set_max_stacks(a, 800);	/* 800 entries with ids, 200 more without */
+	/* 800 spans on 4 stacks, then 200 spans on new stacks (their ids dropped), then the tail */
+	for (uint32_t i = 0; i < 1000 + tail; i++, n++) {
+		struct pf_label l[] = { { "span_id", id, 1 } };
+
+		frames[0] = i < 800 ? i % 4 : i;
+		snprintf(id, sizeof(id), "%016x", i);
+		assert_int_equal(aggregate__add(a, 1, 0, frames, 32, l, 1), 0);
+	}
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.stacks, 1000 + 1);	/* the hard cap, and [truncated] */
+	*truncated = wi.truncated;
+	assert_int_equal(build_total(w, per), n);
+	aggregate__window_free(w);
+	aggregate__free(a);
+	return wi.bytes;
+}
+
+static void test_aggregate_new_stacks_past_the_cap_not_stored(void **state)
+{
+	uint64_t t1, t2, b1 = window_bytes_after(100, &t1), b2 = window_bytes_after(20000, &t2);
+
+	assert_int_equal(t1, 100);
+	assert_int_equal(t2, 20000);
+	assert_int_equal(b2, b1);	/* nothing more stored for 19,900 more new stacks */
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_aggregate_stack_cap),
 		cmocka_unit_test(test_aggregate_stack_cap_drops_span_ids),
 		cmocka_unit_test(test_aggregate_new_labels_do_not_copy_the_stack),
+		cmocka_unit_test(test_aggregate_new_stacks_past_the_cap_not_stored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
