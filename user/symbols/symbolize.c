@@ -678,7 +678,7 @@ static int is_data(const struct vma *v)
 
 /* The frame id of lookup address addr in p (named now, or pending for the runtime). */
 static int name_user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
-			   struct frame *fr, const struct vma *v, int leaf, uint64_t time_ns);
+			   struct frame *fr, const struct vma *v, int leaf);
 
 static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
 			  uint64_t addr, int leaf, uint64_t time_ns)
@@ -718,15 +718,16 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 		fr->unmapped = 1;	/* the maps are older than the sample: again in finish */
 		ps->nunmapped++;
 	}
-	return name_user_frame(sym, p, ps, fr, v, leaf, time_ns) ? -ENOMEM : id;
+	return name_user_frame(sym, p, ps, fr, v, leaf) ? -ENOMEM : id;
 }
 
-/* Name fr from v, the mapping its address is in (NULL: none): 0, or -ENOMEM. */
+/* Name fr (its address and first sample time set) from v, the mapping its address is in (NULL:
+ * none): 0, or -ENOMEM. */
 static int name_user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
-			   struct frame *fr, const struct vma *v, int leaf, uint64_t time_ns)
+			   struct frame *fr, const struct vma *v, int leaf)
 {
 	struct symfile *f = NULL;
-	uint64_t addr = fr->addr;
+	uint64_t addr = fr->addr, time_ns = fr->time_ns;
 	uint32_t file = 0;
 	/*
 	 * A return address in anonymous memory that was not executable after the sample (heap,
@@ -1129,7 +1130,7 @@ static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_sy
 		sym->stats.unknown--;
 		sym->stats.unmapped_named++;
 		fr->map = 0;
-		if (name_user_frame(sym, p, ps, fr, v, 1, fr->time_ns))
+		if (name_user_frame(sym, p, ps, fr, v, 1))
 			return -ENOMEM;
 	}
 	return 0;
