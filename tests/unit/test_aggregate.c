@@ -316,6 +316,47 @@ static void test_aggregate_new_stacks_past_the_cap_not_stored(void **state)
 	(void)state;
 }
 
+/* Once the entries are at their cap, a sample whose span is new keeps its stack without the ids;
+ * its label set with the ids is not stored either (it was, up to the label sets' own cap: a few
+ * hundred bytes for every new span past the cap, for nothing). Spans here run on eight stacks
+ * each, so the label sets had far more room left than the entries. */
+static uint64_t window_bytes_after_spans(uint32_t spans, uint64_t *ids_dropped)
+{
+	struct aggregator *a = aggregate__new(UINT64_MAX, 0);
+	uint64_t per[2] = { 0 };
+	struct agg_window_info wi;
+	struct agg_window *w;
+	char id[17];
+
+	aggregate__set_max_stacks(a, 800);	/* 100 spans x 8 stacks fill it */
+	for (uint32_t s = 0; s < 100 + spans; s++)
+		for (uint32_t f = 0; f < 8; f++) {
+			struct pf_label l[] = { { "span_id", id, 1 }, { "span_name", "work", 0 } };
+
+			snprintf(id, sizeof(id), "%016x", s);
+			assert_int_equal(aggregate__add(a, 1, 0, &f, 1, l, 2), 0);
+		}
+	w = aggregate__cut(a);
+	aggregate__info(w, &wi);
+	assert_int_equal(wi.stacks, 800 + 8);	/* with ids; the same 8 stacks without */
+	assert_int_equal(wi.truncated, 0);
+	*ids_dropped = wi.ids_dropped;
+	assert_int_equal(build_total(w, per), (100 + spans) * 8);
+	aggregate__window_free(w);
+	aggregate__free(a);
+	return wi.bytes;
+}
+
+static void test_aggregate_new_spans_past_the_cap_not_stored(void **state)
+{
+	uint64_t d1, d2, b1 = window_bytes_after_spans(10, &d1), b2 = window_bytes_after_spans(2000, &d2);
+
+	assert_int_equal(d1, 10 * 8);
+	assert_int_equal(d2, 2000 * 8);
+	assert_int_equal(b2, b1);	/* nothing more stored for 1,990 more spans */
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_aggregate_stack_cap_drops_span_ids),
 		cmocka_unit_test(test_aggregate_new_labels_do_not_copy_the_stack),
 		cmocka_unit_test(test_aggregate_new_stacks_past_the_cap_not_stored),
+		cmocka_unit_test(test_aggregate_new_spans_past_the_cap_not_stored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,9 +118,9 @@ static int64_t capped_id(struct intern *t, const void *key, size_t len, uint32_t
 }
 
 /* Label set as one interned byte string "k\0v\0k\0v\0..." (without the identity labels when
- * no_ids); -ENOSPC past cap. */
+ * no_ids); -ENOSPC past cap, or when it is new and stored is 0 (looked up only). */
 static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n, int no_ids,
-		       uint32_t cap)
+		       uint32_t cap, int store)
 {
 	char buf[LSET_MAX];
 	size_t len = 0;
@@ -136,14 +136,21 @@ static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n,
 		memcpy(buf + len + kl, l[i].value, vl);
 		len += kl + vl;
 	}
+	if (!store) {
+		int64_t id = intern__find(w->lsets, buf, len);
+
+		return id < 0 ? -ENOSPC : id;
+	}
 	return capped_id(w->lsets, buf, len, cap);
 }
 
-/* Entry id of (stack, the label set) within cap, or -errno (-ENOSPC past it). */
+/* Entry id of (stack, the label set) within cap, or -errno (-ENOSPC past it). With the entries
+ * full, a label set never seen makes a new entry, so it is not stored for nothing. */
 static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_label *labels,
 			size_t n_labels, int no_ids, uint32_t cap)
 {
-	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap);
+	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap,
+			     !cap || intern__count(w->entries) < cap);
 	uint32_t key[2] = { stack };
 
 	if (ls < 0)
