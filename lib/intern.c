@@ -7,7 +7,11 @@
 
 #include "intern.h"
 
-#define CHUNK_MIN (4u << 10)	/* chunks double from here: a small table stays small */
+/* A table starts small and doubles: every process has a few (its frames, its mappings), and a
+ * node has hundreds of processes, most with few frames. */
+#define CHUNK_MIN (1u << 10)
+#define SLOTS_MIN 64
+#define ENTS_MIN  32
 #define CHUNK_MAX (1u << 20)
 #define POPULATE_MIN (256u << 10)	/* fresh memory this big is faulted in at once */
 #ifndef MADV_POPULATE_WRITE
@@ -60,7 +64,7 @@ struct intern *intern__new(void)
 
 	if (!in)
 		return NULL;
-	in->nslots = 1024;
+	in->nslots = SLOTS_MIN;
 	in->slots = calloc(in->nslots, sizeof(*in->slots));
 	if (!in->slots) {
 		free(in);
@@ -200,7 +204,7 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 		lookup(in, key, len, h, &slot);
 	}
 	if (in->n == in->cap_ents) {
-		uint32_t cap = in->cap_ents ? in->cap_ents * 2 : 256;
+		uint32_t cap = in->cap_ents ? in->cap_ents * 2 : ENTS_MIN;
 		struct entry *ents = realloc(in->ents, cap * sizeof(*ents));
 
 		if (!ents)

@@ -78,12 +78,16 @@ for (const u of process.argv.slice(2)) {
 	done
 	t1=$(tick "$agent") el=$((SECONDS - s0))
 	kill -0 "$agent" || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent died" >&2; exit 1; }
+	# What the RSS is: the agent's own memory (anonymous: heap, BPF ring buffer pages it reads)
+	# or pages of files (its program and shared libraries, shared with other processes).
+	awk -v n="$n" '/^Rss(Anon|File|Shmem):/ { printf "bench-node:   N=%d %s %.1f MiB\n", n, $1, $2 / 1024 }' "/proc/$agent/status"
 	metrics=$(curl -s "http://127.0.0.1:$mport/metrics" || true)
 	awk -v n="$n" -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$el" -v lo="$rmin" -v hi="$rmax" 'BEGIN {
 		printf "bench-node: RESULT N=%-3d agent CPU %.2f%% of one core, RSS min %.1f MiB max %.1f MiB\n", n, (b - a) / hz / s * 100, lo / 1024, hi / 1024 }'
 	echo "$metrics" | awk -v n="$n" '/^spanprof_memory_bytes/ { match($0, /structure="[^"]*"/); s = substr($0, RSTART + 11, RLENGTH - 12)
 		printf "bench-node:   N=%d memory %-16s %8.1f KiB\n", n, s, $NF / 1024 }
 		/^spanprof_processes\{kind="dotnet"\}/ { printf "bench-node:   N=%d .NET processes seen: %s\n", n, $NF }
-		/^spanprof_samples_received_total/ { printf "bench-node:   N=%d samples received: %s\n", n, $NF }'
+		/^spanprof_samples_received_total/ { printf "bench-node:   N=%d samples received: %s\n", n, $NF }
+		/^spanprof_heap_bytes/ { match($0, /state="[^"]*"/); printf "bench-node:   N=%d heap %-8s %8.1f KiB\n", n, substr($0, RSTART + 7, RLENGTH - 8), $NF / 1024 }'
 	stop_all
 done

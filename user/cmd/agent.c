@@ -333,7 +333,7 @@ static void publish_metrics(struct agent *a)
 	struct engine_counters c;
 	struct proctab *pt = engine__procs(a->e);
 	uint32_t dotnet = 0, hooked = 0, maps_held = 0;
-	uint64_t maps_bytes = 0;
+	uint64_t maps_bytes = 0, frames_bytes = 0, procmaps_bytes = 0;
 	struct nametab_stats names;
 	const char *text;
 	size_t len;
@@ -409,7 +409,11 @@ static void publish_metrics(struct agent *a)
 
 		struct perfmap_stats ps;
 
-		if (!p || !runtime__has(p, RT_DOTNET))
+		if (!p)
+			continue;
+		frames_bytes += symbolizer__proc_bytes(p);
+		procmaps_bytes += p->maps_bytes;
+		if (!runtime__has(p, RT_DOTNET))
 			continue;
 		dotnet++;
 		hooked += hookproc__registered(p);
@@ -427,6 +431,26 @@ static void publish_metrics(struct agent *a)
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
+	{
+		struct symbolizer_stats st;
+
+		symbolizer__stats(engine__symbolizer(a->e), &st);
+		G("memory_bytes", NULL, ((const char *[]){ "structure", "frames", NULL }),
+		  frames_bytes + st.bytes);
+	}
+	G("memory_bytes", NULL, ((const char *[]){ "structure", "process_maps", NULL }),
+	  procmaps_bytes);
+	G("memory_bytes", NULL, ((const char *[]){ "structure", "open_windows", NULL }),
+	  engine__open_bytes(a->e));
+	{
+		/* The whole heap, to hold the structures above against: what is in use, and what
+		 * malloc keeps free inside it (given back at each window's malloc_trim). */
+		struct mallinfo2 mi = mallinfo2();
+
+		G("heap_bytes", "The C heap (malloc): in use, and free but held.",
+		  ((const char *[]){ "state", "in_use", NULL }), mi.uordblks + mi.hblkhd);
+		G("heap_bytes", NULL, ((const char *[]){ "state", "free", NULL }), mi.fordblks);
+	}
 	{
 		struct symbudget_stats sb;
 

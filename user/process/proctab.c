@@ -291,6 +291,18 @@ int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t
 	return 0;
 }
 
+uint64_t maps__bytes(const struct vma *v, size_t n)
+{
+	uint64_t bytes = n * sizeof(*v);
+	const char *prev = NULL;
+
+	/* a run of mappings of one file shares one copy of its path */
+	for (size_t i = 0; i < n; i++)
+		if (v[i].path[0] && v[i].path != prev)
+			bytes += strlen(prev = v[i].path) + 1;
+	return bytes;
+}
+
 int proc__read_maps(struct proc *p)
 {
 	struct vma *v;
@@ -321,6 +333,7 @@ int proc__read_maps(struct proc *p)
 	maps__free(p->vmas, p->nvmas);
 	p->vmas = v;
 	p->nvmas = n;
+	p->maps_bytes = maps__bytes(v, n);
 	runtime__maps_changed(p);
 	return 0;
 }

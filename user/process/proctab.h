@@ -49,6 +49,7 @@ struct proc {
 	uint32_t before_exec;	/* idx + 1 of the entry of the program before that exec, or 0 */
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
+	uint64_t maps_bytes;	/* what vmas holds (maps__bytes) */
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
 	uint64_t maps_cost_ns;	/* what that read and parse cost */
 	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
@@ -113,5 +114,7 @@ int proc__alive(struct proc *p);
  * malformed lines are skipped and counted in *bad when non-NULL. */
 int maps__parse(const char *buf, size_t len, struct vma **out, size_t *n, size_t *bad);
 void maps__free(struct vma *v, size_t n);
+/* The bytes of a maps__parse block: the array and the paths it holds. */
+uint64_t maps__bytes(const struct vma *v, size_t n);
 
 #endif /* SPANPROF_PROCTAB_H */

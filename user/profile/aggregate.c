@@ -243,6 +243,17 @@ uint64_t aggregate__open_samples(const struct aggregator *a)
 	return a->cur->samples + a->next->samples;
 }
 
+static uint64_t window_bytes(const struct agg_window *w)
+{
+	return intern__bytes(w->lsets) + intern__bytes(w->stacks) + intern__bytes(w->entries) +
+	       w->cap * sizeof(*w->counts);
+}
+
+uint64_t aggregate__open_bytes(const struct aggregator *a)
+{
+	return window_bytes(a->cur) + window_bytes(a->next);
+}
+
 void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -253,8 +264,7 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->late = w->late;
 	out->ids_dropped = w->ids_dropped;
 	out->truncated = w->truncated;
-	out->bytes = intern__bytes(w->lsets) + intern__bytes(w->stacks) + intern__bytes(w->entries) +
-		     w->cap * sizeof(*w->counts);
+	out->bytes = window_bytes(w);
 }
 
 int aggregate__uses_proc(const struct agg_window *w, uint32_t proc)

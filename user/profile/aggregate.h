@@ -55,6 +55,8 @@ uint64_t aggregate__window_end(const struct aggregator *a);
 /* Samples in the open windows (the one to cut next and the one after it, which a sample past the
  * first one's end goes to): a last flush cuts until this is 0. */
 uint64_t aggregate__open_samples(const struct aggregator *a);
+/* Memory the open windows hold. */
+uint64_t aggregate__open_bytes(const struct aggregator *a);
 
 struct agg_window_info {
 	uint64_t start_ns, end_ns;	/* sample clock */

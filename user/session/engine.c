@@ -545,6 +545,11 @@ uint64_t engine__open_samples(const struct engine *e)
 	return e->agg ? aggregate__open_samples(e->agg) : 0;
 }
 
+uint64_t engine__open_bytes(const struct engine *e)
+{
+	return e->agg ? aggregate__open_bytes(e->agg) : 0;
+}
+
 struct agg_window *engine__cut(struct engine *e)
 {
 	struct agg_window *w;

@@ -93,6 +93,8 @@ uint64_t engine__window_end(const struct engine *e);
 /* Samples in the open windows (a sample past the open window's end goes to the one after it):
  * the last flush cuts until none is left. */
 uint64_t engine__open_samples(const struct engine *e);
+/* Memory the open windows hold. */
+uint64_t engine__open_bytes(const struct engine *e);
 /* Close the open window once its end has passed: drain, name its frames, return it (free with
  * aggregate__window_free). NULL and errno on failure. */
 struct agg_window *engine__cut(struct engine *e);

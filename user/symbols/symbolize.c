@@ -1233,4 +1233,30 @@ const char *symbolizer__string(const struct symbolizer *sym, uint32_t id)
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)
 {
 	*out = sym->stats;
+	out->bytes = intern__bytes(sym->kkeys) + sym->kcap * sizeof(*sym->kframes) +
+		     intern__bytes(sym->file_keys) + intern__bytes(sym->inode_keys) +
+		     sym->inode_cap * sizeof(*sym->inode_file) +
+		     sym->files_cap * sizeof(*sym->files) + intern__bytes(sym->strings);
+	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++)
+		out->bytes += sym->files[i] ? sizeof(*sym->files[i]) : 0;
+}
+
+uint64_t symbolizer__proc_bytes(const struct proc *p)
+{
+	const struct proc_syms *ps = p->syms;
+	uint64_t bytes;
+
+	if (!ps)
+		return 0;
+	bytes = sizeof(*ps) + intern__bytes(ps->keys) + ps->cap * sizeof(*ps->frames) +
+		intern__bytes(ps->maps) + intern__bytes(ps->vmas) +
+		ps->vma_cap * sizeof(*ps->vma_file) + ps->methods_cap * sizeof(*ps->methods) +
+		(ps->fcache ? FCACHE_SLOTS * sizeof(*ps->fcache) : 0) +
+		(ps->lcache ? LCACHE_SLOTS * sizeof(*ps->lcache) : 0);
+	if (ps->leaf_keys) {
+		bytes += intern__bytes(ps->leaf_keys);
+		for (uint32_t i = 0; i < intern__count(ps->leaf_keys); i++)
+			bytes += ps->methods[i].len;
+	}
+	return bytes;
 }

@@ -51,6 +51,8 @@ struct symbolizer_stats {
 	uint64_t truncated;	/* frames past a process's max_frames, shown as [truncated] */
 	uint64_t leaf[LEAF__MAX];	/* samples by what became of their leaf's caller (leafunwind.h) */
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
+	uint64_t bytes;		/* held by the tables every process shares (names, kernel frames,
+				 * the files met); ELF tables are the symbol budget's */
 };
 
 struct symbolizer;
@@ -111,5 +113,7 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p);
 void symbolizer__release_idle(struct symbolizer *sym, uint64_t now, uint64_t idle_ns);
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
+/* Bytes held for p's frames (its frame and mapping tables, JIT leaf code). */
+uint64_t symbolizer__proc_bytes(const struct proc *p);
 
 #endif /* SPANPROF_SYMBOLIZE_H */
