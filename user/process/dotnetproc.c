@@ -538,7 +538,7 @@ static int64_t restart_paced(struct proc *p, struct dotnet_state *d)
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
-	int have, missing;
+	int have, missing, grew = 0;
 	int64_t n;
 
 	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
@@ -566,6 +566,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	 * way round both would be kept (the map entry hidden). */
 	if (d->files.jitdump_fd >= 0) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
+		grew |= n != 0;
 		if (n == -ESTALE)
 			n = restart_paced(p, d);
 		if (n < 0 && o->verbose)
@@ -573,6 +574,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	}
 	if (d->files.map_fd >= 0) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
+		grew |= n != 0;
 		if (n == -ESTALE)
 			n = restart_paced(p, d);
 		if (n < 0 && o->verbose)
@@ -585,7 +587,10 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 			  d->files.jitdump_fd >= 0 ? "jitdump" : "");
 	if (p->gone)
 		return RT_DONE;	/* what the files hold now is all there will be */
-	return have || d->enabling ? RT_READY : RT_WAIT;	/* a talk out: its answer at once */
+	/* A talk out: its answer at once. Files that grew: read again at once (the runtime is
+	 * compiling). Files that did not: the backoff paces the next read (most processes, most of
+	 * the time: each read costs system calls); a window's end reads them all (engine__cut). */
+	return d->enabling || (have && grew) ? RT_READY : RT_WAIT;
 }
 
 /* Anything outside the ELF files' symbols may be JIT or ReadyToRun code, except the vDSO. */

@@ -559,7 +559,15 @@ struct agg_window *engine__cut(struct engine *e)
 		return NULL;
 	}
 	bpfsession__drain(e->bpf);
-	poll_processes(e);	/* the last perf map lines, for the pending runtime frames */
+	/* The last perf map lines, for the pending runtime frames: read now, whatever the backoff
+	 * of files that had not grown said. */
+	for (uint32_t i = 0; i < proctab__count(e->procs); i++) {
+		struct proc *p = proctab__at(e->procs, i);
+
+		if (p && p->sampled && !p->retired)
+			runtime__wake(p);
+	}
+	poll_processes(e);
 	if (symbolizer__finish(e->sym, e->procs)) {
 		errno = ENOMEM;
 		return NULL;
