@@ -146,6 +146,14 @@ curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$TMP/metrics.txt"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$METRICS_PORT/healthz")" = 200 ] || fail "/healthz not 200"
 promtool check metrics < "$TMP/metrics.txt" || fail "promtool rejects /metrics"
 pass "/metrics passes promtool check metrics ($(grep -vc '^#' "$TMP/metrics.txt") samples)"
+# Memory by structure, held against the heap: the frames and mappings of the processes sampled
+# are there, and the heap in use holds at least them.
+mem() { awk -v re="^spanprof_$1\\{$2=\"$3\"\\}" '$0 ~ re { print $NF; exit }' "$TMP/metrics.txt"; }
+FRAMES=$(mem memory_bytes structure frames) MAPS=$(mem memory_bytes structure process_maps)
+HEAP=$(mem heap_bytes state in_use)
+{ ! le "${FRAMES:-0}" 0 && ! le "${MAPS:-0}" 0 && le "$((FRAMES + MAPS))" "${HEAP:-0}"; } ||
+	fail "memory by structure: frames ${FRAMES:-none}, process_maps ${MAPS:-none}, heap in use ${HEAP:-none}"
+pass "memory by structure: frames $((FRAMES / 1024)) KiB, process mappings $((MAPS / 1024)) KiB, heap in use $((HEAP / 1024)) KiB"
 
 # A real Prometheus server scrapes the agent on loopback.
 PROM_PORT=$((20000 + RANDOM % 20000))
