@@ -990,6 +990,25 @@ static void test_symbolize_leaf_caller(void **state)
 	assert_int_equal(st.leaf[LEAF_JIT_NO_RANGE], 1);
 }
 
+/* A JIT leaf the runtime does not know yet makes its runtime due at once: the runtime reads its
+ * files on a backoff while they do not grow, and the samples after this one need the new code. */
+static void test_symbolize_unknown_jit_leaf_wakes_the_runtime(void **state)
+{
+	uint64_t words[SP_LEAF_WORDS] = { 0 }, frames[4];
+	struct leaf_regs r = { JIT_START + 0x3010, 0x7ffc0000f000, 0x7ffc0000f100, words, SP_LEAF_WORDS };
+	struct proc *p;
+	size_t n = 2;
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	assert_non_null(p->rt[0].state);
+	frames[0] = r.ip, frames[1] = LIB_START + 0x20;
+	p->rt[0].next_poll_ns = 1000000000000ull;	/* backing off */
+	assert_int_equal(symbolizer__leaf(fx.sym, p, &r, frames, &n, 4, 1), LEAF_JIT_NO_RANGE);
+	assert_int_equal(p->rt[0].next_poll_ns, 0);
+	(void)state;
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1017,6 +1036,7 @@ int main(void)
 		T(test_symbolize_forget_frees_frames),
 		T(test_symbolize_stats_count_each_kind),
 		T(test_symbolize_leaf_caller),
+		T(test_symbolize_unknown_jit_leaf_wakes_the_runtime),
 	};
 #undef T
 

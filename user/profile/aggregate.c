@@ -118,7 +118,7 @@ static int64_t capped_id(struct intern *t, const void *key, size_t len, uint32_t
 }
 
 /* Label set as one interned byte string "k\0v\0k\0v\0..." (without the identity labels when
- * no_ids); -ENOSPC past cap, or when it is new and stored is 0 (looked up only). */
+ * no_ids); -ENOSPC past cap, or when it is new and store is 0 (looked up only). */
 static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n, int no_ids,
 		       uint32_t cap, int store)
 {

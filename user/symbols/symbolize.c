@@ -863,8 +863,13 @@ static struct leaf_where jit_where(struct proc *p, struct proc_syms *ps,
 	int added;
 	int64_t id;
 
-	if (runtime__symbolize(p, ip, time_ns, &rs) || !rs.size || ip < rs.start ||
-	    ip - rs.start >= rs.size || rs.start < v->start)
+	if (runtime__symbolize(p, ip, time_ns, &rs)) {
+		/* Code the runtime has not told of yet (its files are read on a backoff while they
+		 * do not grow): read them at the next poll, for the samples after this one. */
+		runtime__wake(p);
+		return w;
+	}
+	if (!rs.size || ip < rs.start || ip - rs.start >= rs.size || rs.start < v->start)
 		return w;
 	if (!ps->leaf_keys && !(ps->leaf_keys = intern__new())) {
 		w.outcome = LEAF_CACHE_FULL;
