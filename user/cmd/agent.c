@@ -334,6 +334,7 @@ static void publish_metrics(struct agent *a)
 	struct proctab *pt = engine__procs(a->e);
 	uint32_t dotnet = 0, hooked = 0, maps_held = 0;
 	uint64_t maps_bytes = 0, frames_bytes = 0, procmaps_bytes = 0;
+	struct symbolizer_stats st;
 	struct nametab_stats names;
 	const char *text;
 	size_t len;
@@ -384,25 +385,21 @@ static void publish_metrics(struct agent *a)
 	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "
 	  "table evicted them (more hooked processes than --max-span-tables).", NULL,
 	  c.ctx_reregistered);
+	symbolizer__stats(engine__symbolizer(a->e), &st);
 	{
-		struct symbolizer_stats st;
+		const char *ev[] = { "evicted", "over_budget", "reloaded", "idle_released" };
+		uint64_t n[] = { st.elf_evicted, st.elf_over_budget, st.elf_reloaded,
+				 st.elf_idle_released };
 
-		symbolizer__stats(engine__symbolizer(a->e), &st);
-		{
-			const char *ev[] = { "evicted", "over_budget", "reloaded", "idle_released" };
-			uint64_t n[] = { st.elf_evicted, st.elf_over_budget, st.elf_reloaded,
-					 st.elf_idle_released };
+		for (int i = 0; i < 4; i++)
+			C("elf_tables_total", i ? NULL : "ELF symbol tables by what the symbol "
+			  "budget did to them.", ((const char *[]){ "event", ev[i], NULL }), n[i]);
+	}
+	for (int i = 0; i < LEAF__MAX; i++) {
+		const char *l[] = { "outcome", leaf_outcome_names[i], NULL };
 
-			for (int i = 0; i < 4; i++)
-				C("elf_tables_total", i ? NULL : "ELF symbol tables by what the symbol "
-				  "budget did to them.", ((const char *[]){ "event", ev[i], NULL }), n[i]);
-		}
-		for (int i = 0; i < LEAF__MAX; i++) {
-			const char *l[] = { "outcome", leaf_outcome_names[i], NULL };
-
-			C("leaf_callers_total", i ? NULL : "Sampled leaves by what became of their "
-			  "caller (frame not set up: put back from the copied stack).", l, st.leaf[i]);
-		}
+		C("leaf_callers_total", i ? NULL : "Sampled leaves by what became of their "
+		  "caller (frame not set up: put back from the copied stack).", l, st.leaf[i]);
 	}
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
@@ -431,13 +428,8 @@ static void publish_metrics(struct agent *a)
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
-	{
-		struct symbolizer_stats st;
-
-		symbolizer__stats(engine__symbolizer(a->e), &st);
-		G("memory_bytes", NULL, ((const char *[]){ "structure", "frames", NULL }),
-		  frames_bytes + st.bytes);
-	}
+	G("memory_bytes", NULL, ((const char *[]){ "structure", "frames", NULL }),
+	  frames_bytes + st.bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "process_maps", NULL }),
 	  procmaps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "open_windows", NULL }),
@@ -468,10 +460,8 @@ static void publish_metrics(struct agent *a)
 			  ((const char *[]){ "kind", symbudget__kind_name(k), NULL }), sb.refused_by[k]);
 	}
 	{
-		struct symbolizer_stats st;
 		struct symsrv_stats ss;
 
-		symbolizer__stats(engine__symbolizer(a->e), &st);
 		C("debug_files_refused_total", "Debug files outside a process's root without its "
 		  "build id, refused.", NULL, st.debug_refused);
 		if (engine__symsrv(a->e)) {

@@ -383,7 +383,8 @@ static void handle_event(void *ctx, const struct sp_proc_event *ev)
 	}
 }
 
-static void poll_processes(struct engine *e)
+/* every_sampled: make every sampled process's runtimes due first (runtime__wake). */
+static void poll_processes(struct engine *e, int every_sampled)
 {
 	uint64_t now = now_ns();
 	int check = now >= e->next_alive_check_ns;
@@ -404,6 +405,8 @@ static void poll_processes(struct engine *e)
 			retire(e, p, now);
 			continue;
 		}
+		if (every_sampled && p->sampled)
+			runtime__wake(p);
 		/* A process seen while starting may load a runtime a moment later. */
 		if (p->sampled && !runtime__has(p, RT_DOTNET) && proc__young(p))
 			proc__refresh_maps(p, YOUNG_MAPS_NS);
@@ -438,7 +441,7 @@ static void prescan(struct engine *e)
 	}
 	/* A silent diagnostics socket would hold the start up: talks begin with sampling. */
 	e->env.talks_held = 1;
-	poll_processes(e);
+	poll_processes(e, 0);
 	e->env.talks_held = 0;
 }
 
@@ -531,7 +534,7 @@ int engine__poll(struct engine *e, int timeout_ms)
 		err = bpfsession__drain(e->bpf);
 		poll_urgent(e, now_ns());
 	}
-	poll_processes(e);
+	poll_processes(e, 0);
 	return err;
 }
 
@@ -561,13 +564,7 @@ struct agg_window *engine__cut(struct engine *e)
 	bpfsession__drain(e->bpf);
 	/* The last perf map lines, for the pending runtime frames: read now, whatever the backoff
 	 * of files that had not grown said. */
-	for (uint32_t i = 0; i < proctab__count(e->procs); i++) {
-		struct proc *p = proctab__at(e->procs, i);
-
-		if (p && p->sampled && !p->retired)
-			runtime__wake(p);
-	}
-	poll_processes(e);
+	poll_processes(e, 1);
 	if (symbolizer__finish(e->sym, e->procs)) {
 		errno = ENOMEM;
 		return NULL;
