@@ -7,6 +7,8 @@
 # spanprof_memory_bytes by structure).
 #
 #   BUILD=build NS="1 10 25 50" DURATION=300 scripts/bench-node.sh
+# BG_DUTY gives every service a background worker busy that % of the time (SpanService's own
+# default is 20; before session 9 this script left it so, and no service was idle).
 # AGENT_ARGS adds agent options (e.g. --no-enable-perfmap, to leave other .NET processes on a
 # shared machine alone: the services here have their perf maps on from the start anyway).
 set -euo pipefail
@@ -15,6 +17,7 @@ BUILD=${BUILD:-build}
 NS=${NS:-1 10 25 50}
 LOADED=${LOADED:-10}
 RATE=${RATE:-20}
+BG_DUTY=${BG_DUTY:-0}	# SpanService's own background worker (% busy): 0, or the idle ones are not idle
 HZ=${HZ:-19}
 DURATION=${DURATION:-300}
 WARMUP=${WARMUP:-60}
@@ -43,6 +46,7 @@ for n in $NS; do
 	urls=()
 	for i in $(seq "$n"); do
 		DOTNET_PerfMapEnabled=1 OTEL_SERVICE_NAME="svc$i" SPANSERVICE_READY="$OUT/$i.ready" \
+			SPANSERVICE_BG_DUTY="$BG_DUTY" \
 			DOTNET_STARTUP_HOOKS="$(realpath "$HOOK")" dotnet "$SVC" --port 0 > "$OUT/$i.log" 2>&1 &
 		SVCPIDS+=($!)
 		for _ in $(seq 600); do [ -s "$OUT/$i.ready" ] && break; sleep 0.1; done
@@ -81,6 +85,11 @@ for (const u of process.argv.slice(2)) {
 	# What the RSS is: the agent's own memory (anonymous: heap, BPF ring buffer pages it reads)
 	# or pages of files (its program and shared libraries, shared with other processes).
 	awk -v n="$n" '/^Rss(Anon|File|Shmem):/ { printf "bench-node:   N=%d %s %.1f MiB\n", n, $1, $2 / 1024 }' "/proc/$agent/status"
+	# The mappings holding most of it (smaps): which files, which anonymous regions.
+	awk -v n="$n" '/^[0-9a-f]+-[0-9a-f]+ / { name = NF >= 6 ? $6 : "[anon]" }
+		/^Rss:/ { rss[name] += $2 }
+		END { for (k in rss) printf "%d %s\n", rss[k], k }' "/proc/$agent/smaps" |
+		sort -rn | head -"${TOP:-8}" | awk -v n="$n" '{ printf "bench-node:   N=%d mapping %8.1f KiB %s\n", n, $1, $2 }'
 	metrics=$(curl -s "http://127.0.0.1:$mport/metrics" || true)
 	awk -v n="$n" -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$el" -v lo="$rmin" -v hi="$rmax" 'BEGIN {
 		printf "bench-node: RESULT N=%-3d agent CPU %.2f%% of one core, RSS min %.1f MiB max %.1f MiB\n", n, (b - a) / hz / s * 100, lo / 1024, hi / 1024 }'

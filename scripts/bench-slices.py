@@ -27,11 +27,14 @@ Figures per arm, as ratios on/off (median and mean with its 95 % interval over t
   cpu          the process's CPU per unit (its cpuacct cgroup: ns, every thread, the BPF
                program's run time included, since it runs in the sampled task's interrupt)
   machine-cpu  the process's plus the profiler's CPU (its own cgroup) per unit
+Two arms are compared by the 95 % interval of the difference of their means (Welch), beside
+each arm's own interval. RAW=file.json keeps every slice pair's ratios.
 
   BUILD=build ARMS="none spanprof agent perf dotnet-trace" ROUNDS=4 PAIRS=20 SLICE=2 HZ=99 \
       scripts/bench-slices.py          (the defaults; about 35 minutes)
 Nothing passes or fails on a figure; a run that cannot be made exits 1.
 """
+import json
 import math
 import os
 import re
@@ -367,6 +370,27 @@ def at_most(a, b):
     return "met" if a[1] <= b[0] else "NOT met" if a[0] > b[1] else "not resolved"
 
 
+def difference(xs, ys, scale=1.0):
+    """95 % interval of mean(xs) - scale * mean(ys), the two samples independent (slices of
+    different arms never overlap in time): Welch's t with the Welch-Satterthwaite degrees of
+    freedom. Two intervals that overlap can still differ; this is the test of the difference."""
+    def mv(zs):
+        m = sum(zs) / len(zs)
+        return m, sum((z - m) ** 2 for z in zs) / (len(zs) - 1) / len(zs)
+    (mx, vx), (my, vy) = mv(xs), mv(ys)
+    vy *= scale * scale
+    d = mx - scale * my
+    se = math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(xs) - 1) + vy ** 2 / (len(ys) - 1)) if se > 0 else 1
+    h = t_crit(int(df)) * se
+    return d - h, d + h
+
+
+def below(d):
+    """A difference's interval: met when all of it is below zero."""
+    return "met" if d[1] < 0 else "NOT met" if d[0] >= 0 else "not resolved"
+
+
 def bars(results):
     """Issue 11's bars at this frequency, each decided from the intervals."""
     def over(name, k="machine-cpu"):
@@ -377,14 +401,20 @@ def bars(results):
         return f"[{iv[0] * 100:+.2f}, {iv[1] * 100:+.2f}] %"
     if "spanprof" not in results:
         return
+    def mc(name):
+        return [x["machine-cpu"] - 1 for x in results[name]]
     sp = over("spanprof")
     if "dotnet-trace" in results:
         dt = over("dotnet-trace")
+        d = difference(mc("spanprof"), mc("dotnet-trace"), 0.1)
         print(f"bench-slices: bar: spanprof's machine CPU overhead {pct(sp)} <= 1/10 of dotnet-trace's "
-              f"{pct(dt)}: {at_most(sp, (dt[0] / 10, dt[1] / 10))}")
+              f"{pct(dt)}: intervals {at_most(sp, (dt[0] / 10, dt[1] / 10))}; "
+              f"the difference {pct(d)}: {below(d)}")
     if "perf" in results:
         pf = over("perf")
-        print(f"bench-slices: bar: spanprof's {pct(sp)} below perf's {pct(pf)}: {at_most(sp, pf)}")
+        d = difference(mc("spanprof"), mc("perf"))
+        print(f"bench-slices: bar: spanprof's {pct(sp)} below perf's {pct(pf)}: intervals "
+              f"{at_most(sp, pf)}; the difference {pct(d)}: {below(d)}")
     lo, hi = (1 + x for x in over("spanprof", "rate"))
     print(f"bench-slices: bar: spanprof's throughput ratio [{lo:.4f}, {hi:.4f}] >= 0.99: "
           f"{'met' if lo >= 0.99 else 'NOT met' if hi < 0.99 else 'not resolved'}")
@@ -482,6 +512,9 @@ def main():
                 print(f"bench-slices: RESULT {name:<14} {k:<12} on/off median {med:.4f} mean {mean:.4f} "
                       f"±{ci * 100:.2f} % (95 %, {n} slice pairs)")
         bars(results)
+        if ENV.get("RAW"):	# every slice pair's ratios, to recompute or compare runs
+            with open(ENV["RAW"], "w") as f:
+                json.dump({"hz": HZ, "target": TARGET, "results": results}, f)
         floor = summary([x["machine-cpu"] for x in results["none"]])[2] if "none" in results else None
         if floor is not None:
             print(f"bench-slices: resolution (the `none` arm's 95 % interval): ±{floor * 100:.2f} %; "

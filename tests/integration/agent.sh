@@ -150,10 +150,11 @@ pass "/metrics passes promtool check metrics ($(grep -vc '^#' "$TMP/metrics.txt"
 # are there, and the heap in use holds at least them.
 mem() { awk -v re="^spanprof_$1\\{$2=\"$3\"\\}" '$0 ~ re { print $NF; exit }' "$TMP/metrics.txt"; }
 FRAMES=$(mem memory_bytes structure frames) MAPS=$(mem memory_bytes structure process_maps)
-HEAP=$(mem heap_bytes state in_use)
-{ ! le "${FRAMES:-0}" 0 && ! le "${MAPS:-0}" 0 && le "$((FRAMES + MAPS))" "${HEAP:-0}"; } ||
-	fail "memory by structure: frames ${FRAMES:-none}, process_maps ${MAPS:-none}, heap in use ${HEAP:-none}"
-pass "memory by structure: frames $((FRAMES / 1024)) KiB, process mappings $((MAPS / 1024)) KiB, heap in use $((HEAP / 1024)) KiB"
+KSYMS=$(mem memory_bytes structure kernel_symbols) HEAP=$(mem heap_bytes state in_use)
+{ ! le "${FRAMES:-0}" 0 && ! le "${MAPS:-0}" 0 && ! le "${KSYMS:-0}" 0 &&
+	le "$((FRAMES + MAPS + KSYMS))" "${HEAP:-0}"; } ||
+	fail "memory by structure: frames ${FRAMES:-none}, process_maps ${MAPS:-none}, kernel_symbols ${KSYMS:-none}, heap in use ${HEAP:-none}"
+pass "memory by structure: frames $((FRAMES / 1024)) KiB, process mappings $((MAPS / 1024)) KiB, kernel symbols $((KSYMS / 1024)) KiB, heap in use $((HEAP / 1024)) KiB"
 
 # A real Prometheus server scrapes the agent on loopback.
 PROM_PORT=$((20000 + RANDOM % 20000))
@@ -261,6 +262,31 @@ stop_agent all
 kill -TERM "$NATIVE_PID" 2> /dev/null || true
 grep -q '"service_name":"hotchain"' "$TMP/all.rx.jsonl" || fail "--all-processes: no hotchain series"
 pass "--all-processes: the native process has its series"
+
+# ---- 2b. a process idle for two windows: its frames and mappings freed, named again after ----
+
+start_receiver idle --stacks
+start_agent idle --all-processes --interval 1 --pyroscope-url "http://127.0.0.1:$RX_PORT"
+"$HOTCHAIN" 2 5 2 > /dev/null &
+IDLE_PID=$!
+PIDS_TO_KILL+=($IDLE_PID)
+wait "$IDLE_PID"
+sleep 2	# its last window
+curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$TMP/idle.metrics"
+stop_agent idle
+RELEASED=$(awk '/^spanprof_processes_idle_released_total / { print $NF }' "$TMP/idle.metrics")
+! le "${RELEASED:-0}" 0 || fail "idle process: nothing released (processes_idle_released_total ${RELEASED:-none})"
+# Pushes with hotchain's inner_hot <- outer stack: some before the pause, some after it.
+node - "$TMP/idle.rx.jsonl" > "$TMP/idle.summary" << 'EOF' || fail "idle process: $(cat "$TMP/idle.summary")"
+const lines = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map(JSON.parse);
+const hot = lines.filter(l => (l.series || []).some(s => /hotchain/.test(s.labels.service_name) &&
+  s.profiles.some(p => (p.stacks || []).some(st => /outer;inner_hot$/.test(st.stack))))).map(l => l.t);
+let gap = 0;
+for (let i = 1; i < hot.length; i++) gap = Math.max(gap, hot[i] - hot[i - 1]);
+console.log(JSON.stringify({ pushes: lines.length, with_hot_stack: hot.length, longest_gap_ms: gap }));
+if (gap < 3000) throw new Error('no named hot stack on both sides of the 5 s pause');
+EOF
+pass "idle process: freed $RELEASED time(s) while idle, named again after ($(cat "$TMP/idle.summary"))"
 
 # ---- 3. an outage: 503 for 20 s -------------------------------------------------------------
 

@@ -119,6 +119,35 @@ static void test_kallsyms_aliases(void **state)
 	}
 }
 
+/* What the table holds: its arrays and the deflated names, not the input. */
+static void test_kallsyms_bytes(void **state)
+{
+	size_t n = 10000, len = 0, cap = n * 40;
+	char *buf = malloc(cap);
+	struct ksyms_stats st, small;
+	struct ksyms *ks;
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < n; i++)
+		len += snprintf(buf + len, cap - len, "ffffffff81%06zx T function_%zu\n", i * 0x40, i);
+	ks = ksyms__parse(buf, strchr(strchr(buf, '\n') + 1, '\n') + 1 - buf);	/* two lines */
+	assert_non_null(ks);
+	ksyms__stats(ks, &small);
+	ksyms__free(ks);
+	ks = ksyms__parse(buf, len);
+	assert_non_null(ks);
+	assert_int_equal(ksyms__count(ks), n);
+	ksyms__stats(ks, &st);
+	assert_true(small.bytes > 0 && small.bytes < 1024);
+	assert_true(st.bytes >= n * 20);	/* 12-byte entries and 8-byte addresses */
+	assert_true(st.bytes < len);		/* the names deflated */
+	ksyms__free(ks);
+	free(buf);
+	ksyms__stats(NULL, &st);
+	assert_int_equal(st.bytes, 0);
+}
+
 static void test_kallsyms_modules(void **state)
 {
 	struct ksyms *ks = parse_fixture();
@@ -359,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_kallsyms_vmlinux_lookup),
 		cmocka_unit_test(test_kallsyms_aliases),
 		cmocka_unit_test(test_kallsyms_modules),
+		cmocka_unit_test(test_kallsyms_bytes),
 		cmocka_unit_test(test_kallsyms_boundaries),
 		cmocka_unit_test(test_kallsyms_zero_addresses),
 		cmocka_unit_test(test_kallsyms_malformed),

@@ -214,6 +214,30 @@ static void test_proctab_refresh_on_miss(void **state)
 	free_table(pt);
 }
 
+/* An idle process's mappings are freed; the next refresh reads them at once, whatever its
+ * interval, and only that one. */
+static void test_proctab_release_maps(void **state)
+{
+	struct proctab *pt = proctab__new(root, &env);
+	struct proc *p;
+
+	fake_proc(4343, 100, maps_text);
+	p = proctab__get(pt, 4343, 100, "app");
+	assert_int_equal(p->nvmas, 6);
+	assert_true(p->maps_bytes > 6 * sizeof(struct vma));
+	proc__release_maps(p);
+	assert_int_equal(p->nvmas, 0);
+	assert_null(p->vmas);
+	assert_int_equal(p->maps_bytes, 0);
+	assert_null(proc__vma(p, 0x55d0c0a01010));
+	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), 0);
+	assert_int_equal(p->nvmas, 6);
+	assert_false(p->maps_released);
+	assert_string_equal(proc__vma(p, 0x55d0c0a01010)->path, "/usr/bin/app with space");
+	assert_int_equal(proc__refresh_maps(p, UINT64_MAX), -EAGAIN);
+	free_table(pt);
+}
+
 /* An exec: a new entry with the new program's mappings takes the pid and start time; the old
  * one keeps its mappings for the samples taken before the exec, and is found by time only. */
 static void test_proctab_exec_splits(void **state)
@@ -266,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_proctab_maps_parse_shared_paths),
 		cmocka_unit_test(test_proctab_maps_parse_empty_and_huge_numbers),
 		cmocka_unit_test(test_proctab_identity_and_maps),
+		cmocka_unit_test(test_proctab_release_maps),
 		cmocka_unit_test(test_proctab_reused_pid_is_gone),
 		cmocka_unit_test(test_proctab_missing_process),
 		cmocka_unit_test(test_proctab_refresh_on_miss),

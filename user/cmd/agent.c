@@ -425,6 +425,8 @@ static void publish_metrics(struct agent *a)
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
 	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
+	C("processes_idle_released_total", "Times a process not sampled for two windows had its "
+	  "frames and mappings freed (read again at its next sample).", NULL, c.procs_idle_released);
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
@@ -434,6 +436,8 @@ static void publish_metrics(struct agent *a)
 	  procmaps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "open_windows", NULL }),
 	  engine__open_bytes(a->e));
+	G("memory_bytes", NULL, ((const char *[]){ "structure", "kernel_symbols", NULL }),
+	  st.kernel_symbols_bytes);
 	{
 		/* The whole heap, to hold the structures above against: what is in use, and what
 		 * malloc keeps free inside it (given back at each window's malloc_trim). */

@@ -334,8 +334,19 @@ int proc__read_maps(struct proc *p)
 	p->vmas = v;
 	p->nvmas = n;
 	p->maps_bytes = maps__bytes(v, n);
+	p->maps_released = 0;
 	runtime__maps_changed(p);
 	return 0;
+}
+
+void proc__release_maps(struct proc *p)
+{
+	maps__free(p->vmas, p->nvmas);
+	p->vmas = NULL;
+	p->nvmas = 0;
+	p->maps_bytes = 0;
+	p->maps_read_ns = 0;
+	p->maps_released = 1;
 }
 
 int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns)
@@ -346,7 +357,7 @@ int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns)
 	 * cost at most about 2 % of a core, whoever asks for them. */
 	if (min_interval_ns < MAPS_COST_FACTOR * p->maps_cost_ns)
 		min_interval_ns = MAPS_COST_FACTOR * p->maps_cost_ns;
-	if (now_ns() - p->maps_read_ns < min_interval_ns)
+	if (!p->maps_released && now_ns() - p->maps_read_ns < min_interval_ns)
 		return -EAGAIN;
 	return proc__read_maps(p);
 }

@@ -50,6 +50,7 @@ struct proc {
 	struct vma *vmas;	/* sorted by start */
 	size_t nvmas;
 	uint64_t maps_bytes;	/* what vmas holds (maps__bytes) */
+	int maps_released;	/* vmas freed while the process was idle (proc__release_maps) */
 	uint64_t maps_read_ns;	/* when the mappings were last read (CLOCK_MONOTONIC) */
 	uint64_t maps_cost_ns;	/* what that read and parse cost */
 	uint64_t last_sample_ns;	/* time of its newest sample (bpf_ktime_get_ns clock) */
@@ -107,6 +108,9 @@ int proc__young(const struct proc *p);	/* younger than RUNTIME_YOUNG_NS */
  * soon. */
 int proc__read_maps(struct proc *p);
 int proc__refresh_maps(struct proc *p, uint64_t min_interval_ns);
+/* Free the mappings of a process that is idle; the next proc__refresh_maps reads them again at
+ * once, whatever its interval (maps_released says they were freed). */
+void proc__release_maps(struct proc *p);
 /* Whether the process still runs (its /proc directory still reads); sets gone when not. */
 int proc__alive(struct proc *p);
 

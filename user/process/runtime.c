@@ -49,6 +49,10 @@ void runtime__maps_changed(struct proc *p)
 
 void runtime__poll(struct proc *p, uint64_t now)
 {
+	/* Idle long enough to have its mappings freed (proc__release_maps): not looked at until its
+	 * next sample or process event reads them again and wakes its runtimes. */
+	if (p->maps_released)
+		return;
 	for (int id = 0; id < RT__MAX; id++) {
 		struct rt_instance *in = &p->rt[id];
 

@@ -171,6 +171,9 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 	if (!p->sampled || (e->env.idle_release_ns && p->last_sample_ns &&
 			    smp->time_ns > p->last_sample_ns + e->env.idle_release_ns)) {
 		p->sampled = 1;
+		/* its mappings, freed while it was idle, before its runtimes look at them */
+		if (p->maps_released)
+			proc__refresh_maps(p, 0);
 		/* e.g. perf maps are turned on and read only in sampled processes, and read again
 		 * in one that was idle */
 		runtime__wake(p);
@@ -553,6 +556,35 @@ uint64_t engine__open_bytes(const struct engine *e)
 	return e->agg ? aggregate__open_bytes(e->agg) : 0;
 }
 
+/*
+ * A process not sampled for idle_release_ns (or never, its mappings read that long ago: the
+ * scan at start reads every process's) keeps only its table entry: its frames go (their ids
+ * start again at its next sample; no open window holds one, since its last sample is older than
+ * the window being cut) and its mappings go (read again at its next sample).
+ */
+static void release_idle_procs(struct engine *e, uint64_t now)
+{
+	uint64_t open_from = aggregate__window_start(e->agg);
+
+	for (uint32_t i = 0; i < proctab__count(e->procs); i++) {
+		struct proc *p = proctab__at(e->procs, i);
+		uint64_t last;
+
+		if (!p || p->gone || (!p->syms && !p->vmas))
+			continue;
+		last = p->last_sample_ns ? p->last_sample_ns : p->maps_read_ns;
+		if (!last || last >= open_from || last + e->env.idle_release_ns > now)
+			continue;
+		/* Its runtimes' last look, with the mappings still there (a perf map index goes
+		 * now too): they are not polled again while the mappings are freed. */
+		runtime__wake(p);
+		runtime__poll(p, now_ns());
+		symbolizer__forget(e->sym, p);
+		proc__release_maps(p);
+		e->c.procs_idle_released++;
+	}
+}
+
 struct agg_window *engine__cut(struct engine *e)
 {
 	struct agg_window *w;
@@ -569,13 +601,15 @@ struct agg_window *engine__cut(struct engine *e)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Windows cut often (agent): symbol tables and runtime data nothing looked up for a while
-	 * go. With idle_release_ns 0 (record) everything is kept: the one place that decides. */
+	/* Windows cut often (agent): symbol tables, runtime data and idle processes' frames and
+	 * mappings nothing looked up for a while go. With idle_release_ns 0 (record) everything is
+	 * kept: the one place that decides. */
 	if (e->env.idle_release_ns) {
 		uint64_t now = now_ns();
 
 		symbolizer__release_idle(e->sym, now, e->env.idle_release_ns);
 		runtime__release_idle(&e->env, now);
+		release_idle_procs(e, now);
 	}
 	w = aggregate__cut(e->agg);
 	if (w) {

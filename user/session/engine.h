@@ -59,6 +59,7 @@ struct engine_counters {
 	uint64_t span_ids_dropped;	/* samples past it kept with their stack, without span ids */
 	uint64_t procs_exited;	/* processes seen to exit (fds closed, runtimes detached) */
 	uint64_t procs_pruned;	/* exited processes whose entry was freed */
+	uint64_t procs_idle_released;	/* idle processes whose frames and mappings were freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
 	uint64_t chains_cut;	/* samples whose user stack walk left code: cut there, marked */
 	uint64_t ctx_reregistered;	/* span tables put back after the sampler's LRU dropped them */

@@ -508,10 +508,18 @@ uint64_t ksyms__count(const struct ksyms *ks)
 
 void ksyms__stats(const struct ksyms *ks, struct ksyms_stats *out)
 {
-	if (ks)
-		*out = ks->stats;
-	else
-		memset(out, 0, sizeof(*out));
+	size_t nblk;
+
+	memset(out, 0, sizeof(*out));
+	if (!ks)
+		return;
+	*out = ks->stats;
+	nblk = (ks->n + KSYMS_BLOCK - 1) / KSYMS_BLOCK;
+	out->bytes = sizeof(*ks) + ks->n * (sizeof(*ks->syms) + sizeof(*ks->addrs)) +
+		     (ks->blocks ? (nblk + 1) * sizeof(*ks->blocks) + ks->blocks[nblk] : 0) +
+		     ks->n_modules * sizeof(*ks->modules);
+	for (size_t i = 1; i < ks->n_modules; i++)
+		out->bytes += strlen(ks->modules[i]) + 1;
 }
 
 void ksyms__free(struct ksyms *ks)

@@ -26,6 +26,7 @@ struct ksyms_stats {
 	uint64_t aliases;	/* names dropped for another at the same address */
 	uint64_t capped;	/* lines dropped because a cap was hit */
 	uint64_t modules;	/* distinct module names */
+	uint64_t bytes;		/* memory the table holds (ksyms__stats) */
 };
 
 /*

@@ -1237,6 +1237,8 @@ const char *symbolizer__string(const struct symbolizer *sym, uint32_t id)
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)
 {
+	struct ksyms_stats ks;
+
 	*out = sym->stats;
 	out->bytes = intern__bytes(sym->kkeys) + sym->kcap * sizeof(*sym->kframes) +
 		     intern__bytes(sym->file_keys) + intern__bytes(sym->inode_keys) +
@@ -1244,6 +1246,8 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		     sym->files_cap * sizeof(*sym->files) + intern__bytes(sym->strings);
 	for (uint32_t i = 0; i < intern__count(sym->file_keys); i++)
 		out->bytes += sym->files[i] ? sizeof(*sym->files[i]) : 0;
+	ksyms__stats(sym->ksyms, &ks);
+	out->kernel_symbols_bytes = ks.bytes;
 }
 
 uint64_t symbolizer__proc_bytes(const struct proc *p)

@@ -53,6 +53,7 @@ struct symbolizer_stats {
 	int kernel_hidden;	/* kallsyms addresses are zeroed (kptr_restrict) */
 	uint64_t bytes;		/* held by the tables every process shares (names, kernel frames,
 				 * the files met); ELF tables are the symbol budget's */
+	uint64_t kernel_symbols_bytes;	/* the kallsyms table */
 };
 
 struct symbolizer;

@@ -29,6 +29,8 @@ __attribute__((noinline, noipa)) static void outer(double seconds)
 	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 }
 
+/* hotchain [SECONDS [PAUSE SECONDS2]]: busy SECONDS (5), then, when given, asleep PAUSE and
+ * busy SECONDS2 again: one process idle in the middle. */
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
@@ -36,5 +38,9 @@ int main(int argc, char **argv)
 	printf("%d\n", getpid());
 	fflush(stdout);
 	outer(seconds);
+	if (argc > 3) {
+		usleep((useconds_t)(atof(argv[2]) * 1e6));
+		outer(atof(argv[3]));
+	}
 	return 0;
 }
