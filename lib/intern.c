@@ -3,9 +3,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "intern.h"
+#include "prefault.h"
 
 /* A table starts small and doubles: every process has a few (its frames, its mappings), and a
  * node has hundreds of processes, most with few frames. */
@@ -13,10 +13,6 @@
 #define SLOTS_MIN 64
 #define ENTS_MIN  32
 #define CHUNK_MAX (1u << 20)
-#define POPULATE_MIN (256u << 10)	/* fresh memory this big is faulted in at once */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23	/* Linux 5.14; older kernels say EINVAL: pages fault one by one */
-#endif
 
 struct entry {
 	uint32_t off_chunk;	/* chunk index */
@@ -86,19 +82,6 @@ void intern__free(struct intern *in)
 	free(in);
 }
 
-/*
- * Fault in the whole pages of [p, p + len) with one call, when that is big: a table that grows by
- * a sample or two at a time would otherwise take one page fault per 4 KiB, and a fault costs
- * 13 us in some VMs (one call: 6 us a page, measured in the same guest). Best effort.
- */
-static void populate(void *p, size_t len)
-{
-	uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)p + len) & ~(uintptr_t)4095;
-
-	if (len >= POPULATE_MIN && e > a)
-		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-}
-
 static const char *entry_bytes(const struct intern *in, const struct entry *e)
 {
 	return in->chunks[e->off_chunk] + e->off;
@@ -132,7 +115,7 @@ static int grow_slots(struct intern *in)
 
 	if (!slots)
 		return -ENOMEM;
-	populate(slots, n * sizeof(*slots));
+	prefault__write(slots, n * sizeof(*slots));
 	for (uint32_t id = 0; id < in->n; id++) {
 		const struct entry *e = &in->ents[id];
 		uint64_t h = intern__hash(entry_bytes(in, e), e->len);
@@ -165,7 +148,7 @@ static int store(struct intern *in, const void *key, size_t len, struct entry *e
 		in->chunks[in->nchunks] = malloc(size);
 		if (!in->chunks[in->nchunks])
 			return -ENOMEM;
-		populate(in->chunks[in->nchunks], size);
+		prefault__write(in->chunks[in->nchunks], size);
 		in->nchunks++;
 		in->chunk_used = 0;
 		in->chunk_size = size;
@@ -209,7 +192,7 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 
 		if (!ents)
 			return -ENOMEM;
-		populate(ents + in->cap_ents, (cap - in->cap_ents) * sizeof(*ents));
+		prefault__write(ents + in->cap_ents, (cap - in->cap_ents) * sizeof(*ents));
 		in->ents = ents;
 		in->cap_ents = cap;
 	}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "intern.h"
+#include "prefault.h"
 #include "r2r.h"
 #include "symbudget.h"
 
@@ -241,6 +242,7 @@ static uint8_t *read_rva(struct r2r_image *img, const struct src *s, uint32_t rv
 		*st = R2R_NOMEM;
 		return NULL;
 	}
+	prefault__write(buf, len);
 	if (src_read(img, s, off, buf, len)) {
 		free(buf);
 		*st = R2R_BAD_HEADER;	/* the section table promised bytes the file lacks */
@@ -418,9 +420,20 @@ static int md_blob(const struct r2r_image *img, uint32_t idx, const uint8_t **p,
 	return 0;
 }
 
-static enum r2r_status parse_tables(struct r2r_image *img, const uint8_t *p, const uint8_t *end)
+/* The #~ stream's header (row counts) is at most this long; the metadata root and its stream
+ * headers are a few hundred bytes (a version string of up to 255, five or six streams). */
+#define TABLES_HEAD_MAX (24 + 4 + 64 * 4)
+#define MD_HEAD_MAX	4096
+
+/*
+ * The tables' layout from the first hlen bytes of a #~ stream of len bytes: each table's row
+ * count, row size and offset in the stream (into tab_off).
+ */
+static enum r2r_status parse_tables(struct r2r_image *img, const uint8_t *head, uint32_t hlen,
+				    uint32_t len, uint32_t tab_off[T__MAX])
 {
-	uint64_t valid;
+	const uint8_t *p = head, *end = head + hlen;
+	uint64_t valid, at;
 	uint32_t nrows = 0;
 	uint8_t heaps;
 
@@ -447,6 +460,7 @@ static enum r2r_status parse_tables(struct r2r_image *img, const uint8_t *p, con
 		p += 4;
 		nrows++;
 	}
+	at = (uint64_t)(p - head);
 	for (unsigned t = 0; t < T__MAX; t++) {
 		struct md_table *tb = &img->tab[t];
 		uint32_t w = 0;
@@ -458,39 +472,99 @@ static enum r2r_status parse_tables(struct r2r_image *img, const uint8_t *p, con
 			w += tb->width[c];
 		}
 		tb->row_size = w;
+		tab_off[t] = (uint32_t)at;
 		if (!tb->rows)
 			continue;
-		if ((uint64_t)tb->rows * w > (uint64_t)(end - p))
+		if (at > len || (uint64_t)tb->rows * w > len - at)
 			return R2R_BAD_METADATA;
-		tb->base = p;
-		p += (uint64_t)tb->rows * w;
+		at += (uint64_t)tb->rows * w;
 	}
 	return nrows ? R2R_OK : R2R_BAD_METADATA;
 }
 
-/* Metadata root (II.24.2.1) and its streams. */
+struct md_stream {
+	uint32_t off, size;	/* in the metadata */
+	int found;
+};
+
+/*
+ * Naming needs the #Strings and #Blob heaps and the tables in kept[]; the rest of the metadata
+ * (custom attributes, fields, parameters, member references, user strings: most of CoreLib's)
+ * is never read. One buffer, each part read straight into it: no copy of the whole metadata is
+ * made (a fresh page costs a fault, 13 us in some VMs).
+ */
+static enum r2r_status read_named_metadata(struct r2r_image *img, const struct src *s,
+					   uint64_t md_off, const struct md_stream *tables,
+					   const struct md_stream *strings,
+					   const struct md_stream *blob, const uint32_t tab_off[T__MAX])
+{
+	static const uint8_t kept[] = { T_MODULE, T_TYPEREF, T_TYPEDEF, T_METHODDEF, T_MODULEREF,
+					T_TYPESPEC, T_ASSEMBLY, T_ASSEMBLYREF, T_NESTEDCLASS };
+	uint64_t len = (uint64_t)strings->size + blob->size;
+	uint8_t *md, *p;
+
+	for (size_t k = 0; k < sizeof(kept); k++)
+		len += (uint64_t)img->tab[kept[k]].rows * img->tab[kept[k]].row_size;
+	if (!(md = malloc(len ? len : 1)))
+		return R2R_NOMEM;
+	prefault__write(md, len);
+	img->md = md;
+	img->md_len = (uint32_t)len;
+	img->st.mem_bytes += len;
+	p = md;
+	if (src_read(img, s, md_off + strings->off, p, strings->size))
+		return R2R_BAD_METADATA;
+	img->strings = p;
+	img->strings_len = strings->size;
+	p += strings->size;
+	if (src_read(img, s, md_off + blob->off, p, blob->size))
+		return R2R_BAD_METADATA;
+	img->blob = p;
+	img->blob_len = blob->size;
+	p += blob->size;
+	for (unsigned t = 0; t < T__MAX; t++) {
+		struct md_table *tb = &img->tab[t];
+		uint64_t n = (uint64_t)tb->rows * tb->row_size;
+
+		tb->base = NULL;	/* a table not kept: its rows still size the others' indexes */
+		if (!memchr(kept, (int)t, sizeof(kept)) || !n)
+			continue;
+		if (src_read(img, s, md_off + tables->off + tab_off[t], p, n))
+			return R2R_BAD_METADATA;
+		tb->base = p;
+		p += n;
+	}
+	return R2R_OK;
+}
+
+/* Metadata root (II.24.2.1), its streams, then the parts naming needs. */
 static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s,
 				      const struct hdrs *h)
 {
-	enum r2r_status st = R2R_OK;
-	const uint8_t *p, *end, *tables = NULL, *tables_end = NULL;
-	uint32_t vlen, nstreams;
+	uint8_t head[MD_HEAD_MAX], th[TABLES_HEAD_MAX];
+	struct md_stream tables = { 0 }, strings = { 0 }, blob = { 0 };
+	uint32_t tab_off[T__MAX], hlen, vlen, nstreams;
+	const uint8_t *p, *end;
+	enum r2r_status st;
+	uint64_t md_off;
 
-	img->md = read_rva(img, s, h->md_rva, h->md_size, img->lim.max_metadata, &st);
-	if (!img->md)
-		return st == R2R_BAD_HEADER ? R2R_BAD_METADATA : st;
-	img->md_len = h->md_size;
-	p = img->md;
-	end = p + img->md_len;
-	if (img->md_len < 20 || le32(p) != MD_SIGNATURE)
+	if (h->md_size > img->lim.max_metadata)
+		return R2R_TOO_BIG;
+	hlen = h->md_size < sizeof(head) ? h->md_size : sizeof(head);
+	if (rva_to_off(img, h->md_rva, h->md_size, &md_off) || src_read(img, s, md_off, head, hlen))
+		return R2R_BAD_METADATA;
+	p = head;
+	end = head + hlen;
+	if (h->md_size < 20 || le32(p) != MD_SIGNATURE)
 		return R2R_BAD_METADATA;
 	vlen = le32(p + 12);
-	if (vlen > img->md_len - 20)
+	if (vlen > hlen - 20)
 		return R2R_BAD_METADATA;
 	p += 16 + vlen;
 	nstreams = le16(p + 2);
 	p += 4;
 	for (uint32_t i = 0; i < nstreams; i++) {
+		struct md_stream *which = NULL;
 		uint32_t off, size;
 		const uint8_t *name;
 		size_t n;
@@ -501,67 +575,29 @@ static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s
 		size = le32(p + 4);
 		name = p + 8;
 		n = strnlen((const char *)name, end - name < 32 ? end - name : 32);
-		if (n >= 32 || name + n >= end || off > img->md_len || size > img->md_len - off)
+		if (n >= 32 || name + n >= end || off > h->md_size || size > h->md_size - off)
 			return R2R_BAD_METADATA;
 		p = name + ((n + 4) & ~3u);
-		if (!strcmp((const char *)name, "#~")) {
-			tables = img->md + off;
-			tables_end = tables + size;
-		} else if (!strcmp((const char *)name, "#-")) {
+		if (!strcmp((const char *)name, "#~"))
+			which = &tables;
+		else if (!strcmp((const char *)name, "#-"))
 			return R2R_UNSUPPORTED;
-		} else if (!strcmp((const char *)name, "#Strings")) {
-			img->strings = img->md + off;
-			img->strings_len = size;
-		} else if (!strcmp((const char *)name, "#Blob")) {
-			img->blob = img->md + off;
-			img->blob_len = size;
-		}
+		else if (!strcmp((const char *)name, "#Strings"))
+			which = &strings;
+		else if (!strcmp((const char *)name, "#Blob"))
+			which = &blob;
+		if (which)
+			*which = (struct md_stream){ off, size, 1 };
 	}
-	if (!tables || !img->strings || !img->blob)
+	if (!tables.found || !strings.found || !blob.found)
 		return R2R_BAD_METADATA;
-	return parse_tables(img, tables, tables_end);
-}
-
-/*
- * Naming needs the #Strings and #Blob heaps and the tables of the enum above; the rest of the
- * metadata (custom attributes, fields, parameters, member references, user strings: most of
- * CoreLib's) is let go. Without memory for the copy, all of it stays.
- */
-static void keep_named_metadata(struct r2r_image *img)
-{
-	static const uint8_t kept[] = { T_MODULE, T_TYPEREF, T_TYPEDEF, T_METHODDEF, T_MODULEREF,
-					T_TYPESPEC, T_ASSEMBLY, T_ASSEMBLYREF, T_NESTEDCLASS };
-	uint64_t len = (uint64_t)img->strings_len + img->blob_len;
-	uint8_t *md, *p;
-
-	for (size_t k = 0; k < sizeof(kept); k++)
-		len += (uint64_t)img->tab[kept[k]].rows * img->tab[kept[k]].row_size;
-	if (len >= img->md_len || !(md = malloc(len ? len : 1)))
-		return;
-	p = md;
-	memcpy(p, img->strings, img->strings_len);
-	img->strings = p;
-	p += img->strings_len;
-	memcpy(p, img->blob, img->blob_len);
-	img->blob = p;
-	p += img->blob_len;
-	for (unsigned t = 0; t < T__MAX; t++) {
-		struct md_table *tb = &img->tab[t];
-		uint64_t n = (uint64_t)tb->rows * tb->row_size;
-
-		if (!memchr(kept, (int)t, sizeof(kept)) || !tb->base) {
-			tb->base = NULL;	/* its rows still size the other tables' indexes */
-			continue;
-		}
-		memcpy(p, tb->base, n);
-		tb->base = p;
-		p += n;
-	}
-	img->st.mem_bytes -= img->md_len;
-	img->st.mem_bytes += len;
-	free(img->md);
-	img->md = md;
-	img->md_len = (uint32_t)len;
+	hlen = tables.size < sizeof(th) ? tables.size : sizeof(th);
+	if (src_read(img, s, md_off + tables.off, th, hlen))
+		return R2R_BAD_METADATA;
+	st = parse_tables(img, th, hlen, tables.size, tab_off);
+	if (st != R2R_OK)
+		return st;
+	return read_named_metadata(img, s, md_off, &tables, &strings, &blob, tab_off);
 }
 
 /* Which type declares each method (TypeDef.MethodList runs), and which type encloses each. */
@@ -573,6 +609,7 @@ static enum r2r_status index_types(struct r2r_image *img)
 	img->enclosing = calloc((size_t)ntypes + 1, sizeof(*img->enclosing));
 	if (!img->decl_type || !img->enclosing)
 		return R2R_NOMEM;
+	prefault__write(img->decl_type, ((size_t)nmeth + 1) * sizeof(*img->decl_type));
 	img->st.mem_bytes += ((uint64_t)nmeth + ntypes + 2) * 4;
 	for (uint32_t t = 1; t <= ntypes; t++) {
 		uint32_t first = cell(img, T_TYPEDEF, t, 5);
@@ -1241,6 +1278,7 @@ static int add_method(struct r2r_image *img, uint32_t rid, uint32_t owner_off, u
 
 		if (!m)
 			return -ENOMEM;
+		prefault__write(m + img->methods_cap, (size_t)(cap - img->methods_cap) * sizeof(*m));
 		img->methods = m;
 		img->methods_cap = cap;
 	}
@@ -1373,9 +1411,10 @@ static enum r2r_status read_functions(struct r2r_image *img, const uint8_t *b, u
 
 	if (n > img->lim.max_functions)
 		return R2R_TOO_BIG;
-	img->rf = calloc(n ? n : 1, sizeof(*img->rf));
+	img->rf = malloc((n ? n : 1) * sizeof(*img->rf));	/* every field set below */
 	if (!img->rf)
 		return R2R_NOMEM;
+	prefault__write(img->rf, (size_t)n * sizeof(*img->rf));
 	img->st.mem_bytes += (uint64_t)n * sizeof(*img->rf);
 	for (uint32_t i = 0; i < n; i++) {
 		img->rf[i].begin = le32(b + (uint64_t)i * esz);
@@ -1536,8 +1575,6 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 	st = img->names ? parse_pe(img, s, &h) : R2R_NOMEM;
 	if (st == R2R_OK)
 		st = parse_metadata(img, s, &h);
-	if (st == R2R_OK)
-		keep_named_metadata(img);
 	if (st == R2R_OK)
 		st = index_types(img);
 	if (st == R2R_OK)

@@ -95,6 +95,10 @@ static void test_r2r_corelib_parses(void **state)
 	assert_true(st.instances > 1000);
 	assert_int_equal(st.orphans, 0);
 	assert_int_equal(st.bad_entries, 0);
+	/* The metadata naming does not use (most of CoreLib's: custom attributes, fields, member
+	 * references) is never read, so less is read than held (4.7 MB read for 4.3 MB held when
+	 * the whole metadata was read and the kept parts copied out of it). */
+	assert_true(st.bytes_read < st.mem_bytes);
 	for (uint32_t i = 0; !r2r__function(img, i, &start, &end, &name); i++) {
 		assert_true(end > start);
 		if (!name)
