@@ -129,7 +129,6 @@ struct r2r_image {
 	int arm64;
 	/* metadata (kept: names are formatted on first lookup) */
 	uint8_t *md;
-	uint32_t md_len;
 	const uint8_t *strings, *blob;
 	uint32_t strings_len, blob_len;
 	uint8_t str4, guid4, blob4;
@@ -509,7 +508,6 @@ static enum r2r_status read_named_metadata(struct r2r_image *img, const struct s
 		return R2R_NOMEM;
 	prefault__write(md, len);
 	img->md = md;
-	img->md_len = (uint32_t)len;
 	img->st.mem_bytes += len;
 	p = md;
 	if (src_read(img, s, md_off + strings->off, p, strings->size))
@@ -1278,7 +1276,6 @@ static int add_method(struct r2r_image *img, uint32_t rid, uint32_t owner_off, u
 
 		if (!m)
 			return -ENOMEM;
-		prefault__write(m + img->methods_cap, (size_t)(cap - img->methods_cap) * sizeof(*m));
 		img->methods = m;
 		img->methods_cap = cap;
 	}
