@@ -291,6 +291,83 @@ static void test_leafunwind_cfi_self(void **state)
 	leafcfi__free(c);
 }
 
+/* A hostile container truncates a library after its CFI was opened: answers stay, never SIGBUS
+ * (the CFI must not be read through a mapping of a file another process can shrink). */
+static void test_leafunwind_cfi_truncated(void **state)
+{
+	const uint8_t *leaf = (const uint8_t *)cfi_leaf;
+	uint64_t lv = vaddr_of(cfi_leaf);
+	size_t ls = entry_skip(leaf), len;
+	char path[PATH_MAX];
+	char *self = testutil__slurp("/proc/self/exe", &len);
+	struct leafcfi *c;
+	int fd;
+
+	assert_non_null(self);
+	assert_int_equal(testutil__temp_file(path, sizeof(path), self, len), 0);
+	free(self);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	c = leafcfi__open_fd(dup(fd));
+	assert_non_null(c);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+	unlink(path);
+	assert_ra(leafcfi__where(c, lv + ls), 0);
+	assert_int_equal(leafcfi__where(c, 0).outcome, LEAF_NO_CFI);
+	leafcfi__free(c);
+}
+
+/* A copy of this program whose .eh_frame header claims size bytes at the file's end, the file
+ * extended to hold them: written (zeros) when stored, else a hole. Returns the open fd. */
+static int big_eh_frame(char *path, size_t cap, uint64_t size, int stored)
+{
+	static char zeros[1 << 20];
+	size_t len;
+	char *self = testutil__slurp("/proc/self/exe", &len);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)self;
+	const Elf64_Shdr *sh, *str;
+	int fd;
+
+	assert_non_null(self);
+	sh = (const Elf64_Shdr *)(self + eh->e_shoff);
+	str = &sh[eh->e_shstrndx];
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(self + str->sh_offset + sh[i].sh_name, ".eh_frame")) {
+			Elf64_Shdr *w = (Elf64_Shdr *)&sh[i];
+
+			w->sh_offset = (len + 4095) & ~4095ul;
+			w->sh_size = size;
+		}
+	assert_int_equal(testutil__temp_file(path, cap, self, len), 0);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)(((len + 4095) & ~4095ul) + size)), 0);
+	for (uint64_t off = 0; stored && off < size; off += sizeof(zeros))
+		assert_true(pwrite(fd, zeros, size - off < sizeof(zeros) ? size - off : sizeof(zeros),
+				   (off_t)(((len + 4095) & ~4095ul) + off)) > 0);
+	free(self);
+	return fd;
+}
+
+/* A .eh_frame that is all hole, or bigger than the cap, is refused before anything is read. */
+static void test_leafunwind_cfi_sparse(void **state)
+{
+	char path[PATH_MAX];
+	int fd = big_eh_frame(path, sizeof(path), 256u << 20, 0);
+
+	errno = 0;
+	assert_null(leafcfi__open_fd(fd));
+	assert_int_equal(errno, EFBIG);
+	unlink(path);
+	/* stored on disk but over the cap */
+	fd = big_eh_frame(path, sizeof(path), LEAF_CFI_MAX_BYTES + 4096, 1);
+	errno = 0;
+	assert_null(leafcfi__open_fd(fd));
+	assert_int_equal(errno, EFBIG);
+	unlink(path);
+}
+
 /* The vDSO from memory, as the symbolizer copies it from a process: its clock_gettime has CFI. */
 static void test_leafunwind_cfi_vdso_image(void **state)
 {
@@ -368,6 +445,8 @@ int main(void)
 		cmocka_unit_test(test_leafunwind_insert),
 		cmocka_unit_test(test_leafunwind_insert_full),
 		cmocka_unit_test(test_leafunwind_cfi_self),
+		cmocka_unit_test(test_leafunwind_cfi_truncated),
+		cmocka_unit_test(test_leafunwind_cfi_sparse),
 		cmocka_unit_test(test_leafunwind_cfi_vdso_image),
 		cmocka_unit_test(test_leafunwind_cfi_bad_input),
 	};

@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "leafunwind.h"
@@ -28,6 +29,7 @@ struct leafcfi {
 	Dwarf_CFI *cfi;		/* owned by elf (dwarf_getcfi_elf: .eh_frame) or dw (debug_frame) */
 	int own_cfi;		/* dwarf_getcfi_elf's: freed with dwarf_cfi_end */
 	void *image;		/* the memory elf reads from (leafcfi__open_image), or NULL */
+	uint64_t bytes;		/* CFI sections read into memory (leafcfi__open_fd) */
 };
 
 /* The CFI of c->elf, .eh_frame first. 0, or ENOEXEC (not ELF) / ENOENT (no CFI). */
@@ -46,9 +48,65 @@ static int find_cfi(struct leafcfi *c)
 	return c->cfi ? 0 : ENOENT;
 }
 
+/*
+ * What reading a file's CFI costs, checked before libdw reads it: .eh_frame_hdr and .eh_frame,
+ * or without them every .debug_ section (libdw's dwarf_begin_elf reads them all at once). Each
+ * must lie inside the file and be stored on it (a sparse file declares what it never wrote, and
+ * reading it costs as much as a real one); debug sections must not be compressed (what they
+ * expand to is the file's word); all of them together at most LEAF_CFI_MAX_BYTES. 0, or EFBIG.
+ */
+#define SPARSE_MIN	(1u << 20)	/* smaller sections are not looked at for holes */
+#define SHSTRTAB_MAX	(1u << 20)
+
+static int stored(int fd, uint64_t fsize, const GElf_Shdr *sh)
+{
+	off_t hole;
+
+	if (sh->sh_offset > fsize || sh->sh_size > fsize - sh->sh_offset)
+		return 0;
+	if (sh->sh_size < SPARSE_MIN)
+		return 1;
+	hole = lseek(fd, (off_t)sh->sh_offset, SEEK_HOLE);
+	return !(hole >= 0 && (uint64_t)hole < sh->sh_offset + sh->sh_size);
+}
+
+static int cfi_fits(Elf *elf, int fd, uint64_t fsize, uint64_t *bytes)
+{
+	uint64_t eh = 0, dbg = 0;
+	int has_eh = 0, dbg_bad = 0;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) || !(scn = elf_getscn(elf, shstrndx)) ||
+	    !gelf_getshdr(scn, &sh) || sh.sh_size > SHSTRTAB_MAX || !stored(fd, fsize, &sh))
+		return EFBIG;
+	for (scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr")) {
+			if (!stored(fd, fsize, &sh))
+				return EFBIG;
+			has_eh = 1;
+			eh += sh.sh_size;
+		} else if (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)) {
+			dbg_bad |= name[1] == 'z' || (sh.sh_flags & SHF_COMPRESSED) || !stored(fd, fsize, &sh);
+			dbg += sh.sh_size;
+		}
+	}
+	*bytes = has_eh ? eh : dbg;
+	return *bytes > LEAF_CFI_MAX_BYTES || (!has_eh && dbg_bad) ? EFBIG : 0;
+}
+
 struct leafcfi *leafcfi__open_fd(int fd)
 {
 	struct leafcfi *c;
+	struct stat st;
+	GElf_Phdr ph;
+	size_t n;
 	int err;
 
 	if (fd < 0) {
@@ -62,12 +120,24 @@ struct leafcfi *leafcfi__open_fd(int fd)
 		return NULL;
 	}
 	elf_version(EV_CURRENT);
-	/* Mapped read-only: the fd can go once libelf has the mapping. */
-	c->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, never mapped: the file is a process's, which can shrink it under us, and a read of
+	 * a mapping past the new end is SIGBUS. What the CFI and leafcfi__vaddr need (the section
+	 * headers, .eh_frame_hdr and .eh_frame, or .debug_frame, and the program headers) is read
+	 * into memory here; then the fd goes. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		err = ENOEXEC;
+	else if (!(c->elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(c->elf) != ELF_K_ELF)
+		err = ENOEXEC;
+	else
+		err = cfi_fits(c->elf, fd, (uint64_t)st.st_size, &c->bytes);
+	if (!err)
+		err = find_cfi(c);
+	if (!err && elf_getphdrnum(c->elf, &n) == 0 && n)
+		gelf_getphdr(c->elf, 0, &ph);
 	if (c->elf)
 		elf_cntl(c->elf, ELF_C_FDDONE);
 	close(fd);
-	if ((err = find_cfi(c))) {
+	if (err) {
 		leafcfi__free(c);
 		errno = err;
 		return NULL;
@@ -110,6 +180,11 @@ int leafcfi__vaddr(const struct leafcfi *c, uint64_t off, uint64_t *vaddr)
 			return 0;
 		}
 	return -ENOENT;
+}
+
+uint64_t leafcfi__bytes(const struct leafcfi *c)
+{
+	return c ? c->bytes : 0;
 }
 
 void leafcfi__free(struct leafcfi *c)

@@ -54,10 +54,15 @@ struct leaf_regs {
 
 struct leafcfi;
 
-/* The CFI (.eh_frame, else .debug_frame) of the ELF file behind fd. Always takes ownership of fd
- * (closed before return; the file stays mapped read-only). NULL and errno (ENOEXEC: not ELF,
- * ENOENT: no CFI at all, ENOMEM). */
+#define LEAF_CFI_MAX_BYTES (64u << 20)	/* CFI sections one file may have read into memory */
+
+/* The CFI (.eh_frame, else .debug_frame) of the ELF file behind fd, read into memory (never
+ * mapped: the file may shrink under us). Always takes ownership of fd (closed before return).
+ * NULL and errno (ENOEXEC: not ELF, ENOENT: no CFI at all, EFBIG: CFI sections over
+ * LEAF_CFI_MAX_BYTES, outside the file, not stored in it or compressed, ENOMEM). */
 struct leafcfi *leafcfi__open_fd(int fd);
+/* Bytes of CFI sections c read into memory (0 for an image). */
+uint64_t leafcfi__bytes(const struct leafcfi *c);
 /* The same for an ELF image in memory (the vDSO, copied from the process): takes ownership of
  * image (malloc'd, freed with c or on failure). */
 struct leafcfi *leafcfi__open_image(void *image, size_t len);

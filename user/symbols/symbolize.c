@@ -46,6 +46,7 @@ struct symfile {
 	uint32_t build_id;	/* string id, kept when es is not */
 	uint8_t is_elf;		/* its table was read once: an ELF file whatever es is now */
 	struct leafcfi *cfi;	/* its CFI, opened at the first leaf sample in it; NULL: none */
+	uint64_t cfi_charged;	/* bytes cfi took from the symbol budget */
 	int cfi_tried;
 	uint32_t base;		/* basename, a string id */
 	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
@@ -213,7 +214,7 @@ void symbolizer__free(struct symbolizer *sym)
 	for (uint32_t i = 0; i < intern__count(sym->file_keys) && sym->files; i++) {
 		if (!sym->files[i])
 			continue;
-		symbudget__give(SB_ELF, sym->files[i]->charged);
+		symbudget__give(SB_ELF, sym->files[i]->charged + sym->files[i]->cfi_charged);
 		elfsym__free(sym->files[i]->es);
 		leafcfi__free(sym->files[i]->cfi);
 		free(sym->files[i]);
@@ -290,12 +291,23 @@ static int evictable(const struct symfile *f, const struct symfile *keep)
 	return f && f != keep && f->es && !f->attached_gen && !f->awaiting;
 }
 
+/* Its CFI goes with its table (read again at a leaf sample once the table is back). */
+static void drop_cfi(struct symfile *f)
+{
+	symbudget__give(SB_ELF, f->cfi_charged);
+	f->cfi_charged = 0;
+	leafcfi__free(f->cfi);
+	f->cfi = NULL;
+	f->cfi_tried = 0;
+}
+
 static void evict(struct symbolizer *sym, struct symfile *f, uint64_t now)
 {
 	symbudget__give(SB_ELF, f->charged);
 	f->charged = 0;
 	elfsym__free(f->es);
 	f->es = NULL;
+	drop_cfi(f);
 	f->reload_after_ns = now + RELOAD_EVICTED_NS;
 }
 
@@ -799,8 +811,8 @@ static int is_code(void *arg, uint64_t addr)
 }
 
 /* Native code: the CFI of the file, opened once per file and shared by every process. */
-static struct leaf_where native_where(struct symfile *f, struct proc *p, const struct vma *v,
-				      uint64_t ip)
+static struct leaf_where native_where(struct symbolizer *sym, struct symfile *f, struct proc *p,
+				      const struct vma *v, uint64_t ip)
 {
 	struct leaf_where w = { LEAF_NO_CFI, 0 };
 	uint64_t vaddr;
@@ -812,6 +824,14 @@ static struct leaf_where native_where(struct symfile *f, struct proc *p, const s
 		f->cfi_tried = 1;
 		fd = open_file(p, v);
 		f->cfi = fd >= 0 ? leafcfi__open_fd(fd) : NULL;
+		/* The sections read count in the symbol budget, as the table does. */
+		if (f->cfi && !symbudget__take(SB_ELF, leafcfi__bytes(f->cfi))) {
+			leafcfi__free(f->cfi);
+			f->cfi = NULL;
+			sym->stats.elf_over_budget++;
+		} else if (f->cfi) {
+			f->cfi_charged = leafcfi__bytes(f->cfi);
+		}
 	}
 	return f->cfi ? leafcfi__where(f->cfi, vaddr) : w;
 }
@@ -974,7 +994,7 @@ int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_r
 	}
 	if (v->kind == VMA_FILE && (f = symfile(sym, ps, p, v, &file, time_ns)) &&
 	    table(sym, f, p, v, time_ns))
-		w = native_where(f, p, v, r->ip);
+		w = native_where(sym, f, p, v, r->ip);
 	else if (v->kind == VMA_VDSO && !strcmp(v->path, "[vdso]"))
 		w = vdso_where(sym, p, ps, v, r->ip);
 	else if (v->kind == VMA_VDSO)
