@@ -16,27 +16,41 @@
 #define MAX_MODULES	65535u
 
 /*
- * 12 bytes a symbol (the kernel has 100,000s): its address is addrs[i], its name in the pool.
- * The names are deflated in blocks of KSYMS_BLOCK (3 MB of them here take 0.8): a lookup inflates
- * one block, and every kernel address is looked up once (the symbolizer keeps what it found).
+ * 10 bytes a symbol (the kernel has 100,000s) and its deflated name: its start is base + off[i]
+ * (all of x86-64's kernel text lies in its top 2 GiB; the full addresses are kept, in addr[], only
+ * when the symbols span 4 GiB or more), its size and its module in arrays of their own. The
+ * names are deflated in blocks of KSYMS_BLOCK (3 MB of them here take 0.8): a lookup inflates
+ * one block and finds the name by its place in it, and every kernel address is looked up once
+ * (the symbolizer keeps what it found).
  */
 #define KSYMS_BLOCK	32
 #define BLOCK_RAW_MAX	(KSYMS_BLOCK * (KSYMS_MAX_LINE + 1))
-struct ksym {
-	uint32_t name_off;	/* into pool */
-	uint32_t size;		/* to the end (exclusive), at most UINT32_MAX */
-	uint32_t module;	/* index into modules; 0 = vmlinux */
-};
 
 struct ksyms {
-	struct ksym *syms;
-	uint64_t *addrs;	/* start of syms[i], packed apart: the binary search touches fewer lines */
+	uint64_t base;
+	uint32_t *off;		/* start of symbol i - base; NULL when addr[] holds the starts */
+	uint64_t *addr;
+	uint32_t *size;		/* to the end (exclusive), at most UINT32_MAX */
+	uint16_t *module;	/* index into modules; 0 = vmlinux */
 	size_t n;
 	char *pool;		/* while building: every name; then the deflated blocks */
 	uint32_t *blocks;	/* block k is pool[blocks[k], blocks[k + 1]) */
 	char **modules;		/* modules[0] is NULL (vmlinux) */
 	size_t n_modules;
 	struct ksyms_stats stats;
+};
+
+static inline uint64_t start_of(const struct ksyms *ks, size_t i)
+{
+	return ks->off ? ks->base + ks->off[i] : ks->addr[i];
+}
+
+/* A kept symbol while the table is built. */
+struct ksym {
+	uint64_t addr;
+	uint32_t name_off;	/* into pool */
+	uint32_t size;
+	uint16_t module;
 };
 
 /* A parsed line while the table is built. Non-text symbols are kept as boundaries only: they
@@ -53,6 +67,7 @@ struct ent {
 
 struct builder {
 	struct ksyms *ks;
+	struct ksym *syms;	/* the kept symbols, in address order */
 	struct ent *ents;
 	size_t n, cap;
 	size_t pool_len, pool_cap;
@@ -248,7 +263,7 @@ static int ent_cmp(const void *a, const void *b)
 
 /* The names of the n kept symbols, deflated by blocks of KSYMS_BLOCK into a pool of exactly
  * their size (the building pool was sized for the whole file: aliases and data symbols too). */
-static int pack_names(struct ksyms *ks, size_t n)
+static int pack_names(struct ksyms *ks, const struct ksym *syms, size_t n)
 {
 	size_t nblk = (n + KSYMS_BLOCK - 1) / KSYMS_BLOCK, len = 0, cap = 0;
 	uint8_t *raw = malloc(BLOCK_RAW_MAX), *pool = NULL, *fit;
@@ -265,9 +280,9 @@ static int pack_names(struct ksyms *ks, size_t n)
 		uLongf zl;
 
 		for (size_t i = k * KSYMS_BLOCK; i < n && i < (k + 1) * KSYMS_BLOCK; i++) {
-			size_t l = strlen(ks->pool + ks->syms[i].name_off) + 1;
+			size_t l = strlen(ks->pool + syms[i].name_off) + 1;
 
-			memcpy(raw + rl, ks->pool + ks->syms[i].name_off, l);
+			memcpy(raw + rl, ks->pool + syms[i].name_off, l);
 			rl += l;
 		}
 		zl = deflateBound(&z, rl);
@@ -299,15 +314,6 @@ static int pack_names(struct ksyms *ks, size_t n)
 	fit = realloc(pool, len ? len : 1);
 	ks->pool = (char *)(fit ? fit : pool);
 	pool = NULL;
-	ks->n = n;
-	if (n) {	/* the arrays were sized for every line */
-		void *a = realloc(ks->syms, n * sizeof(*ks->syms)), *b;
-
-		if (a)
-			ks->syms = a;
-		if ((b = realloc(ks->addrs, n * sizeof(*ks->addrs))))
-			ks->addrs = b;
-	}
 	err = 0;
 out:
 	if (z_open)
@@ -315,6 +321,32 @@ out:
 	free(raw);
 	free(pool);
 	return err;
+}
+
+/* The table as lookups read it: the kept symbols' starts, sizes and modules. */
+static int keep_table(struct ksyms *ks, const struct ksym *syms, size_t n)
+{
+	bool narrow = !n || syms[n - 1].addr - syms[0].addr <= UINT32_MAX;
+
+	ks->size = malloc((n ? n : 1) * sizeof(*ks->size));
+	ks->module = malloc((n ? n : 1) * sizeof(*ks->module));
+	if (narrow)
+		ks->off = malloc((n ? n : 1) * sizeof(*ks->off));
+	else
+		ks->addr = malloc(n * sizeof(*ks->addr));
+	if (!ks->size || !ks->module || (!ks->off && !ks->addr))
+		return -ENOMEM;
+	ks->base = n ? syms[0].addr : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (narrow)
+			ks->off[i] = (uint32_t)(syms[i].addr - ks->base);
+		else
+			ks->addr[i] = syms[i].addr;
+		ks->size[i] = syms[i].size;
+		ks->module[i] = syms[i].module;
+	}
+	ks->n = n;
+	return 0;
 }
 
 static int build_table(struct builder *b)
@@ -328,9 +360,8 @@ static int build_table(struct builder *b)
 		;
 	if (i < b->n)
 		qsort(b->ents, b->n, sizeof(*b->ents), ent_cmp);
-	ks->syms = calloc(b->n ? b->n : 1, sizeof(*ks->syms));
-	ks->addrs = calloc(b->n ? b->n : 1, sizeof(*ks->addrs));
-	if (!ks->syms || !ks->addrs)
+	b->syms = calloc(b->n ? b->n : 1, sizeof(*b->syms));
+	if (!b->syms)
 		return -ENOMEM;
 	for (i = 0; i < b->n; i = j) {
 		const struct ent *e = &b->ents[i];
@@ -355,13 +386,12 @@ static int build_table(struct builder *b)
 			if (j < b->n && b->ents[j].addr < end)
 				end = b->ents[j].addr;
 		}
-		ks->addrs[n] = e->addr;
-		ks->syms[n++] = (struct ksym){
-			.name_off = e->name_off, .module = e->module,
+		b->syms[n++] = (struct ksym){
+			.addr = e->addr, .name_off = e->name_off, .module = (uint16_t)e->module,
 			.size = end - e->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - e->addr),
 		};
 	}
-	return pack_names(ks, n);
+	return pack_names(ks, b->syms, n) ?: keep_table(ks, b->syms, n);
 }
 
 struct ksyms *ksyms__parse(const char *buf, size_t len)
@@ -421,10 +451,12 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 	if (err)
 		goto free_ks;
 	free(b.ents);
+	free(b.syms);
 	return b.ks;
 
 free_ks:
 	free(b.ents);
+	free(b.syms);
 	ksyms__free(b.ks);
 	errno = -err;
 	return NULL;
@@ -476,7 +508,6 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 			  const char **module, char *name, size_t len)
 {
 	size_t lo = 0, hi;
-	const struct ksym *s;
 
 	if (!ks || ks->n == 0)
 		return NULL;
@@ -484,20 +515,19 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ks->addrs[mid] <= addr)
+		if (start_of(ks, mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
 		return NULL;
-	s = &ks->syms[lo - 1];
-	if (addr - ks->addrs[lo - 1] >= s->size)
+	if (addr - start_of(ks, lo - 1) >= ks->size[lo - 1])
 		return NULL;
 	if (sym_off)
-		*sym_off = addr - ks->addrs[lo - 1];
+		*sym_off = addr - start_of(ks, lo - 1);
 	if (module)
-		*module = ks->modules[s->module];
+		*module = ks->modules[ks->module[lo - 1]];
 	return name_of(ks, lo - 1, name, len);
 }
 
@@ -515,7 +545,8 @@ void ksyms__stats(const struct ksyms *ks, struct ksyms_stats *out)
 		return;
 	*out = ks->stats;
 	nblk = (ks->n + KSYMS_BLOCK - 1) / KSYMS_BLOCK;
-	out->bytes = sizeof(*ks) + ks->n * (sizeof(*ks->syms) + sizeof(*ks->addrs)) +
+	out->bytes = sizeof(*ks) + ks->n * (sizeof(*ks->size) + sizeof(*ks->module) +
+					    (ks->off ? sizeof(*ks->off) : sizeof(*ks->addr))) +
 		     (ks->blocks ? (nblk + 1) * sizeof(*ks->blocks) + ks->blocks[nblk] : 0) +
 		     ks->n_modules * sizeof(*ks->modules);
 	for (size_t i = 1; i < ks->n_modules; i++)
@@ -531,8 +562,10 @@ void ksyms__free(struct ksyms *ks)
 	for (i = 1; i < ks->n_modules; i++)
 		free(ks->modules[i]);
 	free(ks->modules);
-	free(ks->syms);
-	free(ks->addrs);
+	free(ks->off);
+	free(ks->addr);
+	free(ks->size);
+	free(ks->module);
 	free(ks->pool);
 	free(ks->blocks);
 	free(ks);
