@@ -21,7 +21,7 @@
 #include "testutil.h"
 #include "util.h"
 
-#define LIB_LEN  (64 << 10)
+#define LIB_LEN  (1 << 20)	/* bigger than the span kept around copies */
 #define ANON_LEN (16 << 10)
 
 static char tmp[256], lib_path[320];
@@ -76,6 +76,22 @@ static uint64_t A(const void *p)
 	return (uintptr_t)p;
 }
 
+/* What the library's bytes hold of the symbol budget. */
+static uint64_t held(void)
+{
+	struct symbudget_stats sb;
+
+	symbudget__stats(&sb);
+	return sb.used_by[SB_ELF];
+}
+
+/* Held: only the span around where copies were found, never the whole library. */
+static void assert_hot_held(void)
+{
+	assert_true(held() > 0);
+	assert_true(held() <= 2 * DNSTUBS_HOT_SPAN + 0x4000);
+}
+
 static void test_dnstubs_finds_patched_copies(void **state)
 {
 	struct dn_stubs *s = dnstubs__new();
@@ -111,12 +127,43 @@ static void test_dnstubs_finds_patched_copies(void **state)
 	dnstubs__stats(s, &st);
 	assert_int_equal(st.found, 4);
 	assert_int_equal(st.not_found + st.capped, 2);	/* this mapping's two scans spent */
-	/* The library's code is held once, from the budget, and given back with its last user. */
-	symbudget__stats(&sb);
-	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	/* The library's code where copies were found is held once, from the budget, and given
+	 * back with its last user. */
+	assert_hot_held();
 	dnstubs__free(s);
 	symbudget__stats(&sb);
 	assert_int_equal(sb.used_by[SB_ELF], 0);
+}
+
+/* Copies of two far-apart parts of the library (the write barriers and the precode templates
+ * live in different corners of it): each part's span is held, not the library between them. */
+static void test_dnstubs_far_apart_spans(void **state)
+{
+	struct dn_stubs *s = dnstubs__new();
+	uint64_t orig = 0;
+
+	assert_non_null(s);
+	memset(anon, 0, ANON_LEN);
+	memcpy(anon + 0x40, lib + 0x1000, 0x40);
+	memcpy(anon + 0x1040, lib + 0xf0000, 0x40);
+	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x50), &orig), 0);
+	assert_int_equal(orig, A(lib + 0x1010));
+	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x1050), &orig), 0);
+	assert_int_equal(orig, A(lib + 0xf0010));
+	assert_true(held() <= 2 * (2 * DNSTUBS_HOT_SPAN + 0x4000));
+	/* Both found again from what is held, with no scan of the whole library. */
+	{
+		struct dnstubs_stats st;
+
+		assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x58), &orig), 0);
+		assert_int_equal(orig, A(lib + 0x1018));
+		assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x1058), &orig), 0);
+		assert_int_equal(orig, A(lib + 0xf0018));
+		dnstubs__stats(s, &st);
+		assert_int_equal(st.searches, 2);
+	}
+	dnstubs__free(s);
+	assert_int_equal(held(), 0);
 }
 
 /* The library's code goes back to the budget once idle, and is read again for the next copy. */
@@ -132,15 +179,13 @@ static void test_dnstubs_idle_release(void **state)
 	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x50), &orig), 0);
 	assert_int_equal(orig, A(lib + 0x2010));
 	dnstubs__release_idle(now_ns(), 60ull * 1000000000);	/* just used: kept */
-	symbudget__stats(&sb);
-	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	assert_hot_held();
 	dnstubs__release_idle(now_ns() + 61ull * 1000000000, 60ull * 1000000000);
 	symbudget__stats(&sb);
 	assert_int_equal(sb.used_by[SB_ELF], 0);
 	assert_int_equal(dnstubs__copy_of(s, &proc, A(anon + 0x60), &orig), 0);
 	assert_int_equal(orig, A(lib + 0x2020));
-	symbudget__stats(&sb);
-	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	assert_hot_held();
 	dnstubs__free(s);
 	symbudget__stats(&sb);
 	assert_int_equal(sb.used_by[SB_ELF], 0);
@@ -177,11 +222,9 @@ static void test_dnstubs_reread_checks_mapping(void **state)
 	assert_int_equal(orig, A(lib + 0x2020));
 	assert_int_equal(dnstubs__copy_of(a, &proc, A(anon + 0x70), &orig), 0);
 	assert_int_equal(orig, A(lib + 0x2030));
-	symbudget__stats(&sb);
-	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);
+	assert_hot_held();
 	dnstubs__free(a);
-	symbudget__stats(&sb);
-	assert_int_equal(sb.used_by[SB_ELF], LIB_LEN);	/* b still uses it */
+	assert_hot_held();	/* b still uses it */
 	dnstubs__free(b);
 	symbudget__stats(&sb);
 	assert_int_equal(sb.used_by[SB_ELF], 0);
@@ -234,6 +277,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dnstubs_finds_patched_copies),
 		cmocka_unit_test(test_dnstubs_scans_capped_per_mapping),
+		cmocka_unit_test(test_dnstubs_far_apart_spans),
 		cmocka_unit_test(test_dnstubs_idle_release),
 		cmocka_unit_test(test_dnstubs_reread_checks_mapping),
 	};

@@ -13,6 +13,7 @@
 					 * (where copies were found before is searched first, at no
 					 * such cost) */
 #define DNSTUBS_LIB_MAX	     (32u << 20)	/* larger code segments are not read */
+#define DNSTUBS_HOT_SPAN     (64u << 10)	/* held of the library each way around a copy found */
 
 struct proc;
 struct dn_stubs;
@@ -29,8 +30,8 @@ void dnstubs__free(struct dn_stubs *s);	/* NULL-safe */
  */
 int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t *orig);
 
-/* Free the library code no address was matched against for idle_ns (before now, CLOCK_MONOTONIC);
- * the next address that needs it reads it again. */
+/* Free the library code (the spans around copies found) no address was matched against for
+ * idle_ns (before now, CLOCK_MONOTONIC); the next address that needs it reads it again. */
 void dnstubs__release_idle(uint64_t now, uint64_t idle_ns);
 
 struct dnstubs_stats {
