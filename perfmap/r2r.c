@@ -635,11 +635,27 @@ struct sb {
 	int bad;	/* signature did not decode */
 	uint32_t steps;	/* work done: past NAME_MAX_STEPS the name is given up (bad) */
 	int foreign;	/* a type of another module: cannot be named from this image */
+	int discard;	/* a sink: types are decoded (bounds, steps, bad) but nothing is written */
 };
+
+/* A sink for skipping a type: its buffer is never written, so not cleared either. */
+static void sb_sink(struct sb *b)
+{
+	b->len = 0;
+	b->buf[0] = 0;
+	b->bad = 0;
+	b->steps = 0;
+	b->foreign = 0;
+	b->discard = 1;
+}
 
 static void put(struct sb *b, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n;
+
+	if (b->discard)
+		return;
+	n = strlen(s);
 
 	if (n > sizeof(b->buf) - 1 - b->len)
 		n = sizeof(b->buf) - 1 - b->len;
@@ -655,6 +671,8 @@ static void putf(struct sb *b, const char *fmt, ...)
 	char tmp[64];
 	va_list ap;
 
+	if (b->discard)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
@@ -1003,6 +1021,8 @@ static void ts_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 			ts_class(img, T_TYPEDEF, img->enclosing[rid], b, depth + 1);
 			put(b, "+");
 		}
+		if (b->discard)
+			return;
 		ns = md_string(img, cell(img, T_TYPEDEF, rid, 2));
 		name = md_string(img, cell(img, T_TYPEDEF, rid, 1));
 	} else if (table == T_TYPEREF) {
@@ -1016,6 +1036,8 @@ static void ts_class(const struct r2r_image *img, unsigned table, uint32_t rid, 
 			ts_class(img, T_TYPEREF, scope >> 2, b, depth + 1);
 			put(b, "+");
 		}
+		if (b->discard)
+			return;
 		ns = md_string(img, cell(img, T_TYPEREF, rid, 2));
 		name = md_string(img, cell(img, T_TYPEREF, rid, 1));
 	} else {
@@ -1309,9 +1331,10 @@ static enum r2r_status read_methoddefs(struct r2r_image *img, const struct nread
 /* Skip one type of an R2R signature (bounded); -1 when it does not decode. */
 static int skip_type(const struct r2r_image *img, struct sig *s)
 {
-	struct sb scratch = { .len = 0 };
+	struct sb scratch;
 	struct sb *out = s->out;
 
+	sb_sink(&scratch);
 	s->out = &scratch;
 	ts_type(img, s);
 	s->out = out;
@@ -1321,10 +1344,11 @@ static int skip_type(const struct r2r_image *img, struct sig *s)
 /* One INSTANCE_METHOD_ENTRYPOINTS entry: the method's R2R signature, then its entry. */
 static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_t at)
 {
-	struct sb scratch = { .len = 0 };
+	struct sb scratch;
 	struct sig s = { .p = r->b + (at - r->rva), .end = r->b + r->len, .out = &scratch };
 	uint32_t flags, rid, n, owner = 0, fn;
 
+	sb_sink(&scratch);
 	if (sig_uint(&s, &flags))
 		goto bad;
 	if (flags & (MSIG_UPDATE_CONTEXT | MSIG_SLOT | MSIG_MEMBERREF)) {
