@@ -96,6 +96,7 @@ for (const u of process.argv.slice(2)) {
 	echo "$metrics" | awk -v n="$n" '/^spanprof_memory_bytes/ { match($0, /structure="[^"]*"/); s = substr($0, RSTART + 11, RLENGTH - 12)
 		printf "bench-node:   N=%d memory %-16s %8.1f KiB\n", n, s, $NF / 1024 }
 		/^spanprof_processes\{kind="dotnet"\}/ { printf "bench-node:   N=%d .NET processes seen: %s\n", n, $NF }
+		/^spanprof_processes\{kind="perf_map_held"\}/ { printf "bench-node:   N=%d .NET processes holding a perf map: %s\n", n, $NF }
 		/^spanprof_samples_received_total/ { printf "bench-node:   N=%d samples received: %s\n", n, $NF }
 		/^spanprof_heap_bytes/ { match($0, /state="[^"]*"/); printf "bench-node:   N=%d heap %-8s %8.1f KiB\n", n, substr($0, RSTART + 7, RLENGTH - 8), $NF / 1024 }'
 	stop_all
