@@ -372,7 +372,7 @@ static uint32_t cell(const struct r2r_image *img, unsigned t, uint32_t rid, unsi
 	const struct md_table *tb = &img->tab[t];
 	const uint8_t *p;
 
-	if (!rid || rid > tb->rows || col >= tb->ncols || !tb->base)
+	if (!rid || rid > tb->rows || col >= tb->ncols || !tb->base || !tb->width[col])
 		return 0;
 	p = tb->base + (uint64_t)(rid - 1) * tb->row_size + tb->off[col];
 	return tb->width[col] == 4 ? le32(p) : le16(p);
@@ -625,6 +625,77 @@ static enum r2r_status index_types(struct r2r_image *img)
 	}
 	img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
 	return R2R_OK;
+}
+
+/*
+ * Once the types are indexed, naming reads two columns of TypeDef (name, namespace) and two of
+ * MethodDef (name, signature), of rows of 18 and 20 bytes in CoreLib: the kept tables are packed
+ * down to the columns read (bit k: column k; 0: all), and the metadata buffer shrunk to fit.
+ */
+static const uint16_t named_cols[T__MAX] = {
+	[T_TYPEDEF] = 1u << 1 | 1u << 2,
+	[T_METHODDEF] = 1u << 3 | 1u << 4,
+};
+
+static void pack_tables(struct r2r_image *img)
+{
+	uint8_t *md = img->md, *w = NULL, *moved;
+	uint64_t len, old_len = 0;
+
+	if (!md)
+		return;
+	for (unsigned t = 0; t < T__MAX; t++) {
+		struct md_table *tb = &img->tab[t];
+		uint8_t off[10], width[10];
+		uint32_t size = 0;
+
+		if (!tb->base)
+			continue;
+		if (!w)
+			w = (uint8_t *)tb->base;	/* the tables follow the heaps, in table order */
+		old_len = (uint64_t)(tb->base - md) + (uint64_t)tb->rows * tb->row_size;
+		for (unsigned c = 0; c < tb->ncols; c++) {
+			int keep = !named_cols[t] || (named_cols[t] >> c & 1);
+
+			off[c] = (uint8_t)size;
+			width[c] = keep ? tb->width[c] : 0;
+			size += width[c];
+		}
+		/* Rows move down (w <= base), column by column in order: no byte is written before
+		 * it was read. */
+		for (uint32_t r = 0; r < tb->rows; r++)
+			for (unsigned c = 0; c < tb->ncols; c++)
+				if (width[c])
+					memmove(w + (uint64_t)r * size + off[c],
+						tb->base + (uint64_t)r * tb->row_size + tb->off[c], width[c]);
+		memcpy(tb->off, off, sizeof(off));
+		memcpy(tb->width, width, sizeof(width));
+		tb->row_size = size;
+		tb->base = w;
+		w += (uint64_t)tb->rows * size;
+	}
+	if (!w)
+		return;
+	len = (uint64_t)(w - md);
+	img->st.mem_bytes -= old_len - len;
+	/* Every pointer into the buffer, as an offset, to be rebased if it moves. */
+	uint64_t strings = (uint64_t)(img->strings - md), blob = (uint64_t)(img->blob - md);
+	uint64_t tab[T__MAX], assembly = UINT64_MAX;
+
+	for (unsigned t = 0; t < T__MAX; t++)
+		tab[t] = img->tab[t].base ? (uint64_t)(img->tab[t].base - md) : UINT64_MAX;
+	if (img->assembly >= (const char *)md && img->assembly < (const char *)md + len)
+		assembly = (uint64_t)(img->assembly - (const char *)md);
+	if (!(moved = realloc(md, len ? len : 1)))
+		return;
+	img->md = moved;
+	img->strings = moved + strings;
+	img->blob = moved + blob;
+	if (assembly != UINT64_MAX)
+		img->assembly = (const char *)moved + assembly;
+	for (unsigned t = 0; t < T__MAX; t++)
+		if (tab[t] != UINT64_MAX)
+			img->tab[t].base = moved + tab[t];
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -1598,11 +1669,21 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 		st = parse_metadata(img, s, &h);
 	if (st == R2R_OK)
 		st = index_types(img);
-	if (st == R2R_OK)
+	if (st == R2R_OK) {
+		pack_tables(img);
 		st = parse_r2r(img, s, &h);
+	}
 	img->st.status = st;
 	if (st != R2R_OK)
 		drop_tables(img);
+	if (img->nmethods && img->nmethods < img->methods_cap) {	/* the list grew by doubling */
+		struct method *m = realloc(img->methods, (size_t)img->nmethods * sizeof(*m));
+
+		if (m) {
+			img->methods = m;
+			img->methods_cap = img->nmethods;
+		}
+	}
 	img->st.functions = img->nrf;
 	img->st.methods = img->nmethods;
 	img->st.mem_bytes += sizeof(*img) + (uint64_t)img->methods_cap * sizeof(struct method);
