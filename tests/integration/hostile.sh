@@ -284,3 +284,51 @@ echo "$restarts" | grep -Eq "restarts \([1-9][0-9]* more deferred" || { cat "$TM
 bound=$((4 * read_ms + 8000 / 50 + 150))
 [ "$cpu" -le "$bound" ] || fail "$cpu ms of CPU in 8 s for a perf map rewritten every 0.5 s (bound $bound ms: 4 reads of $read_ms ms, 160 ms of paced ones, 150 ms)"
 pass "perf map rewritten every 0.5 s: $cpu ms of CPU in an 8 s recording (bound $bound ms), restarts paced"
+
+# A library whose CFI the process shrinks away while it is profiled. Its .eh_frame section header
+# points at a copy appended to the file (section headers are not loaded: the program runs the
+# same), and once spanprof has read that CFI for a frameless leaf, the copy is truncated off. Read
+# through a mapping, that CFI became SIGBUS at the next leaf sample: spanprof down. Now it was
+# read into memory: the recording goes on and the leaf keeps its callers.
+cc -O2 -fno-omit-frame-pointer -fPIC -shared -Dmain=leafcall_main -o "$TMP/libleafcall.so" \
+	"$ROOT/tests/apps/native/leafcall.c"
+printf 'int leafcall_main(int, char **);\nint main(int c, char **v) { return leafcall_main(c, v); }\n' > "$TMP/leafmain.c"
+cc -O1 -o "$TMP/leafmain" "$TMP/leafmain.c" -L"$TMP" -lleafcall -Wl,-rpath,"$TMP"
+orig=$(python3 - "$TMP/libleafcall.so" <<'PY'
+import struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, 'rb').read())
+shoff, = struct.unpack_from('<Q', b, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from('<HHH', b, 0x3a)
+def sh(i): return shoff + i * shentsize
+stroff, = struct.unpack_from('<Q', b, sh(shstrndx) + 0x18)
+for i in range(shnum):
+    name, = struct.unpack_from('<I', b, sh(i))
+    if b[stroff + name:].split(b'\0', 1)[0] == b'.eh_frame':
+        off, size = struct.unpack_from('<QQ', b, sh(i) + 0x18)
+        orig = len(b)
+        pad = (-orig) % 4096 + 4096	# whole pages past what stays: past it, a mapping is SIGBUS
+        b += b'\0' * pad + b[off:off + size]
+        struct.pack_into('<Q', b, sh(i) + 0x18, orig + pad)
+        open(path, 'wb').write(b)
+        print(orig)
+        break
+PY
+)
+[ -n "$orig" ] || fail "libleafcall.so has no .eh_frame to move"
+start_app --pid-line --timeout 30 "$TMP/leafmain.out" "$TMP/leafmain" 30
+record_bg shrunk.pb.gz -p "$APP_PID" -d 8 -F 499
+sleep 3
+truncate -s "$orig" "$TMP/libleafcall.so"
+note "libleafcall.so: its .eh_frame copy truncated off at $orig bytes while spanprof records"
+wait_record
+alive "$APP_PID" || fail "the program itself died when its library's unloaded tail went"
+grep 'leaf callers' "$RECORD_REPORT" || true
+decode "$TMP/shrunk.pb.gz"
+r=$(query callers "$TMP/shrunk.json" --pid "$APP_PID" --leaf '^mix$')
+n=$(field "$r" leaf_samples)
+na=$(node -pe "(($r).callers.caller_a || 0) + (($r).callers.caller_b || 0)")
+[ "$n" -ge 500 ] || fail "only $n samples with the leaf mix in 8 s at 499 Hz: $r"
+ge "$(node -pe "$na / $n")" 0.95 || fail "mix's callers in $na of $n samples: $r"
+stop "$APP_PID"
+pass "a library's CFI truncated under spanprof: recording went on, mix's caller kept in $na of $n leaf samples"
