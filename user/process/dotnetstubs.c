@@ -18,6 +18,7 @@
 
 #include "dotnet.h"
 #include "dotnetstubs.h"
+#include "prefault.h"
 #include "procfs.h"
 #include "proctab.h"
 #include "symbudget.h"
@@ -26,7 +27,7 @@
 #define ANCHOR		8
 #define OCCURRENCES_MAX	32	/* places an anchor is scored at */
 #define PAGES		16	/* pages whose distance to the library is remembered */
-#define SPANS		8	/* spans of the library held; past them the nearest one widens */
+#define SPANS		8	/* spans of the library held; past them the two nearest merge */
 #define MAPS		32	/* mappings whose full scans are counted */
 #define SCANS_PER_MAP	2	/* full scans for addresses of one mapping (a JIT code heap's
 				 * code is no copy: it must not use up the process's scans) */
@@ -165,24 +166,30 @@ static struct lib_text *lib_get(const struct vma *v)
 	return l;
 }
 
-/* The library p maps, found at the first call, its spans' bytes read when unread (after an idle
- * release) from the process that asks, as long as that process still maps the same file; *v its
- * mapping in p (NULL when p maps another file now). */
-static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p, const struct vma **v)
+/* p's mapping of the library l holds, or NULL (p maps another file there now). */
+static const struct vma *lib_in(const struct lib_text *l, const struct proc *p)
 {
+	const struct vma *v = lib_vma(p);
+
+	return v && lib_is(l, v) ? v : NULL;
+}
+
+/* The library p maps, found at the first call, its spans' bytes read when unread (after an idle
+ * release) from the process that asks, as long as that process still maps the same file. */
+static struct lib_text *lib_of(struct dn_stubs *s, struct proc *p)
+{
+	const struct vma *v;
 	struct lib_text *l;
 
-	*v = lib_vma(p);
 	if (!s->lib_tried) {
 		s->lib_tried = 1;
-		if (*v && (*v)->end - (*v)->start <= DNSTUBS_LIB_MAX && (s->lib = lib_get(*v)))
-			s->lib_start = (*v)->start;
+		v = lib_vma(p);
+		if (v && v->end - v->start <= DNSTUBS_LIB_MAX && (s->lib = lib_get(v)))
+			s->lib_start = v->start;
 	}
 	l = s->lib;
-	if (*v && l && !lib_is(l, *v))
-		*v = NULL;
-	if (l && l->unread && *v)
-		spans_read(l, p, *v);
+	if (l && l->unread && (v = lib_in(l, p)))
+		spans_read(l, p, v);
 	return l && !l->unread ? l : NULL;
 }
 
@@ -392,7 +399,7 @@ int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t
 	int best = -1;
 	size_t n;
 
-	if (!v || v->kind == VMA_FILE || !v->exec || !(l = lib_of(s, p, &lv)))
+	if (!v || v->kind == VMA_FILE || !v->exec || !(l = lib_of(s, p)))
 		return -ENOENT;
 	l->used_ns = now_ns();
 	w0 = addr - DNSTUBS_WINDOW / 2 < v->start ? v->start : addr - DNSTUBS_WINDOW / 2;
@@ -429,18 +436,20 @@ int dnstubs__copy_of(struct dn_stubs *s, struct proc *p, uint64_t addr, uint64_t
 		struct view full = { NULL, 0, l->len };
 		uint8_t *text;
 
-		if (s->st.searches >= DNSTUBS_SEARCHES_MAX || *scans >= SCANS_PER_MAP || !lv) {
+		if (s->st.searches >= DNSTUBS_SEARCHES_MAX || *scans >= SCANS_PER_MAP) {
 			s->st.capped++;
 			return -ENOENT;
 		}
 		s->st.searches++;
 		(*scans)++;
 		/* The whole code segment, from this process, for this scan only. */
-		if (!symbudget__take(SB_ELF, l->len)) {
+		if (!(lv = lib_in(l, p)) || !symbudget__take(SB_ELF, l->len)) {
 			s->st.not_found++;
 			return -ENOENT;
 		}
-		if ((text = malloc(l->len)) && !procfs__read_mem(p->dir_fd, lv->start, text, l->len)) {
+		if ((text = malloc(l->len)))
+			prefault__write(text, l->len);
+		if (text && !procfs__read_mem(p->dir_fd, lv->start, text, l->len)) {
 			full.b = text;
 			best = search(&full, w, w0, w1, addr, &best_off);
 			if (best >= 0)
