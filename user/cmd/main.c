@@ -126,7 +126,7 @@ static const char usage_agent[] =
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files   read perf maps and jitdumps on remote or FUSE file systems\n"
 	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
-	"                             CPU, a power of two: 1 on a small node at 19 Hz)\n"
+	"                             CPU, a power of two: 256 KiB on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
 	"      --max-stacks N         distinct stacks per window (default 200000); past it\n"
 	"                             samples keep their stack without span and trace ids (in\n"

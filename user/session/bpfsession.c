@@ -196,6 +196,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 				    void *ctx, int *rc)
 {
 	struct bpfsession *s;
+	uint64_t ring;
 	__u8 one = 1;
 	int err;
 
@@ -219,14 +220,13 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		goto err_free;
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
-	if (!s->o.ringbuf_mb)
-		s->o.ringbuf_mb = bpfsession__auto_ringbuf_mb(o->freq);
+	ring = o->ringbuf_mb ? (uint64_t)o->ringbuf_mb << 20 : bpfsession__auto_ringbuf_bytes(o->freq);
 	o = &s->o;
-	s->skel->rodata->wakeup_bytes = (uint64_t)(o->ringbuf_mb << 20) / 4;
+	s->skel->rodata->wakeup_bytes = ring / 4;
 	bpf_map__set_max_entries(s->skel->maps.pid_filter,
 				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? o->npids : 1);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
-	bpf_map__set_max_entries(s->skel->maps.events, o->ringbuf_mb << 20);
+	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	err = profiler_bpf__load(s->skel);
 	if (err) {
@@ -342,20 +342,22 @@ void bpfsession__detach(struct bpfsession *s)
 
 /*
  * Room for RINGBUF_AUTO_S seconds of the largest samples from every CPU at freq, as a power of two
- * (the kernel wants one): 1 MiB on a small node at the agent's 19 Hz, more with many CPUs. The data
- * pages are mapped twice, so each MiB costs two of resident memory once the ring has wrapped.
+ * (the kernel wants one), RINGBUF_AUTO_MIN at least: 256 KiB on a small node at the agent's 19 Hz
+ * (was 1 MiB), more with many CPUs. The data pages are mapped twice, so each MiB costs two of
+ * resident memory once the ring has wrapped.
  */
 #define RINGBUF_AUTO_S	 2
-#define RINGBUF_AUTO_MAX 64
-uint32_t bpfsession__auto_ringbuf_mb(uint32_t freq)
+#define RINGBUF_AUTO_MIN (256u << 10)
+#define RINGBUF_AUTO_MAX (64u << 20)
+uint64_t bpfsession__auto_ringbuf_bytes(uint32_t freq)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t need = (uint64_t)(ncpu > 0 ? ncpu : 1) * freq * SP_SAMPLE_MAX * RINGBUF_AUTO_S;
-	uint32_t mb = 1;
+	uint64_t bytes = RINGBUF_AUTO_MIN;
 
-	while (((uint64_t)mb << 20) < need && mb < RINGBUF_AUTO_MAX)
-		mb *= 2;
-	return mb;
+	while (bytes < need && bytes < RINGBUF_AUTO_MAX)
+		bytes *= 2;
+	return bytes;
 }
 
 int bpfsession__ncpus(const struct bpfsession *s)

@@ -41,8 +41,8 @@ int bpfsession__drain(struct bpfsession *s);	/* consume what is there now; 0 or 
 /* Turn the CPUs' sampling events off (paused 1) or on again; the program stays attached. -errno. */
 int bpfsession__pause(struct bpfsession *s, int paused);
 void bpfsession__detach(struct bpfsession *s);	/* stop sampling (the ring stays readable) */
-/* A ring buffer size for freq on this machine's CPUs (MiB, a power of two). */
-uint32_t bpfsession__auto_ringbuf_mb(uint32_t freq);
+/* A ring buffer size for freq on this machine's CPUs (bytes, a power of two). */
+uint64_t bpfsession__auto_ringbuf_bytes(uint32_t freq);
 int bpfsession__ncpus(const struct bpfsession *s);	/* CPUs attached */
 int bpfsession__ctx_map_fd(const struct bpfsession *s);
 uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s);
