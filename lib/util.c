@@ -64,6 +64,16 @@ long read_small_file(int dirfd, const char *name, char *buf, size_t cap)
 	return len;
 }
 
+int file_has_hole(int fd, uint64_t off, uint64_t len)
+{
+	off_t hole;
+
+	if (len < (1u << 20) || fd < 0)
+		return 0;
+	hole = lseek(fd, (off_t)off, SEEK_HOLE);
+	return hole >= 0 && (uint64_t)hole < off + len;
+}
+
 long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated)
 {
 	size_t len = 0, size = cap < 16384 ? cap + 1 : 16384;

@@ -19,6 +19,11 @@ long read_small_file(int dirfd, const char *name, char *buf, size_t cap);
  * FIFO. */
 long read_file_alloc(int dirfd, const char *name, size_t cap, char **out, int *truncated);
 
+/* Whether [off, off + len) of the file behind fd has a hole: a sparse file declares what it never
+ * stored (a 536 MB table on 16 KiB of disk), and reading it costs as much as a real one. Ranges
+ * under 1 MiB are not looked at (0). Moves nothing a pread user depends on. */
+int file_has_hole(int fd, uint64_t off, uint64_t len);
+
 /* v in decimal into buf (at least 11 bytes), NUL-terminated; returns buf. For every sample's
  * pid and tid labels, where snprintf cost more than the rest of the label set. */
 char *u32_decimal(char *buf, uint32_t v);

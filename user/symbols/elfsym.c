@@ -1,6 +1,7 @@
 /* elfsym.c: function symbols of one ELF file through libelf, with build id, debug files and safe opens. */
 #include "elfsym.h"
 #include "rootfs.h"
+#include "util.h"
 #include "vec.h"
 
 #include <dwarf.h>
@@ -168,21 +169,11 @@ static int in_file(const struct elffile *f, uint64_t off, uint64_t len)
 	return off <= f->size && len <= f->size - off;
 }
 
-/*
- * A table with a hole in the file: a sparse file declares what it never stored (a 536 MB string
- * table on 16 KiB of disk), and reading it costs as much as a real one. What is not on disk is
- * no symbol table anybody wrote: refused (counted as sparse). Small tables are not looked at.
- * libelf reads with pread (ELF_C_READ), so moving the offset here is harmless.
- */
-#define SPARSE_MIN (1u << 20)
+/* A table with a hole in the file (file_has_hole): no symbol table anybody wrote, refused
+ * (counted as sparse). libelf reads with pread (ELF_C_READ), so the seek there is harmless. */
 static int sparse(const struct elffile *f, uint64_t off, uint64_t len)
 {
-	off_t hole;
-
-	if (len < SPARSE_MIN || f->fd < 0)
-		return 0;
-	hole = lseek(f->fd, (off_t)off, SEEK_HOLE);
-	return hole >= 0 && (uint64_t)hole < off + len;
+	return file_has_hole(f->fd, off, len);
 }
 
 /* Open the ELF behind fd (taking it) and read its headers: segments go to es when es != NULL

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "leafunwind.h"
+#include "util.h"
 
 const char *const leaf_outcome_names[LEAF__MAX] = {
 #define LEAF_OUTCOME_NAME(id, name, help) name,
@@ -55,19 +56,12 @@ static int find_cfi(struct leafcfi *c)
  * reading it costs as much as a real one); debug sections must not be compressed (what they
  * expand to is the file's word); all of them together at most LEAF_CFI_MAX_BYTES. 0, or EFBIG.
  */
-#define SPARSE_MIN	(1u << 20)	/* smaller sections are not looked at for holes */
 #define SHSTRTAB_MAX	(1u << 20)
 
 static int stored(int fd, uint64_t fsize, const GElf_Shdr *sh)
 {
-	off_t hole;
-
-	if (sh->sh_offset > fsize || sh->sh_size > fsize - sh->sh_offset)
-		return 0;
-	if (sh->sh_size < SPARSE_MIN)
-		return 1;
-	hole = lseek(fd, (off_t)sh->sh_offset, SEEK_HOLE);
-	return !(hole >= 0 && (uint64_t)hole < sh->sh_offset + sh->sh_size);
+	return sh->sh_offset <= fsize && sh->sh_size <= fsize - sh->sh_offset &&
+	       !file_has_hole(fd, sh->sh_offset, sh->sh_size);
 }
 
 static int cfi_fits(Elf *elf, int fd, uint64_t fsize, uint64_t *bytes)
