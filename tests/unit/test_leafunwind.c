@@ -11,6 +11,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -318,53 +319,109 @@ static void test_leafunwind_cfi_truncated(void **state)
 	leafcfi__free(c);
 }
 
-/* A copy of this program whose .eh_frame header claims size bytes at the file's end, the file
- * extended to hold them: written (zeros) when stored, else a hole. Returns the open fd. */
-static int big_eh_frame(char *path, size_t cap, uint64_t size, int stored)
+/* A copy of this program whose section sec claims size bytes at the file's end (or, with
+ * BIG_LOAD, whose PT_LOAD segment holding the CFI runs on to that end), the file extended to
+ * hold them: written (zeros) when stored, else a hole. HIDE_EH renames its .eh_frame sections
+ * (".xh_frame"), NO_EH_PHDR drops its PT_GNU_EH_FRAME. Returns the open fd. */
+enum { HIDE_EH = 1, NO_EH_PHDR = 2, BIG_LOAD = 4 };
+
+static int big_section(char *path, size_t cap, const char *sec, uint64_t size, int stored,
+		       int how)
 {
 	static char zeros[1 << 20];
 	size_t len;
 	char *self = testutil__slurp("/proc/self/exe", &len);
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)self;
-	const Elf64_Shdr *sh, *str;
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)self;
+	Elf64_Shdr *sh, *str;
+	Elf64_Phdr *ph, *ehp = NULL;
+	uint64_t at;
 	int fd;
 
 	assert_non_null(self);
-	sh = (const Elf64_Shdr *)(self + eh->e_shoff);
+	at = (len + 4095) & ~4095ul;
+	sh = (Elf64_Shdr *)(self + eh->e_shoff);
 	str = &sh[eh->e_shstrndx];
-	for (int i = 0; i < eh->e_shnum; i++)
-		if (!strcmp(self + str->sh_offset + sh[i].sh_name, ".eh_frame")) {
-			Elf64_Shdr *w = (Elf64_Shdr *)&sh[i];
+	for (int i = 0; i < eh->e_shnum; i++) {
+		char *name = self + str->sh_offset + sh[i].sh_name;
 
-			w->sh_offset = (len + 4095) & ~4095ul;
-			w->sh_size = size;
+		if (sec && !strcmp(name, sec)) {
+			sh[i].sh_offset = at;
+			sh[i].sh_size = size;
 		}
+		if ((how & HIDE_EH) && !strncmp(name, ".eh_frame", 9))
+			name[1] = 'x';
+	}
+	ph = (Elf64_Phdr *)(self + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			ehp = &ph[i];
+	assert_non_null(ehp);
+	for (int i = 0; (how & BIG_LOAD) && i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr <= ehp->p_vaddr &&
+		    ehp->p_vaddr < ph[i].p_vaddr + ph[i].p_filesz)
+			ph[i].p_filesz = at + size - ph[i].p_offset;
+	if (how & NO_EH_PHDR)
+		ehp->p_type = PT_NULL;
 	assert_int_equal(testutil__temp_file(path, cap, self, len), 0);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)(((len + 4095) & ~4095ul) + size)), 0);
+	assert_int_equal(ftruncate(fd, (off_t)(at + size)), 0);
 	for (uint64_t off = 0; stored && off < size; off += sizeof(zeros))
 		assert_true(pwrite(fd, zeros, size - off < sizeof(zeros) ? size - off : sizeof(zeros),
-				   (off_t)(((len + 4095) & ~4095ul) + off)) > 0);
+				   (off_t)(at + off)) > 0);
 	free(self);
 	return fd;
 }
 
-/* A .eh_frame that is all hole, or bigger than the cap, is refused before anything is read. */
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* A .eh_frame that is all hole, or bigger than the cap, is refused before anything is read; so is
+ * the .debug_frame way (libdw would read every debug section) when a debug section is a hole. */
 static void test_leafunwind_cfi_sparse(void **state)
 {
 	char path[PATH_MAX];
-	int fd = big_eh_frame(path, sizeof(path), 256u << 20, 0);
+	long rss = max_rss_kb();
+	int fd = big_section(path, sizeof(path), ".eh_frame", 256u << 20, 0, 0);
 
 	errno = 0;
 	assert_null(leafcfi__open_fd(fd));
 	assert_int_equal(errno, EFBIG);
 	unlink(path);
 	/* stored on disk but over the cap */
-	fd = big_eh_frame(path, sizeof(path), LEAF_CFI_MAX_BYTES + 4096, 1);
+	fd = big_section(path, sizeof(path), ".eh_frame", LEAF_CFI_MAX_BYTES + 4096, 1, 0);
 	errno = 0;
 	assert_null(leafcfi__open_fd(fd));
 	assert_int_equal(errno, EFBIG);
+	unlink(path);
+	/* no .eh_frame at all, and a .debug_info of 256 MiB that is all hole */
+	fd = big_section(path, sizeof(path), ".debug_info", 256u << 20, 0, HIDE_EH | NO_EH_PHDR);
+	errno = 0;
+	assert_null(leafcfi__open_fd(fd));
+	assert_int_equal(errno, ENOENT);
+	unlink(path);
+	/* no .eh_frame sections: libdw would go by PT_GNU_EH_FRAME and read on to the end of the
+	 * PT_LOAD segment holding it, here 256 MiB more that are all hole */
+	fd = big_section(path, sizeof(path), NULL, 256u << 20, 0, HIDE_EH | BIG_LOAD);
+	errno = 0;
+	assert_null(leafcfi__open_fd(fd));
+	assert_int_equal(errno, ENOENT);
+	unlink(path);
+	assert_true(max_rss_kb() - rss < (64 << 10));
+	/* the same file without the big segment: its CFI comes from the program headers */
+	fd = big_section(path, sizeof(path), NULL, 4096, 1, HIDE_EH);
+	{
+		struct leafcfi *c = leafcfi__open_fd(fd);
+
+		assert_non_null(c);
+		assert_ra(leafcfi__where(c, vaddr_of(cfi_leaf) + entry_skip((const uint8_t *)cfi_leaf)), 0);
+		leafcfi__free(c);
+	}
 	unlink(path);
 }
 

@@ -31,6 +31,9 @@ struct leafcfi {
 	int own_cfi;		/* dwarf_getcfi_elf's: freed with dwarf_cfi_end */
 	void *image;		/* the memory elf reads from (leafcfi__open_image), or NULL */
 	uint64_t bytes;		/* CFI sections read into memory (leafcfi__open_fd) */
+	uint64_t debug_bytes;	/* what the .debug_frame way would read (cfi_fits) */
+	int no_eh;		/* the .eh_frame way is refused (cfi_fits) */
+	int no_debug;		/* the .debug_frame way is refused (cfi_fits) */
 };
 
 /* The CFI of c->elf, .eh_frame first. 0, or ENOEXEC (not ELF) / ENOENT (no CFI). */
@@ -38,11 +41,14 @@ static int find_cfi(struct leafcfi *c)
 {
 	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF)
 		return ENOEXEC;
-	c->cfi = dwarf_getcfi_elf(c->elf);
+	c->cfi = c->no_eh ? NULL : dwarf_getcfi_elf(c->elf);
 	if (c->cfi) {
 		c->own_cfi = 1;
 		return 0;
 	}
+	if (c->no_debug)
+		return ENOENT;
+	c->bytes = c->debug_bytes;
 	c->dw = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
 	if (c->dw)
 		c->cfi = dwarf_getcfi(c->dw);
@@ -50,49 +56,72 @@ static int find_cfi(struct leafcfi *c)
 }
 
 /*
- * What reading a file's CFI costs, checked before libdw reads it: .eh_frame_hdr and .eh_frame,
- * or without them every .debug_ section (libdw's dwarf_begin_elf reads them all at once). Each
- * must lie inside the file and be stored on it (a sparse file declares what it never wrote, and
- * reading it costs as much as a real one); debug sections must not be compressed (what they
- * expand to is the file's word); all of them together at most LEAF_CFI_MAX_BYTES. 0, or EFBIG.
+ * What reading a file's CFI costs, checked before libdw reads it. The .eh_frame way: the
+ * .eh_frame_hdr and .eh_frame sections, or without them (libdw then goes by the program headers)
+ * the PT_GNU_EH_FRAME segment and up to a whole PT_LOAD segment. The .debug_frame way, when that
+ * gives nothing: every .debug_ section (libdw's dwarf_begin_elf reads them all at once). What is
+ * read must lie inside the file and be stored on it (a sparse file declares what it never wrote,
+ * and reading it costs as much as a real one), debug sections must not be compressed (what they
+ * expand to is the file's word), and each way reads at most LEAF_CFI_MAX_BYTES. 0 (c->bytes,
+ * c->debug_bytes, c->no_eh and c->no_debug set), or EFBIG: .eh_frame sections that fail this.
  */
 #define SHSTRTAB_MAX	(1u << 20)
+#define PHDRS_MAX	64u
 
-static int stored(int fd, uint64_t fsize, const GElf_Shdr *sh)
+static int stored(int fd, uint64_t fsize, uint64_t off, uint64_t len)
 {
-	return sh->sh_offset <= fsize && sh->sh_size <= fsize - sh->sh_offset &&
-	       !file_has_hole(fd, sh->sh_offset, sh->sh_size);
+	return off <= fsize && len <= fsize - off && !file_has_hole(fd, off, len);
 }
 
-static int cfi_fits(Elf *elf, int fd, uint64_t fsize, uint64_t *bytes)
+static int cfi_fits(struct leafcfi *c, int fd, uint64_t fsize)
 {
-	uint64_t eh = 0, dbg = 0;
-	int has_eh = 0, dbg_bad = 0;
-	size_t shstrndx;
+	uint64_t eh = 0, dbg = 0, ph = 0, load = 0;
+	int has_eh = 0, eh_bad = 0, dbg_bad = 0, ph_bad = 0;
+	size_t shstrndx, n;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
+	GElf_Phdr p;
 
-	if (elf_getshdrstrndx(elf, &shstrndx) || !(scn = elf_getscn(elf, shstrndx)) ||
-	    !gelf_getshdr(scn, &sh) || sh.sh_size > SHSTRTAB_MAX || !stored(fd, fsize, &sh))
+	if (elf_getshdrstrndx(c->elf, &shstrndx) || !(scn = elf_getscn(c->elf, shstrndx)) ||
+	    !gelf_getshdr(scn, &sh) || sh.sh_size > SHSTRTAB_MAX ||
+	    !stored(fd, fsize, sh.sh_offset, sh.sh_size))
 		return EFBIG;
-	for (scn = NULL; (scn = elf_nextscn(elf, scn));) {
+	for (scn = NULL; (scn = elf_nextscn(c->elf, scn));) {
 		const char *name;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+		    !(name = elf_strptr(c->elf, shstrndx, sh.sh_name)))
 			continue;
 		if (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr")) {
-			if (!stored(fd, fsize, &sh))
-				return EFBIG;
+			eh_bad |= !stored(fd, fsize, sh.sh_offset, sh.sh_size);
 			has_eh = 1;
 			eh += sh.sh_size;
 		} else if (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)) {
-			dbg_bad |= name[1] == 'z' || (sh.sh_flags & SHF_COMPRESSED) || !stored(fd, fsize, &sh);
+			dbg_bad |= name[1] == 'z' || (sh.sh_flags & SHF_COMPRESSED) ||
+				   !stored(fd, fsize, sh.sh_offset, sh.sh_size);
 			dbg += sh.sh_size;
 		}
 	}
-	*bytes = has_eh ? eh : dbg;
-	return *bytes > LEAF_CFI_MAX_BYTES || (!has_eh && dbg_bad) ? EFBIG : 0;
+	if (elf_getphdrnum(c->elf, &n) || n > PHDRS_MAX)
+		ph_bad = 1;
+	for (size_t i = 0; !ph_bad && i < n; i++) {
+		if (!gelf_getphdr(c->elf, i, &p))
+			ph_bad = 1;
+		else if (p.p_type == PT_GNU_EH_FRAME || p.p_type == PT_LOAD)
+			ph_bad = !stored(fd, fsize, p.p_offset, p.p_filesz);
+		if (p.p_type == PT_GNU_EH_FRAME)
+			ph += p.p_filesz;
+		else if (p.p_type == PT_LOAD && p.p_filesz > load)
+			load = p.p_filesz;
+	}
+	if (eh_bad || eh > LEAF_CFI_MAX_BYTES)
+		return EFBIG;
+	/* libdw goes by the program headers when the sections give nothing */
+	c->no_eh = ph_bad || (!has_eh && ph && ph + load > LEAF_CFI_MAX_BYTES);
+	c->bytes = has_eh ? eh : ph ? ph + load : 0;
+	c->debug_bytes = dbg;
+	c->no_debug = dbg_bad || dbg > LEAF_CFI_MAX_BYTES;
+	return 0;
 }
 
 struct leafcfi *leafcfi__open_fd(int fd)
@@ -123,7 +152,7 @@ struct leafcfi *leafcfi__open_fd(int fd)
 	else if (!(c->elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(c->elf) != ELF_K_ELF)
 		err = ENOEXEC;
 	else
-		err = cfi_fits(c->elf, fd, (uint64_t)st.st_size, &c->bytes);
+		err = cfi_fits(c, fd, (uint64_t)st.st_size);
 	if (!err)
 		err = find_cfi(c);
 	if (!err && elf_getphdrnum(c->elf, &n) == 0 && n)

@@ -58,8 +58,8 @@ struct leafcfi;
 
 /* The CFI (.eh_frame, else .debug_frame) of the ELF file behind fd, read into memory (never
  * mapped: the file may shrink under us). Always takes ownership of fd (closed before return).
- * NULL and errno (ENOEXEC: not ELF, ENOENT: no CFI at all, EFBIG: CFI sections over
- * LEAF_CFI_MAX_BYTES, outside the file, not stored in it or compressed, ENOMEM). */
+ * NULL and errno (ENOEXEC: not ELF, ENOENT: no CFI it may read, EFBIG: .eh_frame sections over
+ * LEAF_CFI_MAX_BYTES, outside the file or not stored in it, ENOMEM). */
 struct leafcfi *leafcfi__open_fd(int fd);
 /* Bytes of CFI sections c read into memory (0 for an image). */
 uint64_t leafcfi__bytes(const struct leafcfi *c);
