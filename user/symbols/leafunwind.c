@@ -128,8 +128,6 @@ struct leafcfi *leafcfi__open_fd(int fd)
 {
 	struct leafcfi *c;
 	struct stat st;
-	GElf_Phdr ph;
-	size_t n;
 	int err;
 
 	if (fd < 0) {
@@ -144,9 +142,9 @@ struct leafcfi *leafcfi__open_fd(int fd)
 	}
 	elf_version(EV_CURRENT);
 	/* Read, never mapped: the file is a process's, which can shrink it under us, and a read of
-	 * a mapping past the new end is SIGBUS. What the CFI and leafcfi__vaddr need (the section
-	 * headers, .eh_frame_hdr and .eh_frame, or .debug_frame, and the program headers) is read
-	 * into memory here; then the fd goes. */
+	 * a mapping past the new end is SIGBUS. What the CFI and leafcfi__vaddr need is read into
+	 * memory here (the section and program headers by cfi_fits, the CFI by find_cfi); then the
+	 * fd goes. */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		err = ENOEXEC;
 	else if (!(c->elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(c->elf) != ELF_K_ELF)
@@ -155,8 +153,6 @@ struct leafcfi *leafcfi__open_fd(int fd)
 		err = cfi_fits(c, fd, (uint64_t)st.st_size);
 	if (!err)
 		err = find_cfi(c);
-	if (!err && elf_getphdrnum(c->elf, &n) == 0 && n)
-		gelf_getphdr(c->elf, 0, &ph);
 	if (c->elf)
 		elf_cntl(c->elf, ELF_C_FDDONE);
 	close(fd);
