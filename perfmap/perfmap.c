@@ -242,6 +242,7 @@ static int twins_jit_only(struct perfmap *pm)
 
 void perfmap_jitdump_stopped(struct perfmap *pm)
 {
+	pm->jd_ended = true;	/* a table started later keeps the jitdump's entries only */
 	if (pm->twins && !pm->twins_jit_only)
 		twins_jit_only(pm);	/* out of memory: the table stays as it was, still right */
 }
@@ -260,7 +261,7 @@ static int twins_start(struct perfmap *pm)
 		pm->twins = NULL;
 		pm->twin_cap = pm->twin_n = 0;
 		/* entries hidden so far stay hidden: they were twins */
-	} else if (pm->st.jitdump_stopped) {
+	} else if (pm->jd_ended) {
 		perfmap_jitdump_stopped(pm);
 	}
 	return err;
@@ -637,7 +638,22 @@ int64_t perfmap__read_map_fd(struct perfmap *pm, int fd)
  * goes on): the twin table is let go as after a stop. Should it move again, a map line it then
  * repeats is kept beside it (the same name twice: no harm).
  */
-#define JITDUMP_STALL_NS (30 * 1000000000ull)
+#define JITDUMP_STALL_NS (30 * 1000000000ll)
+
+/* When the file was last written, on the feed clock: its modification time, so that a read from
+ * the start (after the process was idle) knows at once that the writer stopped long ago. A file
+ * whose time is in the future, or that cannot be asked, was written now. */
+static int64_t jd_written_at(const struct perfmap *pm, int fd)
+{
+	struct timespec now;
+	struct stat st;
+	int64_t age;
+
+	if (fstat(fd, &st) || clock_gettime(CLOCK_REALTIME, &now))
+		return (int64_t)pm->feed_now;
+	age = (now.tv_sec - st.st_mtim.tv_sec) * 1000000000ll + (now.tv_nsec - st.st_mtim.tv_nsec);
+	return (int64_t)pm->feed_now - (age > 0 ? age : 0);
+}
 
 int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd)
 {
@@ -646,9 +662,11 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd)
 	if (!pm || n < 0)
 		return n;
 	feed_clock(pm);
-	if (n > 0 || !pm->jd_moved_ns)
-		pm->jd_moved_ns = pm->feed_now;
-	else if (pm->feed_now - pm->jd_moved_ns > JITDUMP_STALL_NS && jd_reader_partial(&pm->jd))
+	if (n > 0 || !pm->jd_moved_known) {
+		pm->jd_moved_ns = jd_written_at(pm, fd);
+		pm->jd_moved_known = true;
+	}
+	if ((int64_t)pm->feed_now - pm->jd_moved_ns > JITDUMP_STALL_NS && jd_reader_partial(&pm->jd))
 		perfmap_jitdump_stopped(pm);
 	return n;
 }

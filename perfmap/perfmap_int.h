@@ -64,7 +64,10 @@ struct perfmap {
 	uint32_t *twin_prev;	/* map entry id -> previous map entry id + 1 with its key */
 	uint32_t twin_prev_cap;
 	bool twins_jit_only;	/* the jitdump stopped: the table holds its entries only */
-	uint64_t jd_moved_ns;	/* feed clock when the jitdump last grew (read_jitdump_fd) */
+	int64_t jd_moved_ns;	/* feed clock when the jitdump was last written (read_jitdump_fd);
+				 * before the first feed for a file read late */
+	bool jd_moved_known;
+	bool jd_ended;		/* the jitdump stopped or stalled: no record will hide a map line */
 	bool have_map;
 	bool have_jit;
 	uint64_t pinned_now;	/* perfmap__set_feed_time */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -486,6 +488,60 @@ static void test_perfmap_twins_after_jitdump_stalls(void **state)
 	perfmap__free(pm);
 }
 
+/* Held bytes after reading, as a read from the start does (jitdump first, then the map), a
+ * jitdump cut short inside a record that was last written age_s seconds ago, and 5,000 lines. */
+static uint64_t held_after_first_read(time_t age_s)
+{
+	struct perfmap *pm = perfmap__new(NULL);
+	char mpath[PATH_MAX], jpath[PATH_MAX], *map = malloc(5000 * 64);
+	struct timespec when[2];
+	uint8_t buf[512];
+	size_t n, mlen = 0;
+	uint64_t held;
+	int mfd, jfd;
+
+	assert_non_null(pm);
+	for (int i = 0; i < 5000; i++)
+		mlen += sprintf(map + mlen, "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
+	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()", true);
+	n += jd_bytes(buf + n, 0x2000, 0x20, 200, "stub ReportStubBlock<Unknown>", false) - 10;
+	assert_int_equal(testutil__temp_file(mpath, sizeof(mpath), map, mlen), 0);
+	assert_int_equal(testutil__temp_file(jpath, sizeof(jpath), buf, n), 0);	/* cut short */
+	jfd = open(jpath, O_RDWR);
+	mfd = open(mpath, O_RDONLY);
+	clock_gettime(CLOCK_REALTIME, &when[0]);
+	when[0].tv_sec -= age_s;
+	when[1] = when[0];
+	assert_int_equal(futimens(jfd, when), 0);
+	perfmap__set_feed_time(pm, 1000000000ull);	/* the feed clock says nothing of the past */
+	assert_true(perfmap__read_jitdump_fd(pm, jfd) > 0);
+	assert_true(perfmap__read_map_fd(pm, mfd) > 0);
+	assert_true(stats(pm).jitdump_partial > 0);
+	held = stats(pm).held_bytes;
+	/* One answer each, either way. */
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
+	assert_string_equal(perfmap__lookup(pm, 0x100000 + 9 * 0x10, 0)->name, "void [App] P::M9()");
+	close(mfd);
+	close(jfd);
+	unlink(mpath);
+	unlink(jpath);
+	free(map);
+	perfmap__free(pm);
+	return held;
+}
+
+/* A process read again from the start (its data was freed while it was idle) whose jitdump
+ * stopped long ago: the file's own time says so at once, so its perf map lines never cost a
+ * twin table, where waiting 30 s more on the feed clock would keep one all that time. */
+static void test_perfmap_jitdump_stalled_before_first_read(void **state)
+{
+	uint64_t fresh = held_after_first_read(0), old = held_after_first_read(60);
+
+	(void)state;
+	print_message("  held %" PRIu64 " (written now), %" PRIu64 " (60 s ago)\n", fresh, old);
+	assert_true(old + 5000 * 16 <= fresh);
+}
+
 /* A map line is ranked against jitdump records by when it was fed. */
 static void test_perfmap_feed_time_orders_sources(void **state)
 {
@@ -656,6 +712,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_repeated_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_after_jitdump_stopped, setup, teardown),
 		cmocka_unit_test(test_perfmap_twins_after_jitdump_stalls),
+		cmocka_unit_test(test_perfmap_jitdump_stalled_before_first_read),
 		cmocka_unit_test_setup_teardown(test_perfmap_feed_time_orders_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),
