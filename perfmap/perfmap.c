@@ -315,6 +315,7 @@ void perfmap__free(struct perfmap *pm)
 	jd_reader_free(&pm->jd);
 	free(pm->twins);
 	free(pm->twin_prev);
+	free(pm->filter);
 	free(pm);
 }
 
@@ -398,6 +399,69 @@ static bool is_stub_block(const char *name, size_t len)
 	return len > 5 && !memcmp(name, "stub", 4) && memmem(name, len, "Block<", 6);
 }
 
+/* ---- the filter ----------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Index of the first filter address >= addr (nfilter when none). */
+static size_t filter_from(const struct perfmap *pm, uint64_t addr)
+{
+	size_t lo = 0, hi = pm->nfilter;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->filter[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool covers_filter(const struct perfmap *pm, uint64_t start, uint64_t size)
+{
+	size_t i = filter_from(pm, start);
+
+	return i < pm->nfilter && pm->filter[i] - start < size;
+}
+
+int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n)
+{
+	uint64_t *f;
+	size_t k = 0;
+
+	if (!pm)
+		return -EINVAL;
+	if (!(f = malloc((n ? n : 1) * sizeof(*f))))
+		return -ENOMEM;
+	if (n)
+		memcpy(f, addrs, n * sizeof(*f));
+	qsort(f, n, sizeof(*f), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!k || f[i] != f[k - 1])
+			f[k++] = f[i];
+	free(pm->filter);
+	pm->filter = f;
+	pm->nfilter = k;
+	return 0;
+}
+
+int perfmap__filter_has(const struct perfmap *pm, uint64_t addr)
+{
+	size_t i;
+
+	if (!pm || !pm->filter)
+		return pm != NULL;
+	i = filter_from(pm, addr);
+	return i < pm->nfilter && pm->filter[i] == addr;
+}
+
 int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load_ns,
 		const char *name, size_t len, int source)
 {
@@ -415,6 +479,10 @@ int perfmap_add(struct perfmap *pm, uint64_t start, uint64_t size, uint64_t load
 		pm->st.lines++;
 	else
 		pm->st.records++;
+	if (pm->filter && !covers_filter(pm, start, size)) {
+		pm->st.filtered++;
+		return 0;
+	}
 	if (addrindex__count(pm->ix) >= pm->lim.max_entries) {
 		pm->st.capped++;
 		return 0;
@@ -675,7 +743,10 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd)
 
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns)
 {
-	return pm ? addrindex__lookup(pm->ix, addr, time_ns) : NULL;
+	/* Filtered: ranges covering other addresses may be missing, so no answer is sure there. */
+	if (!pm || !perfmap__filter_has(pm, addr))
+		return NULL;
+	return addrindex__lookup(pm->ix, addr, time_ns);
 }
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
@@ -692,6 +763,7 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
 	out->partial = pm->map.len + out->jitdump_partial;
 	/* What this perfmap holds on its own (the names it refers to are shared: counted apart). */
 	out->held_bytes = sizeof(*pm) + sh.bytes + nameset__bytes(&pm->names) + pm->map.cap +
+			  pm->nfilter * sizeof(*pm->filter) +
 			  pm->jd.pend_cap + (uint64_t)pm->twin_cap * sizeof(*pm->twins) +
 			  (uint64_t)pm->twin_prev_cap * sizeof(*pm->twin_prev);
 }

@@ -44,6 +44,7 @@ struct perfmap_stats {
 	uint32_t map_stale;	/* 1: the perf map shrank under us (-ESTALE was returned) */
 	uint64_t budget_capped;	/* ranges not taken: the program's budget (perfmap__set_budget) was spent */
 	uint64_t held_bytes;	/* memory the perfmap holds: index, runs, buffers (not the shared names) */
+	uint64_t filtered;	/* ranges passed over: no address of the filter in them */
 	uint64_t jitdump_partial;	/* bytes of the unfinished jitdump record (part of partial); if it
 				 * never completes the writer gave up (runtime 10.0.12 does, on a
 				 * 64 KiB stub block: see perfmap/README.md) */
@@ -86,6 +87,16 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
+
+/*
+ * Keep only the ranges that cover one of these addresses (copied; any order, repeats allowed):
+ * what a process sampled now and then needs, where the whole index would cost a range's entry
+ * for every line. Every range covering an address is kept, so lookups there answer as the whole
+ * index would; any other address finds nothing. Set before the first feed. 0, or -ENOMEM.
+ */
+int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n);
+/* Whether lookups answer for addr: always without a filter. */
+int perfmap__filter_has(const struct perfmap *pm, uint64_t addr);
 
 /* Each code range takes PERFMAP_BYTES_PER_RANGE (what its index entry and names cost) from the
  * program's symbol budget (symbudget.h); past it ranges are dropped and counted (budget_capped).

@@ -68,6 +68,8 @@ struct perfmap {
 				 * before the first feed for a file read late */
 	bool jd_moved_known;
 	bool jd_ended;		/* the jitdump stopped or stalled: no record will hide a map line */
+	uint64_t *filter;	/* perfmap__set_filter: sorted, distinct; NULL keeps every range */
+	size_t nfilter;
 	bool have_map;
 	bool have_jit;
 	uint64_t pinned_now;	/* perfmap__set_feed_time */

@@ -9,6 +9,7 @@
 #   BUILD=build NS="1 10 25 50" DURATION=300 scripts/bench-node.sh
 # BG_DUTY gives every service a background worker busy that % of the time (SpanService's own
 # default is 20; before session 9 this script left it so, and no service was idle).
+# AGENT_LOG=FILE keeps the agent's output (with AGENT_ARGS=-v, what it read of each process) as FILE.N.
 # AGENT_ARGS adds agent options (e.g. --no-enable-perfmap, to leave other .NET processes on a
 # shared machine alone: the services here have their perf maps on from the start anyway).
 set -euo pipefail
@@ -97,7 +98,9 @@ for (const u of process.argv.slice(2)) {
 		printf "bench-node:   N=%d memory %-16s %8.1f KiB\n", n, s, $NF / 1024 }
 		/^spanprof_processes\{kind="dotnet"\}/ { printf "bench-node:   N=%d .NET processes seen: %s\n", n, $NF }
 		/^spanprof_processes\{kind="perf_map_held"\}/ { printf "bench-node:   N=%d .NET processes holding a perf map: %s\n", n, $NF }
+		/^spanprof_processes\{kind="perf_map_sparse"\}/ { printf "bench-node:   N=%d .NET processes read for their sampled addresses only: %s\n", n, $NF }
 		/^spanprof_samples_received_total/ { printf "bench-node:   N=%d samples received: %s\n", n, $NF }
 		/^spanprof_heap_bytes/ { match($0, /state="[^"]*"/); printf "bench-node:   N=%d heap %-8s %8.1f KiB\n", n, substr($0, RSTART + 7, RLENGTH - 8), $NF / 1024 }'
 	stop_all
+	[ -z "${AGENT_LOG:-}" ] || cp "$OUT/agent.log" "$AGENT_LOG.$n"
 done

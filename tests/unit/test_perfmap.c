@@ -542,6 +542,101 @@ static void test_perfmap_jitdump_stalled_before_first_read(void **state)
 	assert_true(old + 5000 * 16 <= fresh);
 }
 
+/* Ranges crowded into 64 KiB so that most overlap: methods and stubs from both files, code
+ * freed and reused, stub blocks, the same range logged twice, tiers. */
+static void feed_crowded(struct perfmap *pm, unsigned seed)
+{
+	static const char *const names[] = { "void [App] A::M()[OptimizedTier1]", "void [App] A::M()[QuickJitted]",
+		"int32 [App] B::N(int32)[Tier0]", "stub CreateHelper<DynamicHelper>",
+		"stub ReportStubBlock<MethodCallThunk>", "void [App] C::O()" };
+	uint8_t *jd = malloc(3000 * 1024);
+	char line[160];
+	size_t jn = 0, fed = 0;
+
+	assert_non_null(jd);
+	for (int i = 0; i < 3000; i++) {
+		uint64_t start = 0x100000 + (rand_r(&seed) % 0x10000);
+		uint64_t size = 1 + rand_r(&seed) % (i % 50 ? 0x100 : 0x4000);
+		const char *name = names[rand_r(&seed) % 6];
+
+		perfmap__set_feed_time(pm, 1000 + (uint64_t)i * 10);
+		if (rand_r(&seed) % 3) {
+			snprintf(line, sizeof(line), "%" PRIx64 " %" PRIx64 " %s\n", start, size, name);
+			feed(pm, line);
+			continue;
+		}
+		if (size > 0x200)
+			size = 0x200;
+		jn += jd_bytes(jd + jn, start, size, 1000 + (uint64_t)i * 10, name, jn == 0);
+		if (rand_r(&seed) % 4 == 0) {	/* now and then, the jitdump is read */
+			assert_int_equal(perfmap__feed_jitdump(pm, jd + fed, jn - fed), 0);
+			fed = jn;
+		}
+	}
+	assert_int_equal(perfmap__feed_jitdump(pm, jd + fed, jn - fed), 0);
+	free(jd);
+}
+
+/* A filtered perfmap answers at its addresses exactly as the whole index does, at every time,
+ * knows nothing elsewhere, and holds a fraction. */
+static void test_perfmap_filter_answers_as_whole(void **state)
+{
+	struct perfmap *whole = perfmap__new(NULL), *part = perfmap__new(NULL);
+	uint64_t addrs[64];
+	unsigned seed = 7;
+	int found = 0;
+
+	(void)state;
+	assert_non_null(whole);
+	assert_non_null(part);
+	for (int i = 0; i < 64; i++)
+		addrs[i] = 0x100000 + (rand_r(&seed) % 0x10400);
+	addrs[63] = addrs[0];	/* repeats are fine */
+	assert_int_equal(perfmap__set_filter(part, addrs, 64), 0);
+	feed_crowded(whole, 42);
+	feed_crowded(part, 42);
+	for (int i = 0; i < 64; i++) {
+		for (uint64_t t = 0; t < 40000; t += 997) {
+			const struct perfmap_sym *w = perfmap__lookup(whole, addrs[i], t);
+			struct perfmap_sym wc = w ? *w : (struct perfmap_sym){ 0 };
+			const struct perfmap_sym *p = perfmap__lookup(part, addrs[i], t);
+
+			assert_int_equal(!w, !p);
+			if (!w)
+				continue;
+			found++;
+			assert_int_equal(wc.start, p->start);
+			assert_int_equal(wc.size, p->size);
+			assert_int_equal(wc.load_ns, p->load_ns);
+			assert_int_equal(wc.source, p->source);
+			assert_string_equal(wc.name, p->name);
+			assert_string_equal(wc.tier, p->tier);
+		}
+		assert_true(perfmap__filter_has(part, addrs[i]));
+	}
+	assert_true(found > 64 * 20);
+	/* Elsewhere: nothing, though the whole index has an answer there. */
+	for (uint64_t a = 0x100000; a < 0x110000; a += 0x101) {
+		int listed = 0;
+
+		for (int i = 0; i < 64; i++)
+			listed |= addrs[i] == a;
+		if (!listed && perfmap__lookup(whole, a, 0)) {
+			assert_null(perfmap__lookup(part, a, 0));
+			assert_false(perfmap__filter_has(part, a));
+		}
+	}
+	print_message("  whole %" PRIu64 " ranges, %" PRIu64 " bytes; filtered %" PRIu64 " ranges (%" PRIu64
+		      " passed over), %" PRIu64 " bytes\n", stats(whole).entries, stats(whole).held_bytes,
+		      stats(part).entries, stats(part).filtered, stats(part).held_bytes);
+	assert_true(stats(part).filtered > 0);
+	assert_true(stats(part).entries * 4 < stats(whole).entries);
+	assert_true(stats(part).held_bytes * 2 < stats(whole).held_bytes);
+	assert_true(perfmap__filter_has(whole, 0x12345));	/* no filter: every address */
+	perfmap__free(whole);
+	perfmap__free(part);
+}
+
 /* A map line is ranked against jitdump records by when it was fed. */
 static void test_perfmap_feed_time_orders_sources(void **state)
 {
@@ -713,6 +808,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfmap_twins_after_jitdump_stopped, setup, teardown),
 		cmocka_unit_test(test_perfmap_twins_after_jitdump_stalls),
 		cmocka_unit_test(test_perfmap_jitdump_stalled_before_first_read),
+		cmocka_unit_test(test_perfmap_filter_answers_as_whole),
 		cmocka_unit_test_setup_teardown(test_perfmap_feed_time_orders_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),

@@ -332,7 +332,7 @@ static void publish_metrics(struct agent *a)
 	struct metrics_buf *mb = a->mb;
 	struct engine_counters c;
 	struct proctab *pt = engine__procs(a->e);
-	uint32_t dotnet = 0, hooked = 0, maps_held = 0;
+	uint32_t dotnet = 0, hooked = 0, maps_held = 0, maps_sparse = 0;
 	uint64_t maps_bytes = 0, frames_bytes = 0, procmaps_bytes = 0;
 	struct symbolizer_stats st;
 	struct nametab_stats names;
@@ -417,6 +417,7 @@ static void publish_metrics(struct agent *a)
 		dotnetproc__stats(p, &ps);
 		maps_bytes += ps.held_bytes;
 		maps_held += ps.held_bytes > 0;
+		maps_sparse += dotnetproc__sparse(p);
 	}
 	perfmap__shared_names(&names);
 	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
@@ -424,6 +425,7 @@ static void publish_metrics(struct agent *a)
 	G("processes", NULL, ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
+	G("processes", NULL, ((const char *[]){ "kind", "perf_map_sparse", NULL }), maps_sparse);
 	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
 	C("processes_idle_released_total", "Times a process not sampled for two windows had its "
 	  "frames and mappings freed (read again at its next sample).", NULL, c.procs_idle_released);

@@ -57,6 +57,16 @@ struct dotnet_state {
 	size_t nimages, images_cap;
 	uint64_t r2r_named;	/* frames named from an image */
 	struct dn_stubs *stubs;	/* runtime code copied out of libcoreclr.so */
+	/* Sparse: freed while idle, then read for the addresses it is sampled at only (below). */
+	int sparse;
+	uint64_t *filter;	/* the addresses d->pm was read for */
+	size_t nfilter, filter_cap;
+	uint64_t *wanted;	/* claimed since, not among them: the next read's */
+	size_t nwanted, wanted_cap;
+	uint32_t sparse_reads;	/* reads from the start since it was last freed */
+	int sparse_read_now;	/* a read for a lookup was done since the last window's end */
+	uint64_t sparse_reads_total;
+	uint32_t went_whole;	/* times it left sparse reading for the whole index */
 };
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
@@ -470,7 +480,8 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 /*
  * Both files from their beginning into a new perfmap: the runtime truncated one (perf maps were
  * disabled and enabled again, by another tool, and it writes every live method anew), or what
- * was read was freed while the process was idle.
+ * was read was freed while the process was idle. A sparse process's perfmap keeps the ranges at
+ * its filter's addresses only.
  */
 static int64_t restart(struct proc *p, struct dotnet_state *d)
 {
@@ -480,6 +491,10 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 
 	if (!pm)
 		return -ENOMEM;
+	if (d->sparse && perfmap__set_filter(pm, d->filter, d->nfilter)) {
+		perfmap__free(pm);
+		return -ENOMEM;
+	}
 	perfmap__free_ranges(d->pm);
 	if (d->files.jitdump_fd >= 0)	/* first, as in poll */
 		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
@@ -496,20 +511,113 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 }
 
 /*
- * Open the files through the process's root (container-safe), enable perf maps when allowed, and
- * read what was appended since the last call. RT_WAIT while there is nothing to read.
+ * Sparse reading. A process idle long enough to have its data freed is one sampled now and then
+ * (most of a node's services, most of the time). Its whole index would cost an entry for every
+ * line of its perf map, for a few samples a window. So from then on it is read for the addresses
+ * it is sampled at: claims() notes them, and the poll right before they are named (a window's
+ * end, the process leaving) reads both files from the start, keeping only the ranges that cover
+ * them (perfmap__set_filter), which answer as the whole index would. Appended lines are read as
+ * usual. A lookup of an address not read for (the leaf of a sample, whose method's range is
+ * needed then) reads at once, once a window; later ones wait for the window's end. A process
+ * read more than SPARSE_READS times, or for more than SPARSE_ADDRS addresses, is busy again: the
+ * whole index, until it idles again.
  */
-/* Idle (no sample for env->idle_release_ns): free what was read; the files stay open and are
- * read again from their start at the next sample. */
+#define SPARSE_READS	6
+#define SPARSE_ADDRS	4096
+
+static void sparse_end(struct dotnet_state *d)
+{
+	d->sparse = 0;
+	free(d->filter);
+	free(d->wanted);
+	d->filter = d->wanted = NULL;
+	d->nfilter = d->filter_cap = d->nwanted = d->wanted_cap = 0;
+}
+
+static int in_filter(const struct dotnet_state *d, uint64_t addr)
+{
+	size_t lo = 0, hi = d->nfilter;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->filter[mid] == addr)
+			return 1;
+		if (d->filter[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* An address the next sparse read must cover. Out of memory: the whole index instead. */
+static void sparse_want(struct dotnet_state *d, uint64_t addr)
+{
+	if (!d->sparse || in_filter(d, addr))
+		return;
+	for (size_t i = d->nwanted; i-- > 0 && i + 8 >= d->nwanted;)
+		if (d->wanted[i] == addr)	/* a frame asked about twice in a row */
+			return;
+	if (d->nfilter + d->nwanted >= SPARSE_ADDRS ||
+	    VEC_RESERVE(d->wanted, d->wanted_cap, d->nwanted + 1)) {
+		d->went_whole++;
+		sparse_end(d);
+		perfmap__free(d->pm);	/* read whole at the next poll */
+		d->pm = NULL;
+		return;
+	}
+	d->wanted[d->nwanted++] = addr;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* At a window's end: the files read again from the start for the filter and what was wanted
+ * since. 0 when there was nothing to read; -errno. */
+static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
+{
+	size_t k = 0;
+
+	if (!d->nwanted)
+		return 0;
+	if (++d->sparse_reads > SPARSE_READS) {
+		d->went_whole++;
+		sparse_end(d);
+		return restart(p, d);
+	}
+	if (VEC_RESERVE(d->filter, d->filter_cap, d->nfilter + d->nwanted))
+		return -ENOMEM;
+	memcpy(d->filter + d->nfilter, d->wanted, d->nwanted * sizeof(*d->wanted));
+	d->nfilter += d->nwanted;
+	d->nwanted = 0;
+	qsort(d->filter, d->nfilter, sizeof(*d->filter), cmp_addr);
+	for (size_t i = 0; i < d->nfilter; i++)
+		if (!k || d->filter[i] != d->filter[k - 1])
+			d->filter[k++] = d->filter[i];
+	d->nfilter = k;
+	d->sparse_reads_total++;
+	return restart(p, d);
+}
+
+/* Idle (no sample for env->idle_release_ns): free what was read; the files stay open, and the
+ * process is read sparsely from its next sample on. */
 static int idle(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
 	if (!o->idle_release_ns || !p->last_sample_ns || p->gone ||
 	    now_ns() < p->last_sample_ns + o->idle_release_ns)
 		return 0;
-	if (d->pm) {
+	if (d->pm || d->nfilter || d->nwanted) {
 		perfmap__free(d->pm);
 		d->pm = NULL;
 		d->released++;
+		sparse_end(d);
+		d->sparse = 1;
+		d->sparse_reads = 0;
 	}
 	return 1;
 }
@@ -550,8 +658,13 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0 &&
 	    !d->enabling)
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
-	if (!d->pm && (n = restart(p, d)) < 0)
+	if (d->sparse && (o->naming_next || p->gone)) {
+		d->sparse_read_now = 0;
+		if ((n = sparse_read(p, d)) < 0)
+			return (int)n;
+	} else if (!d->sparse && !d->pm && (n = restart(p, d)) < 0) {
 		return (int)n;
+	}
 
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
 	missing = d->files.map_fd < 0 || d->files.jitdump_fd < 0;
@@ -564,7 +677,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		try_enable(p, d, o);	/* once, and only when o allows it */
 	/* The jitdump first: a perf map line it already holds is then skipped, where the other
 	 * way round both would be kept (the map entry hidden). */
-	if (d->files.jitdump_fd >= 0) {
+	if (d->files.jitdump_fd >= 0 && d->pm) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
 		grew |= n != 0;
 		if (n == -ESTALE)
@@ -572,7 +685,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
-	if (d->files.map_fd >= 0) {
+	if (d->files.map_fd >= 0 && d->pm) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
 		grew |= n != 0;
 		if (n == -ESTALE)
@@ -593,12 +706,16 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	return d->enabling || (have && grew) ? RT_READY : RT_WAIT;
 }
 
-/* Anything outside the ELF files' symbols may be JIT or ReadyToRun code, except the vDSO. */
+/* Anything outside the ELF files' symbols may be JIT or ReadyToRun code, except the vDSO. A
+ * sparse process's next read covers it. */
 static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 {
 	const struct vma *v = proc__vma(p, addr);
 
-	return !v || v->kind != VMA_VDSO;
+	if (v && v->kind == VMA_VDSO)
+		return 0;
+	sparse_want(state, addr);
+	return 1;
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -685,7 +802,20 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 		     struct rt_symbol *out)
 {
 	struct dotnet_state *d = state;
-	const struct perfmap_sym *s = d->pm ? perfmap__lookup(d->pm, addr, time_ns) : NULL;
+	const struct perfmap_sym *s;
+
+	/* Sparse, and not read for this address (a sample's leaf, whose method's range is needed
+	 * now): read at once, once a window; else at the window's end. */
+	if (d->sparse && !in_filter(d, addr)) {
+		sparse_want(d, addr);
+		if (d->sparse && !d->sparse_read_now) {
+			d->sparse_read_now = 1;
+			sparse_read(p, d);
+		}
+	}
+	if (!d->sparse && !d->pm)	/* it went whole just now */
+		restart(p, d);
+	s = d->pm ? perfmap__lookup(d->pm, addr, time_ns) : NULL;
 
 	/* Code logged after the sample: a perf map enabled late logs existing code with the time of
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
@@ -755,6 +885,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
 		dotnet__close_jit_files(&d->files);
 		perfmap__free(d->pm);
+		sparse_end(d);
 		dnstubs__free(d->stubs);
 		free(d);
 		return;
@@ -773,6 +904,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
+	sparse_end(d);
 	for (size_t i = 0; i < d->nimages; i++)
 		r2r__put(d->images[i].img);
 	free(d->images);
@@ -823,6 +955,13 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; symbols freed %u times while idle", d->released);
 	}
+	if (d->sparse_reads_total || d->went_whole) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; read %" PRIu64 " times for its sampled addresses only%s"
+			 " (%zu addresses now), whole again %u times", d->sparse_reads_total,
+			 d->sparse ? "" : " before", d->nfilter, d->went_whole);
+	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);
 
@@ -861,6 +1000,15 @@ void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out)
 	const struct dotnet_state *d = runtime__state(p, RT_DOTNET);
 
 	memset(out, 0, sizeof(*out));
-	if (d)
-		perfmap__stats(d->pm, out);
+	if (!d)
+		return;
+	perfmap__stats(d->pm, out);
+	out->held_bytes += (d->filter_cap + d->wanted_cap) * sizeof(uint64_t);
+}
+
+int dotnetproc__sparse(const struct proc *p)
+{
+	const struct dotnet_state *d = runtime__state(p, RT_DOTNET);
+
+	return d && d->sparse;
 }

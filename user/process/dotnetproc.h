@@ -27,5 +27,7 @@ int dotnetproc__sweep(void);
 /* The runtime itself is dotnet_runtime (runtime.h); these are for reports and tests. */
 enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detail);
 void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out);
+/* Whether p is read for its sampled addresses only (sparse: it was idle). */
+int dotnetproc__sparse(const struct proc *p);
 
 #endif /* SPANPROF_DOTNETPROC_H */

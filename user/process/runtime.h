@@ -23,6 +23,8 @@ struct runtime_env {
 	 * read and read it again at its next sample (0: kept). Longer than a window, so frames
 	 * are always named before their data goes. */
 	uint64_t idle_release_ns;
+	int naming_next;	/* this poll comes right before the frames are named (a window's end,
+				 * a process leaving the table): what they need is read now */
 	int allow_remote_files;	/* read process-supplied files on remote / FUSE file systems too */
 	uint64_t *remote_refused;	/* the session's count of such files refused (or NULL) */
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: none. No talk to a process starts at or past

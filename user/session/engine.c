@@ -246,9 +246,11 @@ nomem:
  */
 static void retire(struct engine *e, struct proc *p, uint64_t now)
 {
+	e->env.naming_next = 1;
 	runtime__poll(p, now);
 	runtime__wake(p);
 	runtime__poll(p, now);
+	e->env.naming_next = 0;
 	if (symbolizer__finish_proc(e->sym, p))
 		return;	/* out of memory: tried again at the next check */
 	runtime__detach_all(p);
@@ -596,7 +598,9 @@ struct agg_window *engine__cut(struct engine *e)
 	bpfsession__drain(e->bpf);
 	/* The last perf map lines, for the pending runtime frames: read now, whatever the backoff
 	 * of files that had not grown said. */
+	e->env.naming_next = 1;
 	poll_processes(e, 1);
+	e->env.naming_next = 0;
 	if (symbolizer__finish(e->sym, e->procs)) {
 		errno = ENOMEM;
 		return NULL;
