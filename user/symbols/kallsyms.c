@@ -16,12 +16,14 @@
 #define MAX_MODULES	65535u
 
 /*
- * 10 bytes a symbol (the kernel has 100,000s) and its deflated name: its start is base + off[i]
- * (all of x86-64's kernel text lies in its top 2 GiB; the full addresses are kept, in addr[], only
- * when the symbols span 4 GiB or more), its size and its module in arrays of their own. The
- * names are deflated in blocks of KSYMS_BLOCK (3 MB of them here take 0.8): a lookup inflates
- * one block and finds the name by its place in it, and every kernel address is looked up once
- * (the symbolizer keeps what it found).
+ * About 4 bytes a symbol (the kernel has 100,000s) and its deflated name: its start is
+ * base + off[i] (all of x86-64's kernel text lies in its top 2 GiB; the full addresses are kept,
+ * in addr[], only when the symbols span 4 GiB or more). Nearly every symbol ends where the next
+ * one starts: one bit says so, and the few others (the last of a module, one before a data
+ * symbol) have their size in a short list. Modules come in runs of symbols: one entry a run.
+ * The names are deflated in blocks of KSYMS_BLOCK (3 MB of them here take 0.8): a lookup
+ * inflates one block and finds the name by its place in it, and every kernel address is looked
+ * up once (the symbolizer keeps what it found).
  */
 #define KSYMS_BLOCK	32
 #define BLOCK_RAW_MAX	(KSYMS_BLOCK * (KSYMS_MAX_LINE + 1))
@@ -30,8 +32,13 @@ struct ksyms {
 	uint64_t base;
 	uint32_t *off;		/* start of symbol i - base; NULL when addr[] holds the starts */
 	uint64_t *addr;
-	uint32_t *size;		/* to the end (exclusive), at most UINT32_MAX */
-	uint16_t *module;	/* index into modules; 0 = vmlinux */
+	uint64_t *to_next;	/* bit i: symbol i ends where symbol i + 1 starts */
+	uint32_t *other_idx;	/* the other symbols, ascending ... */
+	uint32_t *other_size;	/* ... and their sizes (to the end, exclusive; at most UINT32_MAX) */
+	size_t n_other;
+	uint32_t *run_from;	/* symbols [run_from[r], run_from[r + 1]) are in module run_mod[r] */
+	uint16_t *run_mod;	/* index into modules; 0 = vmlinux */
+	size_t n_runs;
 	size_t n;
 	char *pool;		/* while building: every name; then the deflated blocks */
 	uint32_t *blocks;	/* block k is pool[blocks[k], blocks[k + 1]) */
@@ -327,14 +334,23 @@ out:
 static int keep_table(struct ksyms *ks, const struct ksym *syms, size_t n)
 {
 	bool narrow = !n || syms[n - 1].addr - syms[0].addr <= UINT32_MAX;
+	size_t n_other = 0, n_runs = 0;
 
-	ks->size = malloc((n ? n : 1) * sizeof(*ks->size));
-	ks->module = malloc((n ? n : 1) * sizeof(*ks->module));
+	for (size_t i = 0; i < n; i++) {
+		n_other += i + 1 == n || syms[i].addr + syms[i].size != syms[i + 1].addr;
+		n_runs += !i || syms[i].module != syms[i - 1].module;
+	}
+	ks->to_next = calloc((n + 63) / 64 + 1, sizeof(*ks->to_next));
+	ks->other_idx = malloc((n_other ? n_other : 1) * sizeof(*ks->other_idx));
+	ks->other_size = malloc((n_other ? n_other : 1) * sizeof(*ks->other_size));
+	ks->run_from = malloc((n_runs ? n_runs : 1) * sizeof(*ks->run_from));
+	ks->run_mod = malloc((n_runs ? n_runs : 1) * sizeof(*ks->run_mod));
 	if (narrow)
 		ks->off = malloc((n ? n : 1) * sizeof(*ks->off));
 	else
 		ks->addr = malloc(n * sizeof(*ks->addr));
-	if (!ks->size || !ks->module || (!ks->off && !ks->addr))
+	if (!ks->to_next || !ks->other_idx || !ks->other_size || !ks->run_from || !ks->run_mod ||
+	    (!ks->off && !ks->addr))
 		return -ENOMEM;
 	ks->base = n ? syms[0].addr : 0;
 	for (size_t i = 0; i < n; i++) {
@@ -342,11 +358,51 @@ static int keep_table(struct ksyms *ks, const struct ksym *syms, size_t n)
 			ks->off[i] = (uint32_t)(syms[i].addr - ks->base);
 		else
 			ks->addr[i] = syms[i].addr;
-		ks->size[i] = syms[i].size;
-		ks->module[i] = syms[i].module;
+		if (i + 1 < n && syms[i].addr + syms[i].size == syms[i + 1].addr) {
+			ks->to_next[i / 64] |= 1ULL << (i % 64);
+		} else {
+			ks->other_idx[ks->n_other] = (uint32_t)i;
+			ks->other_size[ks->n_other++] = syms[i].size;
+		}
+		if (!i || syms[i].module != syms[i - 1].module) {
+			ks->run_from[ks->n_runs] = (uint32_t)i;
+			ks->run_mod[ks->n_runs++] = syms[i].module;
+		}
 	}
 	ks->n = n;
 	return 0;
+}
+
+static uint64_t size_of(const struct ksyms *ks, size_t i)
+{
+	size_t lo = 0, hi = ks->n_other;
+
+	if (ks->to_next[i / 64] & (1ULL << (i % 64)))
+		return start_of(ks, i + 1) - start_of(ks, i);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->other_idx[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ks->n_other && ks->other_idx[lo] == i ? ks->other_size[lo] : 0;
+}
+
+static uint16_t module_of(const struct ksyms *ks, size_t i)
+{
+	size_t lo = 0, hi = ks->n_runs;
+
+	while (lo < hi) {	/* the first run starting past i */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->run_from[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? ks->run_mod[lo - 1] : 0;
 }
 
 static int build_table(struct builder *b)
@@ -522,12 +578,12 @@ const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *sym_o
 	}
 	if (lo == 0)
 		return NULL;
-	if (addr - start_of(ks, lo - 1) >= ks->size[lo - 1])
+	if (addr - start_of(ks, lo - 1) >= size_of(ks, lo - 1))
 		return NULL;
 	if (sym_off)
 		*sym_off = addr - start_of(ks, lo - 1);
 	if (module)
-		*module = ks->modules[ks->module[lo - 1]];
+		*module = ks->modules[module_of(ks, lo - 1)];
 	return name_of(ks, lo - 1, name, len);
 }
 
@@ -545,8 +601,10 @@ void ksyms__stats(const struct ksyms *ks, struct ksyms_stats *out)
 		return;
 	*out = ks->stats;
 	nblk = (ks->n + KSYMS_BLOCK - 1) / KSYMS_BLOCK;
-	out->bytes = sizeof(*ks) + ks->n * (sizeof(*ks->size) + sizeof(*ks->module) +
-					    (ks->off ? sizeof(*ks->off) : sizeof(*ks->addr))) +
+	out->bytes = sizeof(*ks) + ks->n * (ks->off ? sizeof(*ks->off) : sizeof(*ks->addr)) +
+		     ((ks->n + 63) / 64 + 1) * sizeof(*ks->to_next) +
+		     ks->n_other * (sizeof(*ks->other_idx) + sizeof(*ks->other_size)) +
+		     ks->n_runs * (sizeof(*ks->run_from) + sizeof(*ks->run_mod)) +
 		     (ks->blocks ? (nblk + 1) * sizeof(*ks->blocks) + ks->blocks[nblk] : 0) +
 		     ks->n_modules * sizeof(*ks->modules);
 	for (size_t i = 1; i < ks->n_modules; i++)
@@ -564,8 +622,11 @@ void ksyms__free(struct ksyms *ks)
 	free(ks->modules);
 	free(ks->off);
 	free(ks->addr);
-	free(ks->size);
-	free(ks->module);
+	free(ks->to_next);
+	free(ks->other_idx);
+	free(ks->other_size);
+	free(ks->run_from);
+	free(ks->run_mod);
 	free(ks->pool);
 	free(ks->blocks);
 	free(ks);
