@@ -27,6 +27,63 @@ static uint64_t xs(uint64_t *st)
 	return *st;
 }
 
+/* The addresses that start the input's first lines (hex, as a perf map line starts). */
+static size_t line_starts(const uint8_t *data, size_t size, uint64_t *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < size && n < max;) {
+		char buf[24];
+		size_t k = 0;
+
+		while (i + k < size && k < sizeof(buf) - 1 && data[i + k] != ' ' && data[i + k] != '\n') {
+			buf[k] = (char)data[i + k];
+			k++;
+		}
+		buf[k] = '\0';
+		out[n] = strtoull(buf, NULL, 16) + (n & 1);
+		n++;
+		while (i < size && data[i] != '\n')
+			i++;
+		i++;
+	}
+	return n;
+}
+
+/* A perfmap filtered to some addresses answers there as the whole one does, nowhere else. */
+static void check_filtered(struct perfmap *whole, const uint8_t *data, size_t size, size_t split,
+			   const uint8_t *hdr, size_t hdr_len, uint64_t *rng)
+{
+	struct perfmap *part = perfmap__new(NULL);
+	uint64_t addrs[16];
+	size_t n = line_starts(data, size, addrs, 16);
+
+	if (!part)
+		return;
+	perfmap__set_feed_time(part, 1000);
+	assert(perfmap__set_filter(part, addrs, n) == 0);
+	assert(perfmap__feed_map(part, (const char *)data, split) == 0);
+	if (split < size) {
+		assert(perfmap__feed_jitdump(part, hdr, hdr_len) == 0);
+		assert(perfmap__feed_jitdump(part, data + split, size - split) == 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t = i & 1 ? xs(rng) % 4096 : 0;
+		const struct perfmap_sym *w = perfmap__lookup(whole, addrs[i], t);
+		struct perfmap_sym wc = w ? *w : (struct perfmap_sym){ 0 };
+		const struct perfmap_sym *p = perfmap__lookup(part, addrs[i], t);
+
+		assert(!w == !p);
+		if (w)
+			assert(wc.start == p->start && wc.size == p->size && wc.load_ns == p->load_ns &&
+			       wc.source == p->source && !strcmp(wc.name, p->name) &&
+			       !strcmp(wc.tier, p->tier));
+	}
+	if (!perfmap__filter_has(part, addrs[0] + 2))
+		assert(!perfmap__lookup(part, addrs[0] + 2, 0));
+	perfmap__free(part);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint8_t hdr[40] = { 0x44, 0x54, 0x69, 0x4a, 1, 0, 0, 0, 40 };
@@ -52,6 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pm = perfmap__new(&lim);
 	if (!pm)
 		return 0;
+	/* cfg & 8 (no caps): a filtered perfmap, fed the same, is compared with this one; both
+	 * rank perf map lines by one pinned feed time. */
+	if ((cfg & 9) == 8)
+		perfmap__set_feed_time(pm, 1000);
 	/* cfg & 2: the tail of the input is a jitdump body, to mix both sources (twins). */
 	split = (cfg & 2) ? size - size / 4 : size;
 	while (off < split) {
@@ -89,6 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check(pm, 0, 0);
 	check(pm, UINT64_MAX, 0);
+	if ((cfg & 9) == 8)
+		check_filtered(pm, data, size, split, hdr, sizeof(hdr), &rng);
 	perfmap__stats(pm, &st);
 	assert(st.entries <= (lim.max_entries ? lim.max_entries : 16ULL << 20));
 	if (cfg & 1)
