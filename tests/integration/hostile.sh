@@ -185,7 +185,7 @@ grep -Eq "\.NET pid $burst .*symbols freed [1-9][0-9]* times while idle" "$TMP/i
 	{ grep "pid $burst " "$TMP/idle.agent"; fail "the bursty process's perf map was never freed while it was idle"; }
 # After it was idle, its bursts are read for the addresses sampled in them only: not 200,000
 # code ranges for a few methods.
-grep -Eq "\.NET pid $burst .*read [1-9][0-9]* times for its sampled addresses only .*whole again 0 times" "$TMP/idle.agent" ||
+grep -Eq "\.NET pid $burst .*sparse: [1-9][0-9]* reads for [0-9]+ sampled addresses, whole again 0" "$TMP/idle.agent" ||
 	{ grep "pid $burst " "$TMP/idle.agent"; fail "the bursty process's perf map was read whole after it was idle"; }
 windows=0 named=0 total=0
 for f in $(find "$TMP/idle-out" -name '*.pb.gz' | sort); do
@@ -202,7 +202,7 @@ console.log(t, n);' "$TMP/idle.json" "$burst")
 	[ "$t" -gt 0 ] || continue
 	windows=$((windows + 1)) total=$((total + t)) named=$((named + n))
 done
-note "bursty process: $total samples in $windows windows, $named with the leaf named from its perf map; $(grep -o "pid $burst .*symbols freed [0-9]* times" "$TMP/idle.agent" | grep -o 'freed.*'); $(grep -o "pid $burst .*whole again [0-9]* times" "$TMP/idle.agent" | grep -o 'read [0-9]* times.*')"
+note "bursty process: $total samples in $windows windows, $named with the leaf named from its perf map; $(grep -o "pid $burst .*symbols freed [0-9]* times" "$TMP/idle.agent" | grep -o 'freed.*'); $(grep -o "pid $burst .*whole again [0-9]*" "$TMP/idle.agent" | grep -o 'sparse: .*')"
 [ "$windows" -ge 3 ] || fail "the bursty process was sampled in $windows windows (want >= 3)"
 ge "$named" "$((total * 95 / 100))" || fail "only $named of $total burst samples named after their perf map was freed and read again"
 pass "idle processes cost nothing (never read; agent RSS max $((rss_max / 1024)) MiB), a bursty one's perf map freed and read again ($named/$total named)"

@@ -226,7 +226,7 @@ void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
 
 	for (uint32_t i = 0; i < proctab__count(pt); i++) {
 		struct proc *p = proctab__at(pt, i);
-		char desc[768];
+		char desc[RT__MAX * (RUNTIME_DESC_MAX + 2)];
 
 		if (!p || !runtime__has(p, RT_DOTNET))
 			continue;

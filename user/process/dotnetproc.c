@@ -65,6 +65,9 @@ struct dotnet_state {
 	size_t nwanted, wanted_cap;
 	uint32_t sparse_reads;	/* reads from the start since it was last freed */
 	int sparse_read_now;	/* a read for a lookup was done since the last window's end */
+	uint32_t claimed;	/* frames claimed since the last window's end */
+	uint32_t quiet;		/* windows in a row without one */
+	uint32_t went_sparse;	/* times its whole index went for that */
 	uint64_t sparse_reads_total;
 	uint32_t went_whole;	/* times it left sparse reading for the whole index */
 };
@@ -520,10 +523,12 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
  * usual. A lookup of an address not read for (the leaf of a sample, whose method's range is
  * needed then) reads at once, once a window; later ones wait for the window's end. A process
  * read more than SPARSE_READS times, or for more than SPARSE_ADDRS addresses, is busy again: the
- * whole index, until it idles again.
+ * whole index, until it idles again. A process whose frames are all named, SPARSE_QUIET windows
+ * in a row without a new one, needs its whole index no more than an idle one: sparse too.
  */
 #define SPARSE_READS	6
 #define SPARSE_ADDRS	4096
+#define SPARSE_QUIET	2
 
 static void sparse_end(struct dotnet_state *d)
 {
@@ -604,6 +609,31 @@ static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
 	return restart(p, d);
 }
 
+static void sparse_start(struct dotnet_state *d)
+{
+	perfmap__free(d->pm);
+	d->pm = NULL;
+	sparse_end(d);
+	d->sparse = 1;
+	d->sparse_reads = 0;
+}
+
+/* At a window's end: SPARSE_QUIET windows without a new frame to name let the whole index go. */
+static void quiet_window(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (!o->idle_release_ns || p->gone)
+		return;	/* record keeps what it read; a process leaving needs nothing more */
+	d->quiet = d->claimed ? 0 : d->quiet + 1;
+	d->claimed = 0;
+	if (!d->sparse && d->pm && d->quiet >= SPARSE_QUIET) {
+		sparse_start(d);
+		d->went_sparse++;
+		if (o->verbose)
+			fprintf(stderr, "spanprof: pid %u: nothing new to name for %u windows: its perf "
+				"map index let go, read sparsely from now on\n", p->pid, d->quiet);
+	}
+}
+
 /* Idle (no sample for env->idle_release_ns): free what was read; the files stay open, and the
  * process is read sparsely from its next sample on. */
 static int idle(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
@@ -612,12 +642,11 @@ static int idle(const struct proc *p, struct dotnet_state *d, const struct runti
 	    now_ns() < p->last_sample_ns + o->idle_release_ns)
 		return 0;
 	if (d->pm || d->nfilter || d->nwanted) {
-		perfmap__free(d->pm);
-		d->pm = NULL;
 		d->released++;
-		sparse_end(d);
-		d->sparse = 1;
-		d->sparse_reads = 0;
+		sparse_start(d);
+		if (o->verbose)
+			fprintf(stderr, "spanprof: pid %u: idle: its perf map index let go, read "
+				"sparsely from its next sample on\n", p->pid);
 	}
 	return 1;
 }
@@ -658,6 +687,8 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0 &&
 	    !d->enabling)
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
+	if (o->naming_next)
+		quiet_window(p, d, o);
 	if (d->sparse && (o->naming_next || p->gone)) {
 		d->sparse_read_now = 0;
 		if ((n = sparse_read(p, d)) < 0)
@@ -712,9 +743,12 @@ static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 {
 	const struct vma *v = proc__vma(p, addr);
 
+	struct dotnet_state *d = state;
+
 	if (v && v->kind == VMA_VDSO)
 		return 0;
-	sparse_want(state, addr);
+	d->claimed++;
+	sparse_want(d, addr);
 	return 1;
 }
 
@@ -955,12 +989,12 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; symbols freed %u times while idle", d->released);
 	}
-	if (d->sparse_reads_total || d->went_whole) {
+	if (d->sparse_reads_total || d->went_whole || d->went_sparse) {
 		size_t n = strlen(buf);
 
-		snprintf(buf + n, len - n, "; read %" PRIu64 " times for its sampled addresses only%s"
-			 " (%zu addresses now), whole again %u times", d->sparse_reads_total,
-			 d->sparse ? "" : " before", d->nfilter, d->went_whole);
+		snprintf(buf + n, len - n, "; sparse%s: %" PRIu64 " reads for %zu sampled addresses,"
+			 " whole again %u, let go quiet %u", d->sparse ? "" : " before",
+			 d->sparse_reads_total, d->nfilter, d->went_whole, d->went_sparse);
 	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);

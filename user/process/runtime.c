@@ -140,7 +140,7 @@ void runtime__describe(const struct proc *p, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (int id = 0; id < RT__MAX && off < len; id++) {
-		char one[320];
+		char one[RUNTIME_DESC_MAX];
 
 		if (p->rt[id].last_desc)
 			snprintf(one, sizeof(one), "%s", p->rt[id].last_desc);
@@ -158,7 +158,7 @@ void runtime__detach_all(struct proc *p)
 	for (int id = RT__MAX - 1; id >= 0; id--) {
 		struct rt_instance *in = &p->rt[id];
 		int detected = in->detected;
-		char one[320], *desc = in->last_desc;
+		char one[RUNTIME_DESC_MAX], *desc = in->last_desc;
 
 		if (in->state) {
 			if (OPS(p, id)->describe && !desc) {

@@ -129,7 +129,8 @@ int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct r
 int runtime__copy_of(struct proc *p, uint64_t addr, uint64_t *orig);
 void *runtime__state(const struct proc *p, enum runtime_id id);	/* NULL: not attached */
 int runtime__has(const struct proc *p, enum runtime_id id);	/* detected in p */
-/* "; dotnet: ...; spanctx: ..." for the report. */
+/* "; dotnet: ...; spanctx: ..." for the report; each runtime's part is cut at RUNTIME_DESC_MAX. */
+#define RUNTIME_DESC_MAX 768
 void runtime__describe(const struct proc *p, char *buf, size_t len);
 /* Detach every runtime (leave the process as found); what they said of it stays for the report
  * and runtime__has() stays true. runtime__release frees that too (the process leaves the table). */

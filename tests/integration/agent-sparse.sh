@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# agent-sparse.sh: the agent keeps a .NET process's whole perf map index only while it brings new
+# code to name. Once it has had nothing new to name for two windows (or was idle), the index goes
+# and the process is read for the addresses it is sampled at only. Code the service runs only
+# after that (/work/b after a while of /work/a) is named all the same, with its callers, and no
+# frame of it is left unnamed.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_cmd dotnet
+
+SVC=$BUILD/apps/SpanService/SpanService.dll
+LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
+HOOK=$BUILD/hook/SpanProf.Hook.dll
+need_built "$SVC" "$LOADGEN" "$HOOK" "$SPANPROF"
+
+start_app --ready-file "$TMP/svc.ready" "$TMP/svc.out" env DOTNET_PerfMapEnabled=1 \
+	SPANSERVICE_READY="$TMP/svc.ready" SPANSERVICE_BG_DUTY=0 DOTNET_STARTUP_HOOKS="$HOOK" \
+	dotnet "$SVC" --port 0
+svc=$APP_PID
+url=http://127.0.0.1:$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/svc.ready')).port")
+
+"$SPANPROF" agent -v -F 99 --interval 1 --output-dir "$TMP/out" > "$TMP/agent.log" 2>&1 &
+agent=$!
+register "$agent"
+wait_for_line "$TMP/agent.log" 'agent sampling' 30
+# /work/a, then quiet until the agent reads the service sparsely (its frames all named, or idle:
+# the index gone); only then /work/b, code the service has not run yet.
+dotnet "$LOADGEN" --url "$url" --paths /work/a --rate 20 --duration 5 --warmup 0 > "$TMP/a.load" ||
+	fail "LoadGen /work/a: $(cat "$TMP/a.load")"
+went=$(wc -l < "$TMP/agent.log")
+sparse_since() { tail -n +"$((went + 1))" "$TMP/agent.log" | grep -a "pid $svc: .*read sparsely"; }
+poll 30 sparse_since > /dev/null || fail "the service was not read sparsely 30 s after its load stopped"
+note "then: $(sparse_since | tail -1)"
+b_from=$(date +%s%N)
+dotnet "$LOADGEN" --url "$url" --paths /work/b --rate 20 --duration 6 --warmup 0 > "$TMP/b.load" ||
+	fail "LoadGen /work/b: $(cat "$TMP/b.load")"
+sleep 2	# the last window
+kill -TERM "$agent"
+wait "$agent" || { cat "$TMP/agent.log"; fail "agent exited non-zero"; }
+
+line=$(grep -a "\.NET pid $svc " "$TMP/agent.log") || { cat "$TMP/agent.log"; fail "no report line for the service"; }
+sparse=$(echo "$line" | grep -Eo 'sparse( before)?: [0-9]+ reads for [0-9]+ sampled addresses, whole again [0-9]+, let go quiet [0-9]+') ||
+	fail "the service was never read sparsely: $line"
+note "service: $sparse; $(echo "$line" | grep -Eo '[0-9]+ code ranges;')"
+
+# The windows after /work/b started: its hot methods named, under WorkB, nothing unnamed.
+for f in "$TMP"/out/*/*.pb.gz; do pprof_json "$f"; echo; done > "$TMP/windows.jsonl" ||
+	fail "pprof-format could not decode a window"
+r=$(node - "$TMP/windows.jsonl" "$svc" "$b_from" << 'EOF'
+const [file, pid, from] = process.argv.slice(2);
+let total = 0, hotb = 0, hotb_caller = 0, unnamed = 0, example;
+for (const l of require('fs').readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+  const p = JSON.parse(l);
+  if (BigInt(p.timeNanos) < BigInt(from)) continue;
+  for (const s of p.samples) {
+    if (s.labels.pid !== pid) continue;
+    const v = s.values[0];
+    total += v;
+    if (s.stack.includes('[unknown]')) {
+      unnamed += v;
+      example = s.stack.join(';');
+    }
+    if (!s.stack.some((f) => /HotB_(Inner|Outer)/.test(f))) continue;
+    hotb += v;
+    if (s.stack.some((f) => /WorkB/.test(f))) hotb_caller += v;
+  }
+}
+console.log(JSON.stringify({ total, hotb, hotb_caller, unnamed, example }));
+EOF
+) || fail "checking the windows: $r"
+note "after /work/b started: $r"
+[ "$(field "$r" hotb)" -ge 20 ] || fail "only $(field "$r" hotb) samples named in /work/b's hot methods: $r"
+ge "$(field "$r" hotb_caller)" "$(($(field "$r" hotb) * 95 / 100))" || fail "/work/b's hot methods lost their caller WorkB: $r"
+# A rare runtime stub page the runtime never logs stays unnamed whatever spanprof does.
+le "$(field "$r" unnamed)" "$(($(field "$r" total) * 2 / 100))" || fail "$(field "$r" unnamed) samples with an unnamed frame: $r"
+pass "code first run after the index went (and came back) is named, its callers kept ($sparse): $r"
