@@ -312,8 +312,8 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
 FUZZ_ALL    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))

@@ -157,3 +157,36 @@ char *u32_decimal(char *buf, uint32_t v)
 	buf[i] = '\0';
 	return buf;
 }
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t u64_sort_unique(uint64_t *a, size_t n)
+{
+	size_t k = 0;
+
+	qsort(a, n, sizeof(*a), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!k || a[i] != a[k - 1])
+			a[k++] = a[i];
+	return k;
+}
+
+size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -28,6 +28,11 @@ int file_has_hole(int fd, uint64_t off, uint64_t len);
  * pid and tid labels, where snprintf cost more than the rest of the label set. */
 char *u32_decimal(char *buf, uint32_t v);
 
+/* Sorted sets of 64-bit values (addresses): sort a[0..n) ascending and drop repeats, returning
+ * the new count; the first index of a sorted a[0..n) whose value is >= x (n when none). */
+size_t u64_sort_unique(uint64_t *a, size_t n);
+size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t x);
+
 /* A setup error: "spanprof: <message>" on one line of stderr; returns the exit code, 2. */
 int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -10,6 +10,7 @@
 #include "hexnum.h"
 #include "perfmap_int.h"
 #include "symbudget.h"
+#include "util.h"
 
 #define READ_BUF	(256u << 10)
 #define MAX_TIER_LEN	64
@@ -401,27 +402,10 @@ static bool is_stub_block(const char *name, size_t len)
 
 /* ---- the filter ----------------------------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Index of the first filter address >= addr (nfilter when none). */
 static size_t filter_from(const struct perfmap *pm, uint64_t addr)
 {
-	size_t lo = 0, hi = pm->nfilter;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->filter[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return u64_lower_bound(pm->filter, pm->nfilter, addr);
 }
 
 static bool covers_filter(const struct perfmap *pm, uint64_t start, uint64_t size)
@@ -434,7 +418,6 @@ static bool covers_filter(const struct perfmap *pm, uint64_t start, uint64_t siz
 int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n)
 {
 	uint64_t *f;
-	size_t k = 0;
 
 	if (!pm)
 		return -EINVAL;
@@ -442,13 +425,9 @@ int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n)
 		return -ENOMEM;
 	if (n)
 		memcpy(f, addrs, n * sizeof(*f));
-	qsort(f, n, sizeof(*f), cmp_u64);
-	for (size_t i = 0; i < n; i++)
-		if (!k || f[i] != f[k - 1])
-			f[k++] = f[i];
 	free(pm->filter);
 	pm->filter = f;
-	pm->nfilter = k;
+	pm->nfilter = u64_sort_unique(f, n);
 	return 0;
 }
 
@@ -713,13 +692,12 @@ int64_t perfmap__read_map_fd(struct perfmap *pm, int fd)
  * whose time is in the future, or that cannot be asked, was written now. */
 static int64_t jd_written_at(const struct perfmap *pm, int fd)
 {
-	struct timespec now;
 	struct stat st;
 	int64_t age;
 
-	if (fstat(fd, &st) || clock_gettime(CLOCK_REALTIME, &now))
+	if (fstat(fd, &st))
 		return (int64_t)pm->feed_now;
-	age = (now.tv_sec - st.st_mtim.tv_sec) * 1000000000ll + (now.tv_nsec - st.st_mtim.tv_nsec);
+	age = (int64_t)realtime_ns() - (st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
 	return (int64_t)pm->feed_now - (age > 0 ? age : 0);
 }
 

@@ -15,9 +15,6 @@
 need_root
 command -v dotnet > /dev/null || skip "no dotnet"
 
-SVC=$BUILD/apps/SpanService/SpanService.dll
-LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
-HOOK=$BUILD/hook/SpanProf.Hook.dll
 RECEIVER=$TOOLS/pyroscope-receiver.js
 need_built "$SVC" "$LOADGEN" "$HOOK" "$HOTCHAIN" "$SPANPROF"
 [ -f "$TOOLS/node_modules/protobufjs/package.json" ] ||

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd dotnet node
-HOOK=$BUILD/hook/SpanProf.Hook.dll
 VERSION=$(sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' "$ROOT/hook/Directory.Build.props")
 PKG=$BUILD/nuget/SpanProf.Hook.$VERSION.nupkg
 need_built "$SPANPROF" "$HOOK" "$PKG"

@@ -15,8 +15,6 @@
 need_root "spanprof record; reading other processes' memory"
 need_cmd dotnet node curl
 
-HOOK=$BUILD/hook/SpanProf.Hook.dll
-SVC=$BUILD/apps/SpanService/SpanService.dll
 CTXDUMP=$BUILD/tools/ctxdump
 READER=$TOOLS/otelctx-read.js
 HOOKCHECK=$BUILD/apps/hookcheck-plain/HookCheck.dll

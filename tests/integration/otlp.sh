@@ -16,9 +16,6 @@ need_root
 command -v dotnet > /dev/null || skip "no dotnet"
 command -v node > /dev/null || skip "no node"
 
-SVC=$BUILD/apps/SpanService/SpanService.dll
-LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
-HOOK=$BUILD/hook/SpanProf.Hook.dll
 RECEIVER=$TOOLS/otlp-receiver.js
 need_built "$SVC" "$LOADGEN" "$HOOK" "$SPANPROF"
 [ -f "$TOOLS/node_modules/protobufjs/package.json" ] ||

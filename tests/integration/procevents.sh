@@ -9,7 +9,6 @@ need_root
 need_cmd dotnet node
 
 HOTCHAIN_DLL=$BUILD/apps/HotChain/HotChain.dll
-HOOK=$BUILD/hook/SpanProf.Hook.dll
 EXEC_A=$BUILD/apps/native/exec_a
 EXEC_B=$BUILD/apps/native/exec_b
 FLOOD=$BUILD/apps/native/memfd_flood

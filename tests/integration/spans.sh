@@ -8,9 +8,6 @@
 need_root
 need_cmd dotnet
 
-SVC=$BUILD/apps/SpanService/SpanService.dll
-LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
-HOOK=$BUILD/hook/SpanProf.Hook.dll
 need_built "$SVC" "$LOADGEN" "$HOOK"
 PATHS='/work/a,/work/b,/work/labels?tenant=acme'
 

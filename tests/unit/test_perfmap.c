@@ -445,87 +445,91 @@ static void test_perfmap_twins_after_jitdump_stopped(void **state)
 	}
 }
 
+/* Runtime 10's files after its jitdump stopped: 5,000 perf map lines and a jitdump cut short
+ * inside its second record (a stub block), its file last written age_s seconds ago; opened. */
+struct stalled_files {
+	char mpath[PATH_MAX], jpath[PATH_MAX];
+	int mfd, jfd;
+};
+
+static void stalled_files_open(struct stalled_files *f, time_t age_s)
+{
+	char *map = malloc(5000 * 64);
+	struct timespec when[2];
+	uint8_t buf[512];
+	size_t n, mlen = 0;
+
+	assert_non_null(map);
+	for (int i = 0; i < 5000; i++)
+		mlen += sprintf(map + mlen, "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
+	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()", true);
+	n += jd_bytes(buf + n, 0x2000, 0x20, 200, "stub ReportStubBlock<Unknown>", false) - 10;
+	assert_int_equal(testutil__temp_file(f->mpath, sizeof(f->mpath), map, mlen), 0);
+	assert_int_equal(testutil__temp_file(f->jpath, sizeof(f->jpath), buf, n), 0);
+	free(map);
+	f->mfd = open(f->mpath, O_RDONLY);
+	f->jfd = open(f->jpath, O_RDWR);
+	assert_true(f->mfd >= 0 && f->jfd >= 0);
+	clock_gettime(CLOCK_REALTIME, &when[0]);
+	when[0].tv_sec -= age_s;
+	when[1] = when[0];
+	assert_int_equal(futimens(f->jfd, when), 0);
+}
+
+/* Still one answer each: the jitdump's record, a map line. */
+static void stalled_files_check(struct perfmap *pm, struct stalled_files *f)
+{
+	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
+	assert_string_equal(perfmap__lookup(pm, 0x100000 + 9 * 0x10, 0)->name, "void [App] P::M9()");
+	close(f->mfd);
+	close(f->jfd);
+	unlink(f->mpath);
+	unlink(f->jpath);
+}
+
 /* A jitdump that ends inside a record and stays so for 30 s while the perf map is read (runtime
  * 10) lets its twin table go, as after a stop: 5,000 perf map lines no longer cost one. */
 static void test_perfmap_twins_after_jitdump_stalls(void **state)
 {
 	struct perfmap *pm = perfmap__new(NULL);
-	char mpath[PATH_MAX], jpath[PATH_MAX], *map = malloc(5000 * 64);
-	uint8_t buf[512];
-	size_t n, mlen = 0;
+	struct stalled_files f;
 	uint64_t before;
-	int mfd, jfd;
 
+	(void)state;
 	assert_non_null(pm);
-	for (int i = 0; i < 5000; i++)
-		mlen += sprintf(map + mlen, "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
-	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()", true);
-	n += jd_bytes(buf + n, 0x2000, 0x20, 200, "stub ReportStubBlock<Unknown>", false) - 10;
-	assert_int_equal(testutil__temp_file(mpath, sizeof(mpath), map, mlen), 0);
-	assert_int_equal(testutil__temp_file(jpath, sizeof(jpath), buf, n), 0);	/* cut short */
-	mfd = open(mpath, O_RDONLY);
-	jfd = open(jpath, O_RDONLY);
+	stalled_files_open(&f, 0);
 	perfmap__set_feed_time(pm, 1000000000ull);
-	assert_true(perfmap__read_map_fd(pm, mfd) > 0);
-	assert_true(perfmap__read_jitdump_fd(pm, jfd) > 0);
+	assert_true(perfmap__read_map_fd(pm, f.mfd) > 0);
+	assert_true(perfmap__read_jitdump_fd(pm, f.jfd) > 0);
 	assert_true(stats(pm).jitdump_partial > 0);
 	before = stats(pm).held_bytes;
 	perfmap__set_feed_time(pm, 20000000000ull);	/* 19 s later: not yet */
-	assert_int_equal(perfmap__read_jitdump_fd(pm, jfd), 0);
+	assert_int_equal(perfmap__read_jitdump_fd(pm, f.jfd), 0);
 	assert_int_equal(stats(pm).held_bytes, before);
 	perfmap__set_feed_time(pm, 40000000000ull);
-	assert_int_equal(perfmap__read_jitdump_fd(pm, jfd), 0);
+	assert_int_equal(perfmap__read_jitdump_fd(pm, f.jfd), 0);
 	print_message("  held %" PRIu64 " -> %" PRIu64 " bytes\n", before, stats(pm).held_bytes);
 	assert_true(stats(pm).held_bytes + 5000 * 16 <= before);
-	/* Still one answer each. */
-	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
-	assert_string_equal(perfmap__lookup(pm, 0x100000 + 9 * 0x10, 0)->name, "void [App] P::M9()");
-	close(mfd);
-	close(jfd);
-	unlink(mpath);
-	unlink(jpath);
-	free(map);
+	stalled_files_check(pm, &f);
 	perfmap__free(pm);
 }
 
-/* Held bytes after reading, as a read from the start does (jitdump first, then the map), a
- * jitdump cut short inside a record that was last written age_s seconds ago, and 5,000 lines. */
+/* Held bytes after reading, as a read from the start does (jitdump first, then the map), the
+ * stalled files last written age_s seconds ago. */
 static uint64_t held_after_first_read(time_t age_s)
 {
 	struct perfmap *pm = perfmap__new(NULL);
-	char mpath[PATH_MAX], jpath[PATH_MAX], *map = malloc(5000 * 64);
-	struct timespec when[2];
-	uint8_t buf[512];
-	size_t n, mlen = 0;
+	struct stalled_files f;
 	uint64_t held;
-	int mfd, jfd;
 
 	assert_non_null(pm);
-	for (int i = 0; i < 5000; i++)
-		mlen += sprintf(map + mlen, "%x 10 void [App] P::M%d()\n", 0x100000 + i * 0x10, i);
-	n = jd_bytes(buf, 0x1000, 0x20, 100, "void [App] Program::Jitted()", true);
-	n += jd_bytes(buf + n, 0x2000, 0x20, 200, "stub ReportStubBlock<Unknown>", false) - 10;
-	assert_int_equal(testutil__temp_file(mpath, sizeof(mpath), map, mlen), 0);
-	assert_int_equal(testutil__temp_file(jpath, sizeof(jpath), buf, n), 0);	/* cut short */
-	jfd = open(jpath, O_RDWR);
-	mfd = open(mpath, O_RDONLY);
-	clock_gettime(CLOCK_REALTIME, &when[0]);
-	when[0].tv_sec -= age_s;
-	when[1] = when[0];
-	assert_int_equal(futimens(jfd, when), 0);
+	stalled_files_open(&f, age_s);
 	perfmap__set_feed_time(pm, 1000000000ull);	/* the feed clock says nothing of the past */
-	assert_true(perfmap__read_jitdump_fd(pm, jfd) > 0);
-	assert_true(perfmap__read_map_fd(pm, mfd) > 0);
+	assert_true(perfmap__read_jitdump_fd(pm, f.jfd) > 0);
+	assert_true(perfmap__read_map_fd(pm, f.mfd) > 0);
 	assert_true(stats(pm).jitdump_partial > 0);
 	held = stats(pm).held_bytes;
-	/* One answer each, either way. */
-	assert_int_equal(perfmap__lookup(pm, 0x1000, 0)->source, PERFMAP_SRC_JITDUMP);
-	assert_string_equal(perfmap__lookup(pm, 0x100000 + 9 * 0x10, 0)->name, "void [App] P::M9()");
-	close(mfd);
-	close(jfd);
-	unlink(mpath);
-	unlink(jpath);
-	free(map);
+	stalled_files_check(pm, &f);
 	perfmap__free(pm);
 	return held;
 }

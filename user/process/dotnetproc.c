@@ -65,7 +65,7 @@ struct dotnet_state {
 	size_t nwanted, wanted_cap;
 	uint32_t sparse_reads;	/* reads from the start since it was last freed */
 	int sparse_read_now;	/* a read for a lookup was done since the last window's end */
-	uint32_t claimed;	/* frames claimed since the last window's end */
+	uint32_t claimed;	/* frames claimed, or left unnamed, since the last window's end */
 	uint32_t quiet;		/* windows in a row without one */
 	uint32_t went_sparse;	/* times its whole index went for that */
 	uint64_t sparse_reads_total;
@@ -541,19 +541,9 @@ static void sparse_end(struct dotnet_state *d)
 
 static int in_filter(const struct dotnet_state *d, uint64_t addr)
 {
-	size_t lo = 0, hi = d->nfilter;
+	size_t i = u64_lower_bound(d->filter, d->nfilter, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->filter[mid] == addr)
-			return 1;
-		if (d->filter[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return i < d->nfilter && d->filter[i] == addr;
 }
 
 /* An address the next sparse read must cover. Out of memory: the whole index instead. */
@@ -575,19 +565,10 @@ static void sparse_want(struct dotnet_state *d, uint64_t addr)
 	d->wanted[d->nwanted++] = addr;
 }
 
-static int cmp_addr(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* At a window's end: the files read again from the start for the filter and what was wanted
  * since. 0 when there was nothing to read; -errno. */
 static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
 {
-	size_t k = 0;
-
 	if (!d->nwanted)
 		return 0;
 	if (++d->sparse_reads > SPARSE_READS) {
@@ -600,11 +581,7 @@ static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
 	memcpy(d->filter + d->nfilter, d->wanted, d->nwanted * sizeof(*d->wanted));
 	d->nfilter += d->nwanted;
 	d->nwanted = 0;
-	qsort(d->filter, d->nfilter, sizeof(*d->filter), cmp_addr);
-	for (size_t i = 0; i < d->nfilter; i++)
-		if (!k || d->filter[i] != d->filter[k - 1])
-			d->filter[k++] = d->filter[i];
-	d->nfilter = k;
+	d->nfilter = u64_sort_unique(d->filter, d->nfilter);
 	d->sparse_reads_total++;
 	return restart(p, d);
 }
@@ -855,8 +832,13 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
 	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
-	if (!s)
-		return symbolize_image(p, d, addr, out);
+	if (!s) {
+		int err = symbolize_image(p, d, addr, out);
+
+		if (err)	/* a frame left to name again: not a quiet window */
+			d->claimed++;
+		return err;
+	}
 	out->name = s->name + perfmap__method_offset(s->name, strlen(s->name));
 	out->system_name = s->name;
 	out->tier = s->tier;
