@@ -593,6 +593,7 @@ static void sparse_start(struct dotnet_state *d)
 	sparse_end(d);
 	d->sparse = 1;
 	d->sparse_reads = 0;
+	d->sparse_read_now = 0;
 }
 
 /* At a window's end: SPARSE_QUIET windows without a new frame to name let the whole index go. */
@@ -719,7 +720,6 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 {
 	const struct vma *v = proc__vma(p, addr);
-
 	struct dotnet_state *d = state;
 
 	if (v && v->kind == VMA_VDSO)
