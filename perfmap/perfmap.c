@@ -431,6 +431,12 @@ int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n)
 	return 0;
 }
 
+const uint64_t *perfmap__filter(const struct perfmap *pm, size_t *n)
+{
+	*n = pm && pm->filter ? pm->nfilter : 0;
+	return pm ? pm->filter : NULL;
+}
+
 int perfmap__filter_has(const struct perfmap *pm, uint64_t addr)
 {
 	size_t i;

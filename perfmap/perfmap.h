@@ -97,6 +97,8 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
 int perfmap__set_filter(struct perfmap *pm, const uint64_t *addrs, size_t n);
 /* Whether lookups answer for addr: always without a filter. */
 int perfmap__filter_has(const struct perfmap *pm, uint64_t addr);
+/* The filter's addresses, sorted and distinct, and their count in *n; NULL (and 0) without one. */
+const uint64_t *perfmap__filter(const struct perfmap *pm, size_t *n);
 
 /* Each code range takes PERFMAP_BYTES_PER_RANGE (what its index entry and names cost) from the
  * program's symbol budget (symbudget.h); past it ranges are dropped and counted (budget_capped).

@@ -637,6 +637,16 @@ static void test_perfmap_filter_answers_as_whole(void **state)
 	assert_true(stats(part).entries * 4 < stats(whole).entries);
 	assert_true(stats(part).held_bytes * 2 < stats(whole).held_bytes);
 	assert_true(perfmap__filter_has(whole, 0x12345));	/* no filter: every address */
+	{
+		size_t n;
+		const uint64_t *f = perfmap__filter(part, &n);
+
+		assert_true(n > 0 && n < 64);	/* addrs[63] repeats addrs[0] */
+		for (size_t i = 1; i < n; i++)
+			assert_true(f[i - 1] < f[i]);
+		assert_null(perfmap__filter(whole, &n));
+		assert_int_equal(n, 0);
+	}
 	perfmap__free(whole);
 	perfmap__free(part);
 }

@@ -58,9 +58,7 @@ struct dotnet_state {
 	uint64_t r2r_named;	/* frames named from an image */
 	struct dn_stubs *stubs;	/* runtime code copied out of libcoreclr.so */
 	/* Sparse: freed while idle, then read for the addresses it is sampled at only (below). */
-	int sparse;
-	uint64_t *filter;	/* the addresses d->pm was read for */
-	size_t nfilter, filter_cap;
+	int sparse;		/* d->pm holds the ranges at its filter's addresses only */
 	uint64_t *wanted;	/* claimed since, not among them: the next read's */
 	size_t nwanted, wanted_cap;
 	uint32_t sparse_reads;	/* reads from the start since it was last freed */
@@ -480,6 +478,22 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 		enable_ended(p, d, o->perfmap_type, err, 0);
 }
 
+/* A sparse process's new perfmap is read for what the old one was and what was wanted since. */
+static int sparse_filter(struct dotnet_state *d, struct perfmap *pm)
+{
+	size_t n;
+	const uint64_t *had = perfmap__filter(d->pm, &n);
+
+	if (VEC_RESERVE(d->wanted, d->wanted_cap, d->nwanted + n))
+		return -ENOMEM;
+	if (n)
+		memcpy(d->wanted + d->nwanted, had, n * sizeof(*had));
+	if (perfmap__set_filter(pm, d->wanted, d->nwanted + n))
+		return -ENOMEM;
+	d->nwanted = 0;
+	return 0;
+}
+
 /*
  * Both files from their beginning into a new perfmap: the runtime truncated one (perf maps were
  * disabled and enabled again, by another tool, and it writes every live method anew), or what
@@ -494,7 +508,7 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 
 	if (!pm)
 		return -ENOMEM;
-	if (d->sparse && perfmap__set_filter(pm, d->filter, d->nfilter)) {
+	if (d->sparse && sparse_filter(d, pm)) {
 		perfmap__free(pm);
 		return -ENOMEM;
 	}
@@ -533,17 +547,24 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 static void sparse_end(struct dotnet_state *d)
 {
 	d->sparse = 0;
-	free(d->filter);
 	free(d->wanted);
-	d->filter = d->wanted = NULL;
-	d->nfilter = d->filter_cap = d->nwanted = d->wanted_cap = 0;
+	d->wanted = NULL;
+	d->nwanted = d->wanted_cap = 0;
 }
 
+/* Addresses the perfmap of a sparse process was read for. */
+static size_t nfilter(const struct dotnet_state *d)
+{
+	size_t n;
+
+	perfmap__filter(d->pm, &n);
+	return n;
+}
+
+/* Sparse, d->pm is NULL (nothing read yet) or filtered. */
 static int in_filter(const struct dotnet_state *d, uint64_t addr)
 {
-	size_t i = u64_lower_bound(d->filter, d->nfilter, addr);
-
-	return i < d->nfilter && d->filter[i] == addr;
+	return d->pm && perfmap__filter_has(d->pm, addr);
 }
 
 /* An address the next sparse read must cover. Out of memory: the whole index instead. */
@@ -554,7 +575,7 @@ static void sparse_want(struct dotnet_state *d, uint64_t addr)
 	for (size_t i = d->nwanted; i-- > 0 && i + 8 >= d->nwanted;)
 		if (d->wanted[i] == addr)	/* a frame asked about twice in a row */
 			return;
-	if (d->nfilter + d->nwanted >= SPARSE_ADDRS ||
+	if (nfilter(d) + d->nwanted >= SPARSE_ADDRS ||
 	    VEC_RESERVE(d->wanted, d->wanted_cap, d->nwanted + 1)) {
 		d->went_whole++;
 		sparse_end(d);
@@ -576,12 +597,6 @@ static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
 		sparse_end(d);
 		return restart(p, d);
 	}
-	if (VEC_RESERVE(d->filter, d->filter_cap, d->nfilter + d->nwanted))
-		return -ENOMEM;
-	memcpy(d->filter + d->nfilter, d->wanted, d->nwanted * sizeof(*d->wanted));
-	d->nfilter += d->nwanted;
-	d->nwanted = 0;
-	d->nfilter = u64_sort_unique(d->filter, d->nfilter);
 	d->sparse_reads_total++;
 	return restart(p, d);
 }
@@ -619,7 +634,7 @@ static int idle(const struct proc *p, struct dotnet_state *d, const struct runti
 	if (!o->idle_release_ns || !p->last_sample_ns || p->gone ||
 	    now_ns() < p->last_sample_ns + o->idle_release_ns)
 		return 0;
-	if (d->pm || d->nfilter || d->nwanted) {
+	if (d->pm || d->nwanted) {
 		d->released++;
 		sparse_start(d);
 		if (o->verbose)
@@ -976,7 +991,8 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; sparse%s: %" PRIu64 " reads for %zu sampled addresses,"
 			 " whole again %u, let go quiet %u", d->sparse ? "" : " before",
-			 d->sparse_reads_total, d->nfilter, d->went_whole, d->went_sparse);
+			 d->sparse_reads_total, d->sparse ? nfilter(d) : 0, d->went_whole,
+			 d->went_sparse);
 	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);
@@ -1019,7 +1035,7 @@ void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out)
 	if (!d)
 		return;
 	perfmap__stats(d->pm, out);
-	out->held_bytes += (d->filter_cap + d->wanted_cap) * sizeof(uint64_t);
+	out->held_bytes += d->wanted_cap * sizeof(*d->wanted);
 }
 
 int dotnetproc__sparse(const struct proc *p)

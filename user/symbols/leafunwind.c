@@ -105,9 +105,11 @@ static int cfi_fits(struct leafcfi *c, int fd, uint64_t fsize)
 	if (elf_getphdrnum(c->elf, &n) || n > PHDRS_MAX)
 		ph_bad = 1;
 	for (size_t i = 0; !ph_bad && i < n; i++) {
-		if (!gelf_getphdr(c->elf, i, &p))
+		if (!gelf_getphdr(c->elf, i, &p)) {
 			ph_bad = 1;
-		else if (p.p_type == PT_GNU_EH_FRAME || p.p_type == PT_LOAD)
+			break;
+		}
+		if (p.p_type == PT_GNU_EH_FRAME || p.p_type == PT_LOAD)
 			ph_bad = !stored(fd, fsize, p.p_offset, p.p_filesz);
 		if (p.p_type == PT_GNU_EH_FRAME)
 			ph += p.p_filesz;
