@@ -10,9 +10,13 @@ libcoreclr.so.
 """
 import mmap
 import os
+import signal
 import socket
 import sys
 import time
+
+# SIGTERM (the tests' stop) unwinds, so the socket below is removed.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 lib = os.path.join(sys.argv[1], "libcoreclr.so")
 with open(lib, "wb") as f:
@@ -20,6 +24,12 @@ with open(lib, "wb") as f:
 f = open(lib, "rb")
 m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
 path = f"/tmp/dotnet-diagnostic-{os.getpid()}-1-socket"
+# A socket left by an earlier process with this pid (killed, pids wrapped) is stale: this pid is
+# ours now.
+try:
+    os.unlink(path)
+except FileNotFoundError:
+    pass
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
 s.listen(128)
