@@ -104,16 +104,20 @@ struct md_table {
 	uint8_t off[10], width[10];
 };
 
+/* A runtime function and the method its code belongs to: 16 bytes, no per-method table (most
+ * methods are never looked up). Cold parts and funclets carry their method's rid and owner. */
 struct rfunc {
 	uint32_t begin, end;
-	uint32_t method;	/* index into methods, NO_METHOD: unknown */
-};
-#define NO_METHOD UINT32_MAX
-
-struct method {
-	uint32_t rid;		/* MethodDef row */
+	uint32_t rid;		/* MethodDef row; 0: no method known */
 	uint32_t owner_off;	/* owner type signature in the instance section (0: the declaring type) */
-	int64_t name;		/* intern id; -1 not formatted yet, -2 cannot be named */
+};
+
+/* The name of a method looked up: an open-addressed table by method (rid and owner), so only
+ * what is sampled costs memory. */
+struct named {
+	uint32_t rid;		/* 0: empty */
+	uint32_t owner_off;
+	int32_t name;		/* intern id; -2 cannot be named */
 };
 
 struct r2r_key {
@@ -141,8 +145,9 @@ struct r2r_image {
 	uint32_t inst_rva, inst_len;
 	struct rfunc *rf;
 	uint32_t nrf;
-	struct method *methods;
-	uint32_t nmethods, methods_cap;
+	uint32_t nmethods;	/* functions with an entry point of their own */
+	struct named *named;
+	uint32_t named_cap, nnamed;
 	struct intern *names;
 	/* the shared cache (r2r__get) */
 	struct r2r_key key;
@@ -1190,7 +1195,7 @@ static void ts_type(const struct r2r_image *img, struct sig *s)
 }
 
 /* The runtime's name of method m (GetFullMethodInfo): into b; b->bad when it cannot be named. */
-static void format_method(const struct r2r_image *img, const struct method *m, struct sb *b)
+static void format_method(const struct r2r_image *img, const struct rfunc *m, struct sb *b)
 {
 	struct sb cls = { .len = 0 }, pre = { .len = 0 };
 	struct sig s = { .out = b };
@@ -1222,29 +1227,67 @@ static void format_method(const struct r2r_image *img, const struct method *m, s
 	il_sig_args(img, &s, pre.buf);
 }
 
-static const char *method_name(struct r2r_image *img, uint32_t idx)
+/* The slot of method m in the name table: its own, or the empty one it would take. */
+static struct named *named_slot(const struct r2r_image *img, const struct rfunc *m)
 {
-	struct method *m;
-	struct sb b = { .len = 0 };
+	uint32_t mask = img->named_cap - 1;
+	uint32_t i = (uint32_t)(((uint64_t)m->owner_off << 32 | m->rid) * 0x9e3779b97f4a7c15ull >> 32) & mask;
 
-	if (idx >= img->nmethods)
-		return NULL;
-	m = &img->methods[idx];
-	if (m->name == -1) {
-		format_method(img, m, &b);
-		if (b.bad) {
-			m->name = -2;
-			if (b.foreign)
-				img->st.unsupported++;
-			else
-				img->st.bad_sigs++;
-		} else {
-			m->name = intern__id(img->names, b.buf, b.len, NULL);
-			if (m->name < 0)
-				m->name = -1;	/* out of memory: tried again next time */
-		}
+	while (img->named[i].rid && (img->named[i].rid != m->rid ||
+				     img->named[i].owner_off != m->owner_off))
+		i = (i + 1) & mask;
+	return &img->named[i];
+}
+
+/* Room for one more name, at most half full. -ENOMEM. */
+static int named_reserve(struct r2r_image *img)
+{
+	struct named *old = img->named;
+	uint32_t old_cap = img->named_cap, cap = old_cap ? old_cap * 2 : 64;
+
+	if ((uint64_t)(img->nnamed + 1) * 2 <= old_cap)
+		return 0;
+	if (!(img->named = calloc(cap, sizeof(*img->named)))) {
+		img->named = old;
+		return -ENOMEM;
 	}
-	return m->name >= 0 ? intern__key(img->names, (uint32_t)m->name, NULL) : NULL;
+	img->named_cap = cap;
+	for (uint32_t i = 0; i < old_cap; i++)
+		if (old[i].rid)
+			*named_slot(img, &(struct rfunc){ .rid = old[i].rid,
+							  .owner_off = old[i].owner_off }) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Function fn's method, named once (NULL: it cannot be, or no method is known). */
+static const char *method_name(struct r2r_image *img, uint32_t fn)
+{
+	const struct rfunc *m = &img->rf[fn];
+	struct sb b = { .len = 0 };
+	struct named *nm;
+	int64_t id;
+
+	if (!m->rid)
+		return NULL;
+	if (img->named_cap && (nm = named_slot(img, m))->rid)
+		return nm->name >= 0 ? intern__key(img->names, (uint32_t)nm->name, NULL) : NULL;
+	format_method(img, m, &b);
+	if (b.bad) {
+		id = -2;
+		if (b.foreign)
+			img->st.unsupported++;
+		else
+			img->st.bad_sigs++;
+	} else if ((id = intern__id(img->names, b.buf, b.len, NULL)) < 0 || id > INT32_MAX) {
+		return NULL;	/* out of memory: tried again next time */
+	}
+	if (named_reserve(img))
+		return id >= 0 ? intern__key(img->names, (uint32_t)id, NULL) : NULL;
+	nm = named_slot(img, m);
+	*nm = (struct named){ .rid = m->rid, .owner_off = m->owner_off, .name = (int32_t)id };
+	img->nnamed++;
+	return id >= 0 ? intern__key(img->names, (uint32_t)id, NULL) : NULL;
 }
 
 /* ---- the native format (nativeformatreader.h) over one section's bytes -------------------- */
@@ -1361,19 +1404,11 @@ static int add_method(struct r2r_image *img, uint32_t rid, uint32_t owner_off, u
 		img->st.bad_entries++;
 		return 0;
 	}
-	if (img->rf[fn].method != NO_METHOD)
+	if (img->rf[fn].rid)
 		return 0;	/* two entries for one body (an unboxing stub's twin): keep the first */
-	if (img->nmethods == img->methods_cap) {
-		uint32_t cap = img->methods_cap ? img->methods_cap * 2 : 1024;
-		struct method *m = realloc(img->methods, (size_t)cap * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		img->methods = m;
-		img->methods_cap = cap;
-	}
-	img->methods[img->nmethods] = (struct method){ .rid = rid, .owner_off = owner_off, .name = -1 };
-	img->rf[fn].method = img->nmethods++;
+	img->rf[fn].rid = rid;
+	img->rf[fn].owner_off = owner_off;
+	img->nmethods++;
 	return 0;
 }
 
@@ -1512,7 +1547,8 @@ static enum r2r_status read_functions(struct r2r_image *img, const uint8_t *b, u
 		img->rf[i].begin = le32(b + (uint64_t)i * esz);
 		/* arm64 entries have no end: the next function's start bounds it */
 		img->rf[i].end = img->arm64 ? 0 : le32(b + (uint64_t)i * esz + 4);
-		img->rf[i].method = NO_METHOD;
+		img->rf[i].rid = 0;
+		img->rf[i].owner_off = 0;
 		/* Sorted and disjoint as the compiler writes them: lookups depend on it. */
 		if (i && img->rf[i].begin < img->rf[i - 1].begin)
 			return R2R_BAD_HEADER;
@@ -1526,6 +1562,12 @@ static enum r2r_status read_functions(struct r2r_image *img, const uint8_t *b, u
 	return R2R_OK;
 }
 
+static void set_owner(struct rfunc *f, const struct rfunc *of)
+{
+	f->rid = of->rid;
+	f->owner_off = of->owner_off;
+}
+
 /* Cold parts (HOT_COLD_MAP: (cold, hot) index pairs) belong to their hot part's method; then
  * every function without an entry of its own (funclets, and the funclets of a cold part)
  * belongs to the method before it, which the compiler lays out first. */
@@ -1534,16 +1576,16 @@ static void assign_owners(struct r2r_image *img, const uint8_t *hc, uint32_t hc_
 	for (uint32_t i = 0; hc && i + 8 <= hc_len; i += 8) {
 		uint32_t cold = le32(hc + i), hot = le32(hc + i + 4);
 
-		if (cold < img->nrf && hot < img->nrf && img->rf[cold].method == NO_METHOD)
-			img->rf[cold].method = img->rf[hot].method;
+		if (cold < img->nrf && hot < img->nrf && !img->rf[cold].rid)
+			set_owner(&img->rf[cold], &img->rf[hot]);
 		else
 			img->st.bad_entries++;
 	}
 	for (uint32_t i = 0; i < img->nrf; i++) {
-		if (img->rf[i].method != NO_METHOD)
+		if (img->rf[i].rid)
 			continue;
-		if (i && img->rf[i - 1].method != NO_METHOD)
-			img->rf[i].method = img->rf[i - 1].method;
+		if (i && img->rf[i - 1].rid)
+			set_owner(&img->rf[i], &img->rf[i - 1]);
 		else
 			img->st.orphans++;
 	}
@@ -1633,12 +1675,13 @@ static void drop_tables(struct r2r_image *img)
 	free(img->decl_type);
 	free(img->enclosing);
 	free(img->rf);
-	free(img->methods);
+	free(img->named);
 	intern__free(img->names);
 	img->md = img->inst = NULL;
 	img->decl_type = img->enclosing = NULL;
 	img->rf = NULL;
-	img->methods = NULL;
+	img->named = NULL;
+	img->named_cap = img->nnamed = 0;
 	img->names = NULL;
 	img->nrf = img->nmethods = 0;
 	img->st.mem_bytes = 0;
@@ -1676,17 +1719,9 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 	img->st.status = st;
 	if (st != R2R_OK)
 		drop_tables(img);
-	if (img->nmethods && img->nmethods < img->methods_cap) {	/* the list grew by doubling */
-		struct method *m = realloc(img->methods, (size_t)img->nmethods * sizeof(*m));
-
-		if (m) {
-			img->methods = m;
-			img->methods_cap = img->nmethods;
-		}
-	}
 	img->st.functions = img->nrf;
 	img->st.methods = img->nmethods;
-	img->st.mem_bytes += sizeof(*img) + (uint64_t)img->methods_cap * sizeof(struct method);
+	img->st.mem_bytes += sizeof(*img);
 	img->st.parse_ns = mono_ns() - t0;
 	return img;
 }
@@ -1774,7 +1809,7 @@ const char *r2r__lookup(struct r2r_image *img, uint32_t rva, uint32_t *start, ui
 		*start = img->rf[i].begin;
 	if (end)
 		*end = img->rf[i].end;
-	return method_name(img, img->rf[i].method);
+	return method_name(img, (uint32_t)i);
 }
 
 int r2r__function(struct r2r_image *img, uint32_t i, uint32_t *start, uint32_t *end,
@@ -1784,7 +1819,7 @@ int r2r__function(struct r2r_image *img, uint32_t i, uint32_t *start, uint32_t *
 		return -ENOENT;
 	*start = img->rf[i].begin;
 	*end = img->rf[i].end;
-	*name = method_name(img, img->rf[i].method);
+	*name = method_name(img, i);
 	return 0;
 }
 
