@@ -137,7 +137,6 @@ struct r2r_image {
 	uint32_t strings_len, blob_len;
 	uint8_t str4, guid4, blob4;
 	struct md_table tab[T__MAX];
-	uint32_t *decl_type;	/* MethodDef rid -> TypeDef rid */
 	uint32_t *enclosing;	/* TypeDef rid -> enclosing TypeDef rid, 0: not nested */
 	const char *assembly;
 	/* the instance entry point section (owner type signatures point into it) */
@@ -603,24 +602,40 @@ static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s
 	return read_named_metadata(img, s, md_off, &tables, &strings, &blob, tab_off);
 }
 
-/* Which type declares each method (TypeDef.MethodList runs), and which type encloses each. */
+/* The type that declares method rid: the last whose TypeDef.MethodList run starts at or before
+ * it (index_types checked the runs are in order); 0: none. */
+static uint32_t decl_type(const struct r2r_image *img, uint32_t rid)
+{
+	uint32_t lo = 1, hi = img->tab[T_TYPEDEF].rows + 1;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cell(img, T_TYPEDEF, mid, 5) <= rid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/* The TypeDef.MethodList runs are in order (ECMA-335 II.22.37), so a method's type is found by
+ * binary search; and which type encloses each. */
 static enum r2r_status index_types(struct r2r_image *img)
 {
 	uint32_t ntypes = img->tab[T_TYPEDEF].rows, nmeth = img->tab[T_METHODDEF].rows;
 
-	img->decl_type = calloc((size_t)nmeth + 1, sizeof(*img->decl_type));
-	img->enclosing = calloc((size_t)ntypes + 1, sizeof(*img->enclosing));
-	if (!img->decl_type || !img->enclosing)
-		return R2R_NOMEM;
-	prefault__write(img->decl_type, ((size_t)nmeth + 1) * sizeof(*img->decl_type));
-	img->st.mem_bytes += ((uint64_t)nmeth + ntypes + 2) * 4;
-	for (uint32_t t = 1; t <= ntypes; t++) {
+	for (uint32_t t = 1, prev = 1; t <= ntypes; t++) {
 		uint32_t first = cell(img, T_TYPEDEF, t, 5);
-		uint32_t last = t < ntypes ? cell(img, T_TYPEDEF, t + 1, 5) : nmeth + 1;
 
-		for (uint32_t m = first; m && m < last && m <= nmeth; m++)
-			img->decl_type[m] = t;
+		if (first < prev || first > nmeth + 1)
+			return R2R_BAD_METADATA;
+		prev = first;
 	}
+	img->enclosing = calloc((size_t)ntypes + 1, sizeof(*img->enclosing));
+	if (!img->enclosing)
+		return R2R_NOMEM;
+	img->st.mem_bytes += ((uint64_t)ntypes + 1) * 4;
 	for (uint32_t i = 1; i <= img->tab[T_NESTEDCLASS].rows; i++) {
 		uint32_t inner = cell(img, T_NESTEDCLASS, i, 0);
 		uint32_t outer = cell(img, T_NESTEDCLASS, i, 1);
@@ -633,12 +648,13 @@ static enum r2r_status index_types(struct r2r_image *img)
 }
 
 /*
- * Once the types are indexed, naming reads two columns of TypeDef (name, namespace) and two of
- * MethodDef (name, signature), of rows of 18 and 20 bytes in CoreLib: the kept tables are packed
- * down to the columns read (bit k: column k; 0: all), and the metadata buffer shrunk to fit.
+ * Once the types are indexed, naming reads three columns of TypeDef (name, namespace, method
+ * list) and two of MethodDef (name, signature), of rows of 18 and 20 bytes in CoreLib: the kept
+ * tables are packed down to the columns read (bit k: column k; 0: all), and the metadata buffer
+ * shrunk to fit.
  */
 static const uint16_t named_cols[T__MAX] = {
-	[T_TYPEDEF] = 1u << 1 | 1u << 2,
+	[T_TYPEDEF] = 1u << 1 | 1u << 2 | 1u << 5,
 	[T_METHODDEF] = 1u << 3 | 1u << 4,
 };
 
@@ -1199,7 +1215,7 @@ static void format_method(const struct r2r_image *img, const struct rfunc *m, st
 {
 	struct sb cls = { .len = 0 }, pre = { .len = 0 };
 	struct sig s = { .out = b };
-	uint32_t type = img->decl_type[m->rid];
+	uint32_t type = decl_type(img, m->rid);
 
 	if (m->owner_off) {
 		struct sig os = { .p = img->inst + (m->owner_off - img->inst_rva),
@@ -1672,13 +1688,12 @@ static void drop_tables(struct r2r_image *img)
 {
 	free(img->md);
 	free(img->inst);
-	free(img->decl_type);
 	free(img->enclosing);
 	free(img->rf);
 	free(img->named);
 	intern__free(img->names);
 	img->md = img->inst = NULL;
-	img->decl_type = img->enclosing = NULL;
+	img->enclosing = NULL;
 	img->rf = NULL;
 	img->named = NULL;
 	img->named_cap = img->nnamed = 0;
