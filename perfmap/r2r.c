@@ -650,21 +650,16 @@ static enum r2r_status index_types(struct r2r_image *img)
 /*
  * Once the types are indexed, naming reads three columns of TypeDef (name, namespace, method
  * list) and two of MethodDef (name, signature), of rows of 18 and 20 bytes in CoreLib: the kept
- * tables are packed down to the columns read (bit k: column k; 0: all), and the metadata buffer
- * shrunk to fit.
+ * tables are packed down to the columns read (bit k: column k; 0: all).
  */
 static const uint16_t named_cols[T__MAX] = {
 	[T_TYPEDEF] = 1u << 1 | 1u << 2 | 1u << 5,
 	[T_METHODDEF] = 1u << 3 | 1u << 4,
 };
 
-static void pack_tables(struct r2r_image *img)
+/* Pack the kept tables' rows down to the columns read, in place from w: the end of the last. */
+static uint8_t *pack_columns(struct r2r_image *img, uint8_t *w)
 {
-	uint8_t *md = img->md, *w = NULL, *moved;
-	uint64_t len, old_len = 0;
-
-	if (!md)
-		return;
 	for (unsigned t = 0; t < T__MAX; t++) {
 		struct md_table *tb = &img->tab[t];
 		uint8_t off[10], width[10];
@@ -672,9 +667,6 @@ static void pack_tables(struct r2r_image *img)
 
 		if (!tb->base)
 			continue;
-		if (!w)
-			w = (uint8_t *)tb->base;	/* the tables follow the heaps, in table order */
-		old_len = (uint64_t)(tb->base - md) + (uint64_t)tb->rows * tb->row_size;
 		for (unsigned c = 0; c < tb->ncols; c++) {
 			int keep = !named_cols[t] || (named_cols[t] >> c & 1);
 
@@ -695,28 +687,197 @@ static void pack_tables(struct r2r_image *img)
 		tb->base = w;
 		w += (uint64_t)tb->rows * size;
 	}
+	return w;
+}
+
+/* Where the #Strings ('s') or #Blob ('b') entry at off ends; 0: it does not decode. */
+static uint32_t entry_end(const uint8_t *heap, uint32_t len, char kind, uint32_t off)
+{
+	const uint8_t *q = heap + off, *z;
+	uint32_t n;
+
+	if (off >= len)
+		return 0;
+	if (kind == 's')
+		return (z = memchr(q, 0, len - off)) ? (uint32_t)(z - heap) + 1 : 0;
+	if (cuint(&q, heap + len, &n) || n > (uint32_t)(heap + len - q))
+		return 0;
+	return (uint32_t)(q - heap) + n;
+}
+
+/* A heap being compacted: the bytes kept cells' entries cover (a bit a byte), and the count
+ * of kept bytes before each 64 (a byte's new offset is its rank). */
+struct heap_pass {
+	const uint8_t *heap;
+	uint32_t len, new_len;
+	char kind;
+	uint64_t *kept;
+	uint32_t *before;
+	unsigned min_width;
+};
+
+static uint32_t cell_get(const uint8_t *p, unsigned width)
+{
+	return width == 4 ? le32(p) : le16(p);
+}
+
+static void mark(struct heap_pass *h, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++)
+		h->kept[i / 64] |= 1ull << (i % 64);
+}
+
+static int mark_cell(uint8_t *p, unsigned width, void *arg)
+{
+	struct heap_pass *h = arg;
+	uint32_t off = cell_get(p, width), end = entry_end(h->heap, h->len, h->kind, off);
+
+	if (width < h->min_width)
+		h->min_width = width;
+	/* A string within a kept one ends at its end: already marked. */
+	if (end && (h->kind != 's' || !(h->kept[off / 64] >> (off % 64) & 1)))
+		mark(h, off, end);
+	return 0;
+}
+
+/* A cell moved with its entry. One that does not decode keeps its bytes if they were kept (and
+ * what follows them is no longer than before: it still does not decode), else points past the
+ * new heap's end: it names nothing, as before. */
+static int move_cell(uint8_t *p, unsigned width, void *arg)
+{
+	struct heap_pass *h = arg;
+	uint32_t off = cell_get(p, width), to = h->new_len;
+
+	if (off < h->len && h->kept[off / 64] >> (off % 64) & 1)
+		to = h->before[off / 64] +
+		     (uint32_t)__builtin_popcountll(h->kept[off / 64] & ((1ull << (off % 64)) - 1));
+	if (width == 4) {
+		p[0] = (uint8_t)to, p[1] = (uint8_t)(to >> 8), p[2] = (uint8_t)(to >> 16);
+		p[3] = (uint8_t)(to >> 24);
+	} else {
+		p[0] = (uint8_t)to, p[1] = (uint8_t)(to >> 8);
+	}
+	return 0;
+}
+
+/* Each kept cell of heap kind, given to visit with its width. */
+static void each_cell(struct r2r_image *img, char kind,
+		      int (*visit)(uint8_t *p, unsigned width, void *arg), void *arg)
+{
+	for (unsigned t = 0; t < T__MAX; t++) {
+		struct md_table *tb = &img->tab[t];
+
+		for (unsigned c = 0; tb->base && c < tb->ncols; c++) {
+			if (!tb->width[c] || schema[t][c] != kind)
+				continue;
+			for (uint32_t r = 0; r < tb->rows; r++)
+				visit((uint8_t *)tb->base + (uint64_t)r * tb->row_size + tb->off[c],
+				      tb->width[c], arg);
+		}
+	}
+}
+
+/*
+ * Keep of heap [heap, heap + len) only the entries kept cells point at (CoreLib: the names of
+ * types and methods, not of fields and parameters; the signatures of methods and type specs,
+ * not custom attributes), moved down in place, in order; the cells rewritten. Returns the new
+ * length; len when it cannot be done (no memory, or a 2-byte cell could not point past a new
+ * end beyond 0xffff).
+ */
+static uint32_t compact_heap(struct r2r_image *img, uint8_t *heap, uint32_t len, char kind)
+{
+	struct heap_pass h = { .heap = heap, .len = len, .kind = kind, .min_width = 4 };
+	uint32_t words = len / 64 + 1, w = 0, end0;
+
+	if (!len)
+		return 0;
+	h.kept = calloc(words, sizeof(*h.kept));
+	h.before = malloc(words * sizeof(*h.before));
+	if (!h.kept || !h.before) {
+		w = len;
+		goto out;
+	}
+	end0 = entry_end(heap, len, kind, 0);
+	mark(&h, 0, end0 ? end0 : 1);	/* index 0: the empty entry */
+	each_cell(img, kind, mark_cell, &h);
+	for (uint32_t i = 0; i < words; i++) {
+		h.before[i] = w;
+		w += (uint32_t)__builtin_popcountll(h.kept[i]);
+	}
+	h.new_len = w;
+	if (w == len || (h.min_width == 2 && w > 0xffff)) {
+		w = len;
+		goto out;
+	}
+	each_cell(img, kind, move_cell, &h);
+	for (uint32_t i = 0, to = 0; i < len;) {	/* each run of kept bytes, down */
+		uint32_t j = i;
+
+		if (!(h.kept[i / 64] >> (i % 64) & 1)) {
+			i++;
+			continue;
+		}
+		while (j < len && h.kept[j / 64] >> (j % 64) & 1)
+			j++;
+		memmove(heap + to, heap + i, j - i);
+		to += j - i;
+		i = j;
+	}
+out:
+	free(h.kept);
+	free(h.before);
+	return w;
+}
+
+/*
+ * The metadata buffer holds #Strings, #Blob, then the kept tables. Pack the tables' columns,
+ * keep of each heap what the kept cells point at, move the parts down to meet, and shrink the
+ * buffer to fit.
+ */
+static void pack_tables(struct r2r_image *img)
+{
+	uint8_t *md = img->md, *w = NULL, *tabs, *moved;
+	uint64_t len, old_len = 0, tab_len;
+	uint32_t strings_len, blob_len;
+
+	if (!md)
+		return;
+	for (unsigned t = 0; t < T__MAX; t++)
+		if (img->tab[t].base) {
+			if (!w)
+				w = (uint8_t *)img->tab[t].base;	/* the tables follow the heaps */
+			old_len = (uint64_t)(img->tab[t].base - md) +
+				  (uint64_t)img->tab[t].rows * img->tab[t].row_size;
+		}
 	if (!w)
 		return;
-	len = (uint64_t)(w - md);
+	tabs = w;
+	tab_len = (uint64_t)(pack_columns(img, w) - tabs);
+	/* Both heaps first, then the tables down to meet them: cells are rewritten in place. */
+	strings_len = compact_heap(img, (uint8_t *)img->strings, img->strings_len, 's');
+	blob_len = compact_heap(img, (uint8_t *)img->blob, img->blob_len, 'b');
+	memmove(md + strings_len, img->blob, blob_len);
+	memmove(md + strings_len + blob_len, tabs, tab_len);
+	for (unsigned t = 0; t < T__MAX; t++)
+		if (img->tab[t].base)
+			img->tab[t].base -= tabs - (md + strings_len + blob_len);
+	img->strings_len = strings_len;
+	img->blob_len = blob_len;
+	len = (uint64_t)strings_len + blob_len + tab_len;
 	img->st.mem_bytes -= old_len - len;
 	/* Every pointer into the buffer, as an offset, to be rebased if it moves. */
-	uint64_t strings = (uint64_t)(img->strings - md), blob = (uint64_t)(img->blob - md);
-	uint64_t tab[T__MAX], assembly = UINT64_MAX;
+	uint64_t tab[T__MAX];
 
 	for (unsigned t = 0; t < T__MAX; t++)
 		tab[t] = img->tab[t].base ? (uint64_t)(img->tab[t].base - md) : UINT64_MAX;
-	if (img->assembly >= (const char *)md && img->assembly < (const char *)md + len)
-		assembly = (uint64_t)(img->assembly - (const char *)md);
-	if (!(moved = realloc(md, len ? len : 1)))
-		return;
-	img->md = moved;
-	img->strings = moved + strings;
-	img->blob = moved + blob;
-	if (assembly != UINT64_MAX)
-		img->assembly = (const char *)moved + assembly;
+	if ((moved = realloc(md, len ? len : 1)))
+		img->md = moved;
+	img->strings = img->md;
+	img->blob = img->md + strings_len;
 	for (unsigned t = 0; t < T__MAX; t++)
 		if (tab[t] != UINT64_MAX)
-			img->tab[t].base = moved + tab[t];
+			img->tab[t].base = img->md + tab[t];
+	img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
