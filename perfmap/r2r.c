@@ -705,14 +705,81 @@ static uint32_t entry_end(const uint8_t *heap, uint32_t len, char kind, uint32_t
 	return (uint32_t)(q - heap) + n;
 }
 
-/* A heap being compacted: the bytes kept cells' entries cover (a bit a byte), and the count
- * of kept bytes before each 64 (a byte's new offset is its rank). */
+/*
+ * The bytes of a buffer to keep (a bit a byte), and the count of kept bytes before each 64: a
+ * kept byte's offset once the buffer is compacted is its rank.
+ */
+struct keep {
+	uint64_t *bits;
+	uint32_t *before;
+	uint32_t len, kept;
+};
+
+static int keep_init(struct keep *k, uint32_t len)
+{
+	*k = (struct keep){ .len = len };
+	k->bits = calloc(len / 64 + 1, sizeof(*k->bits));
+	k->before = malloc((len / 64 + 1) * sizeof(*k->before));
+	return k->bits && k->before ? 0 : -ENOMEM;
+}
+
+static void keep_free(struct keep *k)
+{
+	free(k->bits);
+	free(k->before);
+}
+
+static int keep_has(const struct keep *k, uint32_t off)
+{
+	return off < k->len && k->bits[off / 64] >> (off % 64) & 1;
+}
+
+static void keep_mark(struct keep *k, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to && i < k->len; i++)
+		k->bits[i / 64] |= 1ull << (i % 64);
+}
+
+/* Once every byte is marked: the ranks, and how many are kept (k->kept). */
+static void keep_rank(struct keep *k)
+{
+	k->kept = 0;
+	for (uint32_t i = 0; i <= k->len / 64; i++) {
+		k->before[i] = k->kept;
+		k->kept += (uint32_t)__builtin_popcountll(k->bits[i]);
+	}
+}
+
+/* The new offset of kept byte off. */
+static uint32_t keep_to(const struct keep *k, uint32_t off)
+{
+	return k->before[off / 64] +
+	       (uint32_t)__builtin_popcountll(k->bits[off / 64] & ((1ull << (off % 64)) - 1));
+}
+
+/* Move each run of kept bytes of buf down, in order: buf then holds k->kept bytes. */
+static void keep_move(const struct keep *k, uint8_t *buf)
+{
+	for (uint32_t i = 0, to = 0; i < k->len;) {
+		uint32_t j = i;
+
+		if (!keep_has(k, i)) {
+			i++;
+			continue;
+		}
+		while (keep_has(k, j))
+			j++;
+		memmove(buf + to, buf + i, j - i);
+		to += j - i;
+		i = j;
+	}
+}
+
+/* A metadata heap being compacted. */
 struct heap_pass {
 	const uint8_t *heap;
-	uint32_t len, new_len;
 	char kind;
-	uint64_t *kept;
-	uint32_t *before;
+	struct keep keep;
 	unsigned min_width;
 };
 
@@ -721,22 +788,16 @@ static uint32_t cell_get(const uint8_t *p, unsigned width)
 	return width == 4 ? le32(p) : le16(p);
 }
 
-static void mark(struct heap_pass *h, uint32_t from, uint32_t to)
-{
-	for (uint32_t i = from; i < to; i++)
-		h->kept[i / 64] |= 1ull << (i % 64);
-}
-
 static int mark_cell(uint8_t *p, unsigned width, void *arg)
 {
 	struct heap_pass *h = arg;
-	uint32_t off = cell_get(p, width), end = entry_end(h->heap, h->len, h->kind, off);
+	uint32_t off = cell_get(p, width), end = entry_end(h->heap, h->keep.len, h->kind, off);
 
 	if (width < h->min_width)
 		h->min_width = width;
 	/* A string within a kept one ends at its end: already marked. */
-	if (end && (h->kind != 's' || !(h->kept[off / 64] >> (off % 64) & 1)))
-		mark(h, off, end);
+	if (end && (h->kind != 's' || !keep_has(&h->keep, off)))
+		keep_mark(&h->keep, off, end);
 	return 0;
 }
 
@@ -746,11 +807,9 @@ static int mark_cell(uint8_t *p, unsigned width, void *arg)
 static int move_cell(uint8_t *p, unsigned width, void *arg)
 {
 	struct heap_pass *h = arg;
-	uint32_t off = cell_get(p, width), to = h->new_len;
+	uint32_t off = cell_get(p, width);
+	uint32_t to = keep_has(&h->keep, off) ? keep_to(&h->keep, off) : h->keep.kept;
 
-	if (off < h->len && h->kept[off / 64] >> (off % 64) & 1)
-		to = h->before[off / 64] +
-		     (uint32_t)__builtin_popcountll(h->kept[off / 64] & ((1ull << (off % 64)) - 1));
 	if (width == 4) {
 		p[0] = (uint8_t)to, p[1] = (uint8_t)(to >> 8), p[2] = (uint8_t)(to >> 16);
 		p[3] = (uint8_t)(to >> 24);
@@ -786,47 +845,25 @@ static void each_cell(struct r2r_image *img, char kind,
  */
 static uint32_t compact_heap(struct r2r_image *img, uint8_t *heap, uint32_t len, char kind)
 {
-	struct heap_pass h = { .heap = heap, .len = len, .kind = kind, .min_width = 4 };
-	uint32_t words = len / 64 + 1, w = 0, end0;
+	struct heap_pass h = { .heap = heap, .kind = kind, .min_width = 4 };
+	uint32_t end0, new_len = len;
 
 	if (!len)
 		return 0;
-	h.kept = calloc(words, sizeof(*h.kept));
-	h.before = malloc(words * sizeof(*h.before));
-	if (!h.kept || !h.before) {
-		w = len;
+	if (keep_init(&h.keep, len))
 		goto out;
-	}
 	end0 = entry_end(heap, len, kind, 0);
-	mark(&h, 0, end0 ? end0 : 1);	/* index 0: the empty entry */
+	keep_mark(&h.keep, 0, end0 ? end0 : 1);	/* index 0: the empty entry */
 	each_cell(img, kind, mark_cell, &h);
-	for (uint32_t i = 0; i < words; i++) {
-		h.before[i] = w;
-		w += (uint32_t)__builtin_popcountll(h.kept[i]);
-	}
-	h.new_len = w;
-	if (w == len || (h.min_width == 2 && w > 0xffff)) {
-		w = len;
+	keep_rank(&h.keep);
+	if (h.keep.kept == len || (h.min_width == 2 && h.keep.kept > 0xffff))
 		goto out;
-	}
 	each_cell(img, kind, move_cell, &h);
-	for (uint32_t i = 0, to = 0; i < len;) {	/* each run of kept bytes, down */
-		uint32_t j = i;
-
-		if (!(h.kept[i / 64] >> (i % 64) & 1)) {
-			i++;
-			continue;
-		}
-		while (j < len && h.kept[j / 64] >> (j % 64) & 1)
-			j++;
-		memmove(heap + to, heap + i, j - i);
-		to += j - i;
-		i = j;
-	}
+	keep_move(&h.keep, heap);
+	new_len = h.keep.kept;
 out:
-	free(h.kept);
-	free(h.before);
-	return w;
+	keep_free(&h.keep);
+	return new_len;
 }
 
 /*
@@ -1768,6 +1805,44 @@ static void assign_owners(struct r2r_image *img, const uint8_t *hc, uint32_t hc_
 	}
 }
 
+/*
+ * Naming reads of the instance section only the owner types' signatures: keep those (CoreLib
+ * 10.0.12: 0.17 of a 0.58 MB section), moved down in place, and point the functions at them.
+ */
+static void compact_owners(struct r2r_image *img)
+{
+	struct keep k;
+	uint8_t *moved;
+
+	if (!img->inst)
+		return;
+	if (keep_init(&k, img->inst_len)) {
+		keep_free(&k);
+		return;
+	}
+	keep_mark(&k, 0, 1);	/* the header byte: no owner starts there, so none moves to 0 */
+	for (uint32_t i = 0; i < img->nrf; i++) {
+		uint32_t off = img->rf[i].owner_off - img->inst_rva;
+		struct sig s = { .p = img->inst + off, .end = img->inst + img->inst_len };
+
+		if (!img->rf[i].owner_off || (i && img->rf[i - 1].owner_off == img->rf[i].owner_off))
+			continue;	/* no owner, or its method's (a funclet) */
+		skip_type(img, &s);	/* it decoded when read: what naming reads again */
+		keep_mark(&k, off, (uint32_t)(s.p - img->inst));
+	}
+	keep_rank(&k);
+	for (uint32_t i = 0; i < img->nrf; i++)
+		if (img->rf[i].owner_off)
+			img->rf[i].owner_off = img->inst_rva +
+					       keep_to(&k, img->rf[i].owner_off - img->inst_rva);
+	keep_move(&k, img->inst);
+	img->st.mem_bytes -= img->inst_len - k.kept;
+	img->inst_len = k.kept;
+	if ((moved = realloc(img->inst, k.kept)))
+		img->inst = moved;
+	keep_free(&k);
+}
+
 /* ---- the READYTORUN header --------------------------------------------------------------- */
 
 static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, const struct hdrs *h)
@@ -1824,8 +1899,10 @@ static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, con
 		sec[2] = NULL;
 		st = read_instances(img, &(struct nreader){ img->inst, img->inst_rva, img->inst_len });
 	}
-	if (st == R2R_OK)
+	if (st == R2R_OK) {
 		assign_owners(img, sec[3], slen[3]);
+		compact_owners(img);
+	}
 	for (int k = 0; k < 4; k++) {
 		if (sec[k])
 			img->st.mem_bytes -= slen[k];
