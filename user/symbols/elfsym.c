@@ -37,13 +37,13 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 enum { SRC_SYMTAB = 0, SRC_DYNSYM = 1 };
 enum { SYM_DEMANGLE_TRIED = 1u << 0, SYM_NAME_OWNED = 1u << 1 };
 
-/* One function as .eh_frame describes it: [start, end) from its FDE. */
+/* One function as .eh_frame describes it, from its FDE: [fde_base + start, + len). A library's
+ * code spans less than 4 GiB: 8 bytes a function (libcoreclr.so has 16,975). */
 struct fde {
-	uint64_t start, end;
+	uint32_t start, len;
 };
 
-struct sym {
-	uint64_t addr;
+struct sym {		/* its start is in addrs[] */
 	uint64_t end;		/* exclusive */
 	uint64_t maxend;	/* max end over this and every earlier entry: bounds the back-walk */
 	const char *name;
@@ -79,15 +79,17 @@ struct sec {
 
 struct elfsym {
 	struct sym *syms;
-	uint64_t *addrs;	/* syms[i].addr again, packed: the binary search touches fewer lines */
+	uint64_t *addrs;	/* syms[i]'s start, packed: the binary search touches fewer lines */
 	size_t n;
 	struct seg segs[MAX_SEGS];
 	size_t n_segs;
-	char *strtabs[3];	/* copies of the string tables the names point into */
+	char *strtabs[3];	/* copies of the string tables the names point into; once the table
+				 * is built, [0] holds the kept names only */
 	uint64_t strtab_bytes, demangled_bytes;	/* what those copies and demangled names hold */
 	char *debug_path;
 	struct fde *fdes;	/* sorted by start, not overlapping */
 	size_t n_fdes;
+	uint64_t fde_base;	/* the first FDE's start */
 	struct elfsym *dbg;	/* symbols of a debug file attached later (elfsym__attach_debug) */
 	char build_id[2 * MAX_BUILD_ID + 1];
 	char refused[MAX_REFUSED];	/* the first debug file refused outside the root */
@@ -481,6 +483,16 @@ static uint64_t rd_uint(const unsigned char *p, size_t size, int msb)
 	return v;
 }
 
+static uint64_t fde_start(const struct elfsym *es, size_t i)
+{
+	return es->fde_base + es->fdes[i].start;
+}
+
+static uint64_t fde_end(const struct elfsym *es, size_t i)
+{
+	return fde_start(es, i) + es->fdes[i].len;
+}
+
 /*
  * Where no symbol names an address, its function is still known: .eh_frame has one FDE per
  * function. The search table of .eh_frame_hdr (PT_GNU_EH_FRAME) lists every FDE's start and
@@ -565,13 +577,24 @@ static void load_fdes(struct elfsym *es, struct elffile *f)
 			goto bad;
 		len = rd_uint(entry.fde.start + sz, sz, msb);
 		/* Sorted and disjoint, or it is not the table it claims to be. */
-		if (len == 0 || start + len < start ||
-		    (es->n_fdes && start < es->fdes[es->n_fdes - 1].end))
+		if (len == 0 || start + len < start || (es->n_fdes && start < fde_end(es, es->n_fdes - 1)))
 			goto bad;
-		es->fdes[es->n_fdes++] = (struct fde){ start, start + len };
+		if (!es->n_fdes)
+			es->fde_base = start;
+		if (start - es->fde_base > UINT32_MAX || len > UINT32_MAX) {
+			es->stats.capped++;	/* code beyond 4 GiB of the first function */
+			continue;
+		}
+		es->fdes[es->n_fdes++] = (struct fde){ (uint32_t)(start - es->fde_base), (uint32_t)len };
 		continue;
 bad:
 		es->stats.fde_malformed++;
+	}
+	if (es->n_fdes && es->n_fdes < k) {
+		struct fde *fdes = realloc(es->fdes, es->n_fdes * sizeof(*fdes));
+
+		if (fdes)
+			es->fdes = fdes;
 	}
 	es->stats.fdes = es->n_fdes;
 	elf_errno();
@@ -585,12 +608,12 @@ static ssize_t fde_find(const struct elfsym *es, uint64_t vaddr)
 	while (lo < hi) {	/* first FDE starting past vaddr */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (es->fdes[mid].start <= vaddr)
+		if (fde_start(es, mid) <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo && vaddr < es->fdes[lo - 1].end ? (ssize_t)lo - 1 : -1;
+	return lo && vaddr < fde_end(es, lo - 1) ? (ssize_t)lo - 1 : -1;
 }
 
 /* Where the function holding addr ends by .eh_frame: its FDE's end, else the next FDE's start;
@@ -601,16 +624,16 @@ static uint64_t fde_bound(const struct elfsym *es, uint64_t addr)
 	size_t lo = 0, hi = es->n_fdes;
 
 	if (i >= 0)
-		return es->fdes[i].end;
+		return fde_end(es, (size_t)i);
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (es->fdes[mid].start <= addr)
+		if (fde_start(es, mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < es->n_fdes ? es->fdes[lo].start : UINT64_MAX;
+	return lo < es->n_fdes ? fde_start(es, lo) : UINT64_MAX;
 }
 
 /* ---- debug files ---------------------------------------------------------------------------- */
@@ -786,6 +809,44 @@ static int rawsym_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/*
+ * Once built, the table holds what lookups need: arrays of the symbols kept (aliases are
+ * dropped: libc's .symtab and .dynsym give 9,640 for 3,706), and of the string tables (data,
+ * undefined and alias names too: libc's 165 KB) the names kept. Each step is skipped when out
+ * of memory: the table is then larger, not wrong.
+ */
+static void shrink_table(struct elfsym *es)
+{
+	size_t bytes = 0, i, k;
+	struct sym *syms;
+	uint64_t *addrs;
+	char *names, *w;
+
+	if (!es->n)
+		return;
+	if ((syms = realloc(es->syms, es->n * sizeof(*es->syms))))
+		es->syms = syms;
+	if ((addrs = realloc(es->addrs, es->n * sizeof(*es->addrs))))
+		es->addrs = addrs;
+	for (i = 0; i < es->n; i++)
+		bytes += strlen(es->syms[i].name) + 1;
+	if (bytes >= es->strtab_bytes || !(names = malloc(bytes)))
+		return;
+	for (i = 0, w = names; i < es->n; i++) {
+		size_t len = strlen(es->syms[i].name) + 1;
+
+		memcpy(w, es->syms[i].name, len);
+		es->syms[i].name = w;
+		w += len;
+	}
+	for (k = 0; k < sizeof(es->strtabs) / sizeof(es->strtabs[0]); k++) {
+		free(es->strtabs[k]);
+		es->strtabs[k] = NULL;
+	}
+	es->strtabs[0] = names;
+	es->strtab_bytes = bytes;
+}
+
 static int build_table(struct elfsym *es, struct rawvec *rv)
 {
 	size_t i, j, n = 0;
@@ -809,7 +870,7 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 				size = rv->v[j].size;
 			es->stats.aliases++;
 		}
-		es->syms[n].addr = best->addr;
+		es->addrs[n] = best->addr;
 		es->syms[n].name = best->name;
 		if (size) {
 			es->syms[n].end = best->addr + size < best->addr ? UINT64_MAX : best->addr + size;
@@ -827,12 +888,12 @@ static int build_table(struct elfsym *es, struct rawvec *rv)
 		n++;
 	}
 	for (i = 0; i < n; i++) {
-		es->addrs[i] = es->syms[i].addr;
 		if (es->syms[i].end > maxend)
 			maxend = es->syms[i].end;
 		es->syms[i].maxend = maxend;
 	}
 	es->n = n;
+	shrink_table(es);
 	return 0;
 }
 
@@ -953,7 +1014,7 @@ int elfsym__function_start(const struct elfsym *es, uint64_t vaddr, uint64_t *st
 
 	if (i < 0)
 		return -ENOENT;
-	*start = es->fdes[i].start;
+	*start = fde_start(es, (size_t)i);
 	return 0;
 }
 
@@ -1116,7 +1177,7 @@ const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sy
 
 		if (vaddr < s->end) {
 			if (sym_off)
-				*sym_off = vaddr - s->addr;
+				*sym_off = vaddr - es->addrs[i];
 			return sym_name(es, s);
 		}
 		if (s->maxend <= vaddr)
