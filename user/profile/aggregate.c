@@ -179,12 +179,15 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 	key[0] = proc;
 	memcpy(key + 1, frames, n_frames * sizeof(*frames));
 	/* A new stack is a new entry: with the entries (or the stacks) at their hard cap it goes to
-	 * [truncated] unstored. */
-	stack = intern__find(w->stacks, key, (1 + n_frames) * sizeof(*key));
-	if (stack < 0)
-		stack = hard_cap(w) && (intern__count(w->entries) >= hard_cap(w) ||
-					intern__count(w->stacks) >= hard_cap(w)) ?
-			-ENOSPC : intern__id(w->stacks, key, (1 + n_frames) * sizeof(*key), NULL);
+	 * [truncated] unstored. Below the caps, one probe finds or adds it. */
+	if (hard_cap(w) && (intern__count(w->entries) >= hard_cap(w) ||
+			    intern__count(w->stacks) >= hard_cap(w))) {
+		stack = intern__find(w->stacks, key, (1 + n_frames) * sizeof(*key));
+		if (stack < 0)
+			stack = -ENOSPC;
+	} else {
+		stack = intern__id(w->stacks, key, (1 + n_frames) * sizeof(*key), NULL);
+	}
 	id = stack < 0 ? stack : entry_id(w, stack, labels, n_labels, 0, w->max_stacks);
 	if (id == -ENOSPC && stack >= 0 && has_ids(labels, n_labels) &&
 	    (id = entry_id(w, stack, labels, n_labels, 1, hard_cap(w))) >= 0)
