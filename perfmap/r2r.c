@@ -788,7 +788,7 @@ static uint32_t cell_get(const uint8_t *p, unsigned width)
 	return width == 4 ? le32(p) : le16(p);
 }
 
-static int mark_cell(uint8_t *p, unsigned width, void *arg)
+static void mark_cell(uint8_t *p, unsigned width, void *arg)
 {
 	struct heap_pass *h = arg;
 	uint32_t off = cell_get(p, width), end = entry_end(h->heap, h->keep.len, h->kind, off);
@@ -798,13 +798,12 @@ static int mark_cell(uint8_t *p, unsigned width, void *arg)
 	/* A string within a kept one ends at its end: already marked. */
 	if (end && (h->kind != 's' || !keep_has(&h->keep, off)))
 		keep_mark(&h->keep, off, end);
-	return 0;
 }
 
 /* A cell moved with its entry. One that does not decode keeps its bytes if they were kept (and
  * what follows them is no longer than before: it still does not decode), else points past the
  * new heap's end: it names nothing, as before. */
-static int move_cell(uint8_t *p, unsigned width, void *arg)
+static void move_cell(uint8_t *p, unsigned width, void *arg)
 {
 	struct heap_pass *h = arg;
 	uint32_t off = cell_get(p, width);
@@ -816,12 +815,11 @@ static int move_cell(uint8_t *p, unsigned width, void *arg)
 	} else {
 		p[0] = (uint8_t)to, p[1] = (uint8_t)(to >> 8);
 	}
-	return 0;
 }
 
 /* Each kept cell of heap kind, given to visit with its width. */
 static void each_cell(struct r2r_image *img, char kind,
-		      int (*visit)(uint8_t *p, unsigned width, void *arg), void *arg)
+		      void (*visit)(uint8_t *p, unsigned width, void *arg), void *arg)
 {
 	for (unsigned t = 0; t < T__MAX; t++) {
 		struct md_table *tb = &img->tab[t];
@@ -1828,7 +1826,7 @@ static void compact_owners(struct r2r_image *img)
 		if (!img->rf[i].owner_off || (i && img->rf[i - 1].owner_off == img->rf[i].owner_off))
 			continue;	/* no owner, or its method's (a funclet) */
 		skip_type(img, &s);	/* it decoded when read: what naming reads again */
-		keep_mark(&k, off, (uint32_t)(s.p - img->inst));
+		keep_mark(&k, off, s.p > img->inst + off ? (uint32_t)(s.p - img->inst) : off + 1);
 	}
 	keep_rank(&k);
 	for (uint32_t i = 0; i < img->nrf; i++)
