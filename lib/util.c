@@ -176,17 +176,22 @@ size_t u64_sort_unique(uint64_t *a, size_t n)
 	return k;
 }
 
-size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t x)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
+/* The first index of sorted a[0..n) whose value is >= x, for each width. */
+#define LOWER_BOUND(name, type)							\
+	size_t name(const type *a, size_t n, type x)					\
+	{										\
+		size_t lo = 0, hi = n;							\
+											\
+		while (lo < hi) {							\
+			size_t mid = lo + (hi - lo) / 2;				\
+											\
+			if (a[mid] < x)							\
+				lo = mid + 1;						\
+			else								\
+				hi = mid;						\
+		}									\
+		return lo;								\
 	}
-	return lo;
-}
+
+LOWER_BOUND(u32_lower_bound, uint32_t)
+LOWER_BOUND(u64_lower_bound, uint64_t)

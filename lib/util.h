@@ -32,6 +32,8 @@ char *u32_decimal(char *buf, uint32_t v);
  * the new count; the first index of a sorted a[0..n) whose value is >= x (n when none). */
 size_t u64_sort_unique(uint64_t *a, size_t n);
 size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t x);
+/* The same search over 32-bit values (indexes). */
+size_t u32_lower_bound(const uint32_t *a, size_t n, uint32_t x);
 
 /* A setup error: "spanprof: <message>" on one line of stderr; returns the exit code, 2. */
 int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -643,7 +643,6 @@ static enum r2r_status index_types(struct r2r_image *img)
 		if (inner && inner <= ntypes && outer <= ntypes && outer != inner)
 			img->enclosing[inner] = outer;
 	}
-	img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
 	return R2R_OK;
 }
 
@@ -912,7 +911,6 @@ static void pack_tables(struct r2r_image *img)
 	for (unsigned t = 0; t < T__MAX; t++)
 		if (tab[t] != UINT64_MAX)
 			img->tab[t].base = img->md + tab[t];
-	img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -1659,12 +1657,14 @@ static int skip_type(const struct r2r_image *img, struct sig *s)
 	return scratch.bad && !scratch.foreign ? -1 : 0;
 }
 
-/* One INSTANCE_METHOD_ENTRYPOINTS entry: the method's R2R signature, then its entry. */
-static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_t at)
+/* One INSTANCE_METHOD_ENTRYPOINTS entry: the method's R2R signature, then its entry. The bytes
+ * of its owner type's signature, which naming reads again, are marked in owners. */
+static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_t at,
+			 struct keep *owners)
 {
 	struct sb scratch;
 	struct sig s = { .p = r->b + (at - r->rva), .end = r->b + r->len, .out = &scratch };
-	uint32_t flags, rid, n, owner = 0, fn;
+	uint32_t flags, rid, n, owner = 0, owner_end = 0, fn;
 
 	sb_sink(&scratch);
 	if (sig_uint(&s, &flags))
@@ -1677,6 +1677,7 @@ static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_
 		owner = r->rva + (uint32_t)(s.p - r->b);
 		if (skip_type(img, &s))
 			goto bad;
+		owner_end = r->rva + (uint32_t)(s.p - r->b);
 	}
 	if (sig_uint(&s, &rid))
 		goto bad;
@@ -1692,13 +1693,16 @@ static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_
 	if (entry_index(r, r->rva + (uint32_t)(s.p - r->b), &fn))
 		goto bad;
 	img->st.instances++;
+	if (owner)
+		keep_mark(owners, owner - r->rva, owner_end > owner ? owner_end - r->rva : owner - r->rva + 1);
 	return add_method(img, rid, owner, fn);
 bad:
 	img->st.bad_entries++;
 	return 0;
 }
 
-static enum r2r_status read_instances(struct r2r_image *img, const struct nreader *r)
+static enum r2r_status read_instances(struct r2r_image *img, const struct nreader *r,
+				      struct keep *owners)
 {
 	uint32_t header, shift, isz, nbuckets, esz;
 	uint64_t visits = 0;
@@ -1734,7 +1738,7 @@ static enum r2r_status read_instances(struct r2r_image *img, const struct nreade
 				break;
 			if (++visits > r->len / 2 + 1)
 				return R2R_BAD_HEADER;
-			if (read_instance(img, r, start + 1 + (uint32_t)delta))
+			if (read_instance(img, r, start + 1 + (uint32_t)delta, owners))
 				return R2R_NOMEM;
 			start = next;
 		}
@@ -1804,41 +1808,24 @@ static void assign_owners(struct r2r_image *img, const uint8_t *hc, uint32_t hc_
 }
 
 /*
- * Naming reads of the instance section only the owner types' signatures: keep those (CoreLib
- * 10.0.12: 0.17 of a 0.58 MB section), moved down in place, and point the functions at them.
+ * Naming reads of the instance section only the owner types' signatures, marked in k as the
+ * entries were read: keep those (CoreLib 10.0.12: 0.17 of a 0.58 MB section), moved down in
+ * place, and point the functions at them.
  */
-static void compact_owners(struct r2r_image *img)
+static void compact_owners(struct r2r_image *img, struct keep *k)
 {
-	struct keep k;
 	uint8_t *moved;
 
-	if (!img->inst)
-		return;
-	if (keep_init(&k, img->inst_len)) {
-		keep_free(&k);
-		return;
-	}
-	keep_mark(&k, 0, 1);	/* the header byte: no owner starts there, so none moves to 0 */
-	for (uint32_t i = 0; i < img->nrf; i++) {
-		uint32_t off = img->rf[i].owner_off - img->inst_rva;
-		struct sig s = { .p = img->inst + off, .end = img->inst + img->inst_len };
-
-		if (!img->rf[i].owner_off || (i && img->rf[i - 1].owner_off == img->rf[i].owner_off))
-			continue;	/* no owner, or its method's (a funclet) */
-		skip_type(img, &s);	/* it decoded when read: what naming reads again */
-		keep_mark(&k, off, s.p > img->inst + off ? (uint32_t)(s.p - img->inst) : off + 1);
-	}
-	keep_rank(&k);
+	keep_rank(k);
 	for (uint32_t i = 0; i < img->nrf; i++)
 		if (img->rf[i].owner_off)
 			img->rf[i].owner_off = img->inst_rva +
-					       keep_to(&k, img->rf[i].owner_off - img->inst_rva);
-	keep_move(&k, img->inst);
-	img->st.mem_bytes -= img->inst_len - k.kept;
-	img->inst_len = k.kept;
-	if ((moved = realloc(img->inst, k.kept)))
+					       keep_to(k, img->rf[i].owner_off - img->inst_rva);
+	keep_move(k, img->inst);
+	img->st.mem_bytes -= img->inst_len - k->kept;
+	img->inst_len = k->kept;
+	if ((moved = realloc(img->inst, k->kept)))
 		img->inst = moved;
-	keep_free(&k);
 }
 
 /* ---- the READYTORUN header --------------------------------------------------------------- */
@@ -1848,6 +1835,7 @@ static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, con
 	enum r2r_status st = R2R_OK;
 	uint8_t hdr[16], *dir = NULL, *sec[4] = { NULL };
 	uint32_t nsec, srva[4] = { 0 }, slen[4] = { 0 };
+	struct keep owners = { 0 };	/* the instance section's bytes naming reads */
 	static const uint32_t want[4] = { SEC_RUNTIME_FUNCTIONS, SEC_METHODDEF_ENTRYPOINTS,
 					  SEC_INSTANCE_ENTRYPOINTS, SEC_HOT_COLD_MAP };
 	uint64_t off;
@@ -1895,12 +1883,19 @@ static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, con
 		img->inst_rva = srva[2];
 		img->inst_len = slen[2];
 		sec[2] = NULL;
-		st = read_instances(img, &(struct nreader){ img->inst, img->inst_rva, img->inst_len });
+		st = keep_init(&owners, img->inst_len) ? R2R_NOMEM : R2R_OK;
+		if (st == R2R_OK) {
+			keep_mark(&owners, 0, 1);	/* the header: no owner starts there */
+			st = read_instances(img, &(struct nreader){ img->inst, img->inst_rva,
+								   img->inst_len }, &owners);
+		}
 	}
 	if (st == R2R_OK) {
 		assign_owners(img, sec[3], slen[3]);
-		compact_owners(img);
+		if (img->inst)
+			compact_owners(img, &owners);
 	}
+	keep_free(&owners);
 	for (int k = 0; k < 4; k++) {
 		if (sec[k])
 			img->st.mem_bytes -= slen[k];
@@ -1965,6 +1960,7 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 		st = index_types(img);
 	if (st == R2R_OK) {
 		pack_tables(img);
+		img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));	/* in the packed heap */
 		st = parse_r2r(img, s, &h);
 	}
 	img->st.status = st;

@@ -375,34 +375,19 @@ static int keep_table(struct ksyms *ks, const struct ksym *syms, size_t n)
 
 static uint64_t size_of(const struct ksyms *ks, size_t i)
 {
-	size_t lo = 0, hi = ks->n_other;
+	size_t k;
 
 	if (ks->to_next[i / 64] & (1ULL << (i % 64)))
 		return start_of(ks, i + 1) - start_of(ks, i);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->other_idx[mid] < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < ks->n_other && ks->other_idx[lo] == i ? ks->other_size[lo] : 0;
+	k = u32_lower_bound(ks->other_idx, ks->n_other, (uint32_t)i);
+	return k < ks->n_other && ks->other_idx[k] == i ? ks->other_size[k] : 0;
 }
 
 static uint16_t module_of(const struct ksyms *ks, size_t i)
 {
-	size_t lo = 0, hi = ks->n_runs;
+	size_t r = u32_lower_bound(ks->run_from, ks->n_runs, (uint32_t)i + 1);	/* runs past i */
 
-	while (lo < hi) {	/* the first run starting past i */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->run_from[mid] <= i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? ks->run_mod[lo - 1] : 0;
+	return r ? ks->run_mod[r - 1] : 0;
 }
 
 static int build_table(struct builder *b)
