@@ -212,6 +212,7 @@ TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kalls
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
+TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(LIB_OBJS)

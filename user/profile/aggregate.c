@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "idmap.h"
 #include "intern.h"
 #include "vec.h"
 
@@ -20,7 +21,7 @@ struct agg_window {
 	uint64_t start, end;
 	struct intern *lsets;	/* "k\0v\0k\0v\0" -> id */
 	struct intern *stacks;	/* [proc, frame...] (u32) -> id */
-	struct intern *entries;	/* [stack, lset] (u32) -> id */
+	struct idmap *entries;	/* stack | lset << 32 -> id */
 	uint64_t *counts;	/* by entry id */
 	size_t cap;
 	uint64_t samples, late, truncated, ids_dropped;
@@ -43,7 +44,7 @@ static struct agg_window *window_new(uint64_t start, uint64_t end)
 	w->end = end;
 	w->lsets = intern__new();
 	w->stacks = intern__new();
-	w->entries = intern__new();
+	w->entries = idmap__new();
 	if (!w->lsets || !w->stacks || !w->entries) {
 		aggregate__window_free(w);
 		errno = ENOMEM;
@@ -58,7 +59,7 @@ void aggregate__window_free(struct agg_window *w)
 		return;
 	intern__free(w->lsets);
 	intern__free(w->stacks);
-	intern__free(w->entries);
+	idmap__free(w->entries);
 	free(w->counts);
 	free(w);
 }
@@ -150,13 +151,14 @@ static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_la
 			size_t n_labels, int no_ids, uint32_t cap)
 {
 	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap,
-			     !cap || intern__count(w->entries) < cap);
-	uint32_t key[2] = { stack };
+			     !cap || idmap__count(w->entries) < cap);
+	uint64_t key = stack | (uint64_t)ls << 32;
 
 	if (ls < 0)
 		return ls;
-	key[1] = ls;
-	return capped_id(w->entries, key, sizeof(key), cap);
+	if (cap && idmap__count(w->entries) >= cap && idmap__find(w->entries, key) < 0)
+		return -ENOSPC;
+	return idmap__id(w->entries, key, NULL);
 }
 
 static int has_ids(const struct pf_label *l, size_t n)
@@ -180,7 +182,7 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 	memcpy(key + 1, frames, n_frames * sizeof(*frames));
 	/* A new stack is a new entry: with the entries (or the stacks) at their hard cap it goes to
 	 * [truncated] unstored. Below the caps, one probe finds or adds it. */
-	if (hard_cap(w) && (intern__count(w->entries) >= hard_cap(w) ||
+	if (hard_cap(w) && (idmap__count(w->entries) >= hard_cap(w) ||
 			    intern__count(w->stacks) >= hard_cap(w))) {
 		stack = intern__find(w->stacks, key, (1 + n_frames) * sizeof(*key));
 		if (stack < 0)
@@ -194,7 +196,6 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 		w->ids_dropped++;
 	if (id == -ENOSPC) {
 		/* Past both caps: the process's one [truncated] stack, with no labels. */
-		uint32_t ekey[2];
 		int64_t ls;
 
 		key[1] = AGG_TRUNCATED_FRAME;
@@ -202,10 +203,8 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 			return stack;
 		if ((ls = intern__id(w->lsets, "", 0, NULL)) < 0)
 			return ls;
-		ekey[0] = stack;
-		ekey[1] = ls;
 		w->truncated++;
-		id = intern__id(w->entries, ekey, sizeof(ekey), NULL);
+		id = idmap__id(w->entries, stack | (uint64_t)ls << 32, NULL);
 	}
 	if (id < 0)
 		return id;
@@ -248,7 +247,7 @@ uint64_t aggregate__open_samples(const struct aggregator *a)
 
 static uint64_t window_bytes(const struct agg_window *w)
 {
-	return intern__bytes(w->lsets) + intern__bytes(w->stacks) + intern__bytes(w->entries) +
+	return intern__bytes(w->lsets) + intern__bytes(w->stacks) + idmap__bytes(w->entries) +
 	       w->cap * sizeof(*w->counts);
 }
 
@@ -263,7 +262,7 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->start_ns = w->start;
 	out->end_ns = w->end;
 	out->samples = w->samples;
-	out->stacks = intern__count(w->entries);
+	out->stacks = idmap__count(w->entries);
 	out->late = w->late;
 	out->ids_dropped = w->ids_dropped;
 	out->truncated = w->truncated;
@@ -324,11 +323,11 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 
 	if (!cache.keys)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < intern__count(w->entries); id++) {
+	for (uint32_t id = 0; id < idmap__count(w->entries); id++) {
 		size_t klen, llen, nl = 0;
-		const uint32_t *ent = intern__key(w->entries, id, NULL);
-		const uint32_t *key = intern__key(w->stacks, ent[0], &klen);
-		const char *ls = intern__key(w->lsets, ent[1], &llen), *end = ls + llen;
+		uint64_t ent = idmap__key(w->entries, id);
+		const uint32_t *key = intern__key(w->stacks, (uint32_t)ent, &klen);
+		const char *ls = intern__key(w->lsets, ent >> 32, &llen), *end = ls + llen;
 		size_t nf = klen / sizeof(*key) - 1;
 		int t = sink->target(sink->arg, key[0]);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "idmap.h"
 #include "intern.h"
 #include "kallsyms.h"
 #include "leafunwind.h"
@@ -104,7 +105,7 @@ struct frame {
 _Static_assert(RT_UNNAMED__MAX <= 4, "symbolizer_stats.unnamed_by is too small");
 
 struct proc_syms {
-	struct intern *keys;	/* addr -> frame index */
+	struct idmap *keys;	/* addr -> frame index */
 	struct frame *frames;
 	size_t cap;
 	struct intern *maps;	/* struct smap -> index */
@@ -148,7 +149,7 @@ struct kframe {
 struct symbolizer {
 	struct symbolizer_opts opts;
 	struct ksyms *ksyms;
-	struct intern *kkeys;	/* kernel addr -> kframe index */
+	struct idmap *kkeys;	/* kernel addr -> kframe index */
 	struct kframe *kframes;
 	size_t kcap;
 	struct intern *file_keys;	/* file identity (struct file_key + build id) -> symfile index */
@@ -189,7 +190,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	if (!sym)
 		return NULL;
 	sym->opts = *opts;
-	sym->kkeys = intern__new();
+	sym->kkeys = idmap__new();
 	sym->file_keys = intern__new();
 	sym->inode_keys = intern__new();
 	sym->strings = intern__new();
@@ -225,7 +226,7 @@ void symbolizer__free(struct symbolizer *sym)
 		leafcfi__free(sym->vdsos[i].cfi);
 	}
 	free(sym->kframes);
-	intern__free(sym->kkeys);
+	idmap__free(sym->kkeys);
 	intern__free(sym->file_keys);
 	intern__free(sym->inode_keys);
 	free(sym->inode_file);
@@ -515,11 +516,11 @@ static struct proc_syms *proc_syms(struct symbolizer *sym, struct proc *p)
 	if (!ps)
 		return NULL;
 	ps->renamed_gen = sym->attach_gen;	/* its frames are named with what is there now */
-	ps->keys = intern__new();
+	ps->keys = idmap__new();
 	ps->maps = intern__new();
 	ps->vmas = intern__new();
 	if (!ps->keys || !ps->maps || !ps->vmas) {
-		intern__free(ps->keys);
+		idmap__free(ps->keys);
 		intern__free(ps->maps);
 		intern__free(ps->vmas);
 		free(ps);
@@ -631,7 +632,7 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 
 	if (!leaf)
 		addr--;
-	id = intern__id(sym->kkeys, &addr, sizeof(addr), &added);
+	id = idmap__id(sym->kkeys, addr, &added);
 	if (id < 0 || !added)
 		return id < 0 ? id : (int64_t)(id | SYM_KERNEL_FRAME);
 	if (id >= SYM_KERNEL_FRAME || VEC_RESERVE(sym->kframes, sym->kcap, (size_t)id + 1))
@@ -701,12 +702,12 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 	int64_t id;
 
 	/* A process that forges stacks gets one frame for all it shows past the cap. */
-	if (sym->opts.max_frames && intern__count(ps->keys) >= sym->opts.max_frames &&
-	    intern__find(ps->keys, &addr, sizeof(addr)) < 0) {
+	if (sym->opts.max_frames && idmap__count(ps->keys) >= sym->opts.max_frames &&
+	    idmap__find(ps->keys, addr) < 0) {
 		sym->stats.truncated++;
 		addr = TRUNCATED_ADDR;
 	}
-	id = intern__id(ps->keys, &addr, sizeof(addr), &added);
+	id = idmap__id(ps->keys, addr, &added);
 	if (id < 0 || !added)
 		return id;
 	if (id >= SYM_KERNEL_FRAME || VEC_RESERVE(ps->frames, ps->cap, (size_t)id + 1))
@@ -1123,7 +1124,7 @@ static int rename_frames(struct symbolizer *sym, struct proc *p)
 
 	if (!ps || ps->renamed_gen == sym->attach_gen)
 		return 0;
-	for (size_t i = 0; i < intern__count(ps->keys); i++) {
+	for (size_t i = 0; i < idmap__count(ps->keys); i++) {
 		struct frame *fr = &ps->frames[i];
 		struct symfile *f = fr->file ? sym->files[fr->file - 1] : NULL;
 
@@ -1142,7 +1143,7 @@ static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_sy
 {
 	if (!ps || !ps->nunmapped || proc__refresh_maps(p, 0))
 		return 0;
-	for (size_t i = 0; ps->nunmapped && i < intern__count(ps->keys); i++) {
+	for (size_t i = 0; ps->nunmapped && i < idmap__count(ps->keys); i++) {
 		struct frame *fr = &ps->frames[i];
 		const struct vma *v;
 
@@ -1168,7 +1169,7 @@ int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 	take_debug_files(sym);
 	if (rename_frames(sym, p) || retry_unmapped(sym, p, ps))
 		return -ENOMEM;
-	for (size_t f = 0; ps && ps->npending && f < intern__count(ps->keys); f++)
+	for (size_t f = 0; ps && ps->npending && f < idmap__count(ps->keys); f++)
 		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
 			return -ENOMEM;
 	return 0;
@@ -1200,7 +1201,7 @@ int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32
 	memset(out, 0, sizeof(*out));
 	if (id & SYM_KERNEL_FRAME) {
 		id &= ~SYM_KERNEL_FRAME;
-		if (id >= intern__count(sym->kkeys))
+		if (id >= idmap__count(sym->kkeys))
 			return -ENOENT;
 		out->name = str(sym, sym->kframes[id].name);
 		out->address = sym->kframes[id].addr;
@@ -1211,7 +1212,7 @@ int symbolizer__frame(const struct symbolizer *sym, const struct proc *p, uint32
 						    .has_functions = 1 };
 		return 0;
 	}
-	if (!ps || id >= intern__count(ps->keys))
+	if (!ps || id >= idmap__count(ps->keys))
 		return -ENOENT;
 	fr = &ps->frames[id];
 	out->name = fr->name ? str(sym, fr->name) : "[unknown]";
@@ -1234,8 +1235,8 @@ void symbolizer__forget(struct symbolizer *sym, struct proc *p)
 
 	if (!ps)
 		return;
-	sym->stats.forgotten += intern__count(ps->keys);
-	intern__free(ps->keys);
+	sym->stats.forgotten += idmap__count(ps->keys);
+	idmap__free(ps->keys);
 	intern__free(ps->maps);
 	intern__free(ps->vmas);
 	free(ps->vma_file);
@@ -1260,7 +1261,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 	struct ksyms_stats ks;
 
 	*out = sym->stats;
-	out->bytes = intern__bytes(sym->kkeys) + sym->kcap * sizeof(*sym->kframes) +
+	out->bytes = idmap__bytes(sym->kkeys) + sym->kcap * sizeof(*sym->kframes) +
 		     intern__bytes(sym->file_keys) + intern__bytes(sym->inode_keys) +
 		     sym->inode_cap * sizeof(*sym->inode_file) +
 		     sym->files_cap * sizeof(*sym->files) + intern__bytes(sym->strings);
@@ -1277,7 +1278,7 @@ uint64_t symbolizer__proc_bytes(const struct proc *p)
 
 	if (!ps)
 		return 0;
-	bytes = sizeof(*ps) + intern__bytes(ps->keys) + ps->cap * sizeof(*ps->frames) +
+	bytes = sizeof(*ps) + idmap__bytes(ps->keys) + ps->cap * sizeof(*ps->frames) +
 		intern__bytes(ps->maps) + intern__bytes(ps->vmas) +
 		ps->vma_cap * sizeof(*ps->vma_file) + ps->methods_cap * sizeof(*ps->methods) +
 		(ps->fcache ? FCACHE_SLOTS * sizeof(*ps->fcache) : 0) +
