@@ -73,14 +73,27 @@ for (const u of process.argv.slice(2)) {
 	for _ in $(seq 600); do grep -qs 'metrics on port' "$OUT/agent.log" && break; sleep 0.1; done
 	mport=$(sed -n 's/.*metrics on port \([0-9]*\).*/\1/p' "$OUT/agent.log")
 	[ -n "$mport" ] || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent did not start" >&2; exit 1; }
-	sleep "$WARMUP"
+	# The RSS every 5 s from the agent's start, warm-up included: start-up (the first read of
+	# every process, the indexes of processes not yet known to be idle) shows apart from the
+	# steady state in the minute-by-minute line below.
+	a0=$SECONDS
+	: > "$OUT/rss"
+	while [ $((SECONDS - a0)) -lt "$WARMUP" ]; do
+		echo "$((SECONDS - a0)) $(rss "$agent")" >> "$OUT/rss"
+		sleep 5
+	done
 	t0=$(tick "$agent") s0=$SECONDS rmin=999999999 rmax=0
 	while [ $((SECONDS - s0)) -lt "$DURATION" ]; do
 		r=$(rss "$agent")
+		echo "$((SECONDS - a0)) $r" >> "$OUT/rss"
 		[ "$r" -lt "$rmin" ] && rmin=$r
 		[ "$r" -gt "$rmax" ] && rmax=$r
 		sleep 5
 	done
+	awk -v n="$n" -v w="$WARMUP" '{ m = int($1 / 60); if (!(m in lo) || $2 < lo[m]) lo[m] = $2; if ($2 > hi[m]) hi[m] = $2; if (m > last) last = m }
+		END { printf "bench-node:   N=%d RSS by minute since the agent started (MiB, min-max; warm-up %d s):", n, w
+		      for (m = 0; m <= last; m++) if (m in lo) printf " %d: %.1f-%.1f", m + 1, lo[m] / 1024, hi[m] / 1024
+		      print "" }' "$OUT/rss"
 	t1=$(tick "$agent") el=$((SECONDS - s0))
 	kill -0 "$agent" || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent died" >&2; exit 1; }
 	# What the RSS is: the agent's own memory (anonymous: heap, BPF ring buffer pages it reads)

@@ -20,8 +20,13 @@ url=http://127.0.0.1:$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/svc
 agent=$!
 register "$agent"
 wait_for_line "$TMP/agent.log" 'agent sampling' 30
-# /work/a, then quiet until the agent reads the service sparsely (its frames all named, or idle:
-# the index gone); only then /work/b, code the service has not run yet.
+# The agent reads a process sparsely from the start: the service, idle until now, holds no index.
+started_sparse() { grep -aq "pid $svc: read sparsely from its first sample on" "$TMP/agent.log"; }
+poll 10 started_sparse ||
+	fail "the agent did not start the service sparse: $(grep -a "pid $svc" "$TMP/agent.log" | head -3)"
+# /work/a (named from sparse reads first, then from the whole index once the service is busy),
+# then quiet until the agent reads the service sparsely again (its frames all named, or idle: the
+# index gone); only then /work/b, code the service has not run yet.
 dotnet "$LOADGEN" --url "$url" --paths /work/a --rate 20 --duration 5 --warmup 0 > "$TMP/a.load" ||
 	fail "LoadGen /work/a: $(cat "$TMP/a.load")"
 went=$(wc -l < "$TMP/agent.log")
@@ -45,17 +50,24 @@ for f in "$TMP"/out/*/*.pb.gz; do pprof_json "$f"; echo; done > "$TMP/windows.js
 	fail "pprof-format could not decode a window"
 r=$(node - "$TMP/windows.jsonl" "$svc" "$b_from" << 'EOF'
 const [file, pid, from] = process.argv.slice(2);
-let total = 0, hotb = 0, hotb_caller = 0, unnamed = 0, example;
+let total = 0, hotb = 0, hotb_caller = 0, unnamed = 0, example, a_total = 0, a_hot = 0, a_unnamed = 0;
 for (const l of require('fs').readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
   const p = JSON.parse(l);
-  if (BigInt(p.timeNanos) < BigInt(from)) continue;
+  const before = BigInt(p.timeNanos) < BigInt(from);
   for (const s of p.samples) {
     if (s.labels.pid !== pid) continue;
     const v = s.values[0];
-    total += v;
     // unnamed .NET code: [unknown] in a stack of managed frames (a native stack's garbage root
     // frame is not this test's business)
-    if (s.stack.includes('[unknown]') && s.stack.some((f) => f.includes('::'))) {
+    const unknown = s.stack.includes('[unknown]') && s.stack.some((f) => f.includes('::'));
+    if (before) {	// /work/a, the service read sparsely from the start
+      a_total += v;
+      if (unknown) a_unnamed += v;
+      if (s.stack.some((f) => /HotA_InSpan/.test(f))) a_hot += v;
+      continue;
+    }
+    total += v;
+    if (unknown) {
       unnamed += v;
       example = s.stack.join(';');
     }
@@ -64,10 +76,12 @@ for (const l of require('fs').readFileSync(file, 'utf8').split('\n').filter(Bool
     if (s.stack.some((f) => /WorkB/.test(f))) hotb_caller += v;
   }
 }
-console.log(JSON.stringify({ total, hotb, hotb_caller, unnamed, example }));
+console.log(JSON.stringify({ total, hotb, hotb_caller, unnamed, example, a_total, a_hot, a_unnamed }));
 EOF
 ) || fail "checking the windows: $r"
 note "after /work/b started: $r"
+[ "$(field "$r" a_hot)" -ge 20 ] || fail "only $(field "$r" a_hot) samples named in /work/a's hot method: $r"
+le "$(field "$r" a_unnamed)" "$(($(field "$r" a_total) * 2 / 100))" || fail "$(field "$r" a_unnamed) samples with an unnamed frame under /work/a: $r"
 [ "$(field "$r" hotb)" -ge 20 ] || fail "only $(field "$r" hotb) samples named in /work/b's hot methods: $r"
 ge "$(field "$r" hotb_caller)" "$(($(field "$r" hotb) * 95 / 100))" || fail "/work/b's hot methods lost their caller WorkB: $r"
 # A rare runtime stub page the runtime never logs stays unnamed whatever spanprof does.

@@ -91,6 +91,8 @@ static int detect(const struct proc *p)
 	return 0;
 }
 
+static void sparse_start(struct dotnet_state *d);
+
 static void *attach(struct proc *p, const struct runtime_env *env)
 {
 	struct dotnet_state *d = calloc(1, sizeof(*d));
@@ -108,6 +110,15 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 		return NULL;
 	}
 	set_state(d, DOTNETPROC_WAITING, "not sampled yet: nothing read");
+	/* Where idle processes' data is let go (the agent), a process starts sparse: most of a
+	 * node's processes are idle when the agent starts, and their whole indexes would be let go
+	 * two quiet windows later anyway. A busy one goes whole after a few reads (below). */
+	if (env->idle_release_ns) {
+		sparse_start(d);
+		if (env->verbose)
+			fprintf(stderr, "spanprof: pid %u: read sparsely from its first sample on\n",
+				p->pid);
+	}
 	return d;
 }
 
@@ -530,10 +541,11 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 /*
  * Sparse reading. A process idle long enough to have its data freed is one sampled now and then
  * (most of a node's services, most of the time). Its whole index would cost an entry for every
- * line of its perf map, for a few samples a window. So from then on it is read for the addresses
- * it is sampled at: claims() notes them, and the poll right before they are named (a window's
- * end, the process leaving) reads both files from the start, keeping only the ranges that cover
- * them (perfmap__set_filter), which answer as the whole index would. Appended lines are read as
+ * line of its perf map, for a few samples a window. So from then on (and in the agent from the
+ * start: attach) it is read for the addresses it is sampled at: claims() notes them, and the poll
+ * right before they are named (a window's end, the process leaving) reads both files from the
+ * start, keeping only the ranges that cover them (perfmap__set_filter), which answer as the
+ * whole index would. Appended lines are read as
  * usual. A lookup of an address not read for (the leaf of a sample, whose method's range is
  * needed then) reads at once, once a window; later ones wait for the window's end. A process
  * read more than SPARSE_READS times, or for more than SPARSE_ADDRS addresses, is busy again: the

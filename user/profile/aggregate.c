@@ -152,10 +152,11 @@ static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_la
 {
 	int64_t ls = lset_id(w, labels, n_labels, no_ids, cap,
 			     !cap || idmap__count(w->entries) < cap);
-	uint64_t key = stack | (uint64_t)ls << 32;
+	uint64_t key;
 
 	if (ls < 0)
 		return ls;
+	key = stack | (uint64_t)ls << 32;
 	if (cap && idmap__count(w->entries) >= cap && idmap__find(w->entries, key) < 0)
 		return -ENOSPC;
 	return idmap__id(w->entries, key, NULL);
