@@ -545,12 +545,12 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
  * start: attach) it is read for the addresses it is sampled at: claims() notes them, and the poll
  * right before they are named (a window's end, the process leaving) reads both files from the
  * start, keeping only the ranges that cover them (perfmap__set_filter), which answer as the
- * whole index would. Appended lines are read as
- * usual. A lookup of an address not read for (the leaf of a sample, whose method's range is
- * needed then) reads at once, once a window; later ones wait for the window's end. A process
- * read more than SPARSE_READS times, or for more than SPARSE_ADDRS addresses, is busy again: the
- * whole index, until it idles again. A process whose frames are all named, SPARSE_QUIET windows
- * in a row without a new one, needs its whole index no more than an idle one: sparse too.
+ * whole index would. Appended lines are read as usual. A lookup of an address not read for (the
+ * leaf of a sample, whose method's range is needed then) reads at once, once a window; later ones
+ * wait for the window's end. A process read more than SPARSE_READS times, or for more than
+ * SPARSE_ADDRS addresses, is busy (again): the whole index, until it idles again. A process
+ * whose frames are all named, SPARSE_QUIET windows in a row without a new one, needs its whole
+ * index no more than an idle one: sparse too.
  */
 #define SPARSE_READS	6
 #define SPARSE_ADDRS	4096
