@@ -7,6 +7,7 @@
 
 /* Small to start: every process has one (its frame addresses), most with few frames. */
 #define SLOTS_MIN 32
+#define KEYS_MIN  16
 
 struct slot {
 	uint64_t key;
@@ -89,7 +90,7 @@ int64_t idmap__id(struct idmap *m, uint64_t key, int *added)
 	if (m->n == UINT32_MAX - 1)
 		return -ENOMEM;
 	if (m->n == m->cap) {
-		uint32_t cap = m->cap ? m->cap * 2 : SLOTS_MIN / 2;
+		uint32_t cap = m->cap ? m->cap * 2 : KEYS_MIN;
 		uint64_t *keys = realloc(m->keys, (size_t)cap * sizeof(*keys));
 
 		if (!keys)

@@ -1693,8 +1693,8 @@ static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_
 	if (entry_index(r, r->rva + (uint32_t)(s.p - r->b), &fn))
 		goto bad;
 	img->st.instances++;
-	if (owner)
-		keep_mark(owners, owner - r->rva, owner_end > owner ? owner_end - r->rva : owner - r->rva + 1);
+	if (owner)	/* at least its first byte */
+		keep_mark(owners, owner - r->rva, (owner_end > owner ? owner_end : owner + 1) - r->rva);
 	return add_method(img, rid, owner, fn);
 bad:
 	img->st.bad_entries++;
@@ -1960,7 +1960,8 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 		st = index_types(img);
 	if (st == R2R_OK) {
 		pack_tables(img);
-		img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));	/* in the packed heap */
+		/* the assembly's name, in the packed heap */
+		img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
 		st = parse_r2r(img, s, &h);
 	}
 	img->st.status = st;

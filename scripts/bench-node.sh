@@ -3,8 +3,9 @@
 # (SpanService with the hook, perf maps on from the start), LOADED of them under light load (RATE
 # requests/s each, from one node.js client: no extra .NET process), the rest idle; `spanprof agent`
 # at HZ (19, its default) pushing to a local Pyroscope receiver. After WARMUP s, the agent's CPU
-# (% of one core) and RSS over DURATION s, and where its memory goes (/metrics
-# spanprof_memory_bytes by structure).
+# (% of one core) and RSS over DURATION s, its RSS minute by minute from its start (start-up
+# apart from the steady state), and where its memory goes (/metrics spanprof_memory_bytes by
+# structure).
 #
 #   BUILD=build NS="1 10 25 50" DURATION=300 scripts/bench-node.sh
 # BG_DUTY gives every service a background worker busy that % of the time (SpanService's own
@@ -36,6 +37,15 @@ stop_all() {
 trap 'stop_all; rm -rf "$OUT"' EXIT
 tick() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# watch_rss SECONDS: the agent's RSS every 5 s into $OUT/rss, as "seconds since its start (a0), KiB".
+watch_rss() {
+	local until=$((SECONDS + $1)) r
+	while [ "$SECONDS" -lt "$until" ]; do
+		r=$(rss "$agent")
+		echo "$((SECONDS - a0)) $r" >> "$OUT/rss"
+		sleep 5
+	done
+}
 hz=$(getconf CLK_TCK)
 
 echo "bench-node: machine $(nproc) CPUs, $(awk '/MemTotal/ { printf "%d GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), .NET $(dotnet --list-runtimes | awk '/NETCore/ { v = $2 } END { print v }')"
@@ -78,21 +88,17 @@ for (const u of process.argv.slice(2)) {
 	# steady state in the minute-by-minute line below.
 	a0=$SECONDS
 	: > "$OUT/rss"
-	while [ $((SECONDS - a0)) -lt "$WARMUP" ]; do
-		echo "$((SECONDS - a0)) $(rss "$agent")" >> "$OUT/rss"
-		sleep 5
-	done
-	t0=$(tick "$agent") s0=$SECONDS rmin=999999999 rmax=0
-	while [ $((SECONDS - s0)) -lt "$DURATION" ]; do
-		r=$(rss "$agent")
-		echo "$((SECONDS - a0)) $r" >> "$OUT/rss"
-		[ "$r" -lt "$rmin" ] && rmin=$r
-		[ "$r" -gt "$rmax" ] && rmax=$r
-		sleep 5
-	done
-	awk -v n="$n" -v w="$WARMUP" '{ m = int($1 / 60); if (!(m in lo) || $2 < lo[m]) lo[m] = $2; if ($2 > hi[m]) hi[m] = $2; if (m > last) last = m }
-		END { printf "bench-node:   N=%d RSS by minute since the agent started (MiB, min-max; warm-up %d s):", n, w
-		      for (m = 0; m <= last; m++) if (m in lo) printf " %d: %.1f-%.1f", m + 1, lo[m] / 1024, hi[m] / 1024
+	watch_rss "$WARMUP"
+	t0=$(tick "$agent") s0=$SECONDS
+	watch_rss "$DURATION"
+	read -r rmin rmax < <(awk -v w="$WARMUP" '$1 >= w { if (lo == "" || $2 < lo) lo = $2; if ($2 > hi) hi = $2 }
+		END { print lo, hi }' "$OUT/rss")
+	awk -v n="$n" -v w="$WARMUP" '{ m = int($1 / 60); if (!(m in lo) || $2 < lo[m]) lo[m] = $2
+			if ($2 > hi[m]) hi[m] = $2; if (m > last) last = m }
+		END { printf "bench-node:   N=%d RSS by minute since the agent started (MiB, min-max;", n
+		      printf " warm-up %d s):", w
+		      for (m = 0; m <= last; m++)
+			      if (m in lo) printf " %d: %.1f-%.1f", m + 1, lo[m] / 1024, hi[m] / 1024
 		      print "" }' "$OUT/rss"
 	t1=$(tick "$agent") el=$((SECONDS - s0))
 	kill -0 "$agent" || { cat "$OUT/agent.log" >&2; echo "bench-node: the agent died" >&2; exit 1; }

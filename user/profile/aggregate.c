@@ -21,7 +21,7 @@ struct agg_window {
 	uint64_t start, end;
 	struct intern *lsets;	/* "k\0v\0k\0v\0" -> id */
 	struct intern *stacks;	/* [proc, frame...] (u32) -> id */
-	struct idmap *entries;	/* stack | lset << 32 -> id */
+	struct idmap *entries;	/* entry_key(stack, lset) -> id */
 	uint64_t *counts;	/* by entry id */
 	size_t cap;
 	uint64_t samples, late, truncated, ids_dropped;
@@ -147,6 +147,13 @@ static int64_t lset_id(struct agg_window *w, const struct pf_label *l, size_t n,
 
 /* Entry id of (stack, the label set) within cap, or -errno (-ENOSPC past it). With the entries
  * full, a label set never seen makes a new entry, so it is not stored for nothing. */
+/* An entry's key: its stack in the low half, its label set in the high (read back by
+ * aggregate__build). */
+static inline uint64_t entry_key(uint32_t stack, uint32_t lset)
+{
+	return stack | (uint64_t)lset << 32;
+}
+
 static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_label *labels,
 			size_t n_labels, int no_ids, uint32_t cap)
 {
@@ -156,7 +163,7 @@ static int64_t entry_id(struct agg_window *w, uint32_t stack, const struct pf_la
 
 	if (ls < 0)
 		return ls;
-	key = stack | (uint64_t)ls << 32;
+	key = entry_key(stack, ls);
 	if (cap && idmap__count(w->entries) >= cap && idmap__find(w->entries, key) < 0)
 		return -ENOSPC;
 	return idmap__id(w->entries, key, NULL);
@@ -205,7 +212,7 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 		if ((ls = intern__id(w->lsets, "", 0, NULL)) < 0)
 			return ls;
 		w->truncated++;
-		id = idmap__id(w->entries, stack | (uint64_t)ls << 32, NULL);
+		id = idmap__id(w->entries, entry_key(stack, ls), NULL);
 	}
 	if (id < 0)
 		return id;
