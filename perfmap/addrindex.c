@@ -36,18 +36,22 @@ struct ai_entry {
 
 /*
  * A run: distinct ranges ("slots") sorted by start ascending, end descending. A slot holds one
- * entry (ref = its id) or several with exactly that range (SLOT_MULTI: ref
- * indexes ver[], where ver[ref] is the count and the ids follow, oldest first). SLOT_COVERED
- * marks slots whose start lies inside an earlier slot, so the common lookup (no overlap) is a
- * search in the summary (every 32nd start, small enough to stay cached), one probe of 32 slots
- * and a look at the one entry found (its load time, then its name): memory latency, not
- * instructions, is what a lookup costs.
+ * entry (ref = its id) or several with exactly that range (SLOT_MULTI: ref indexes ver[], where
+ * ver[ref] is the count and the ids follow, oldest first). SLOT_COVERED marks slots whose start
+ * lies inside an earlier slot, SLOT_CODE_COVERED those whose start lies inside an earlier slot
+ * with code in it (a version that is not a block). So the common lookup (no overlap, or a stub
+ * inside its block) is a search in the summary (every 32nd start, small enough to stay cached),
+ * one probe of 32 slots and a look at the one entry found (its load time, then its name):
+ * memory latency, not instructions, is what a lookup costs.
  * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends);
  * pre[] lets the walk stop as soon as nothing further left can reach the address.
  */
 #define SLOT_COVERED	(1u << 31)	/* in len, above the range's length */
 #define SLOT_MULTI	(1u << 30)
-#define SLOT_LEN	(SLOT_MULTI - 1)	/* ADDRINDEX_MAX_SIZE - 1 at most */
+#define SLOT_CODE_COVERED (1u << 29)
+#define SLOT_LEN	(SLOT_CODE_COVERED - 1)
+
+_Static_assert(ADDRINDEX_MAX_SIZE <= SLOT_LEN, "a range's length fits below the slot flags");
 
 struct slot {		/* 16 bytes */
 	uint64_t start;
@@ -473,11 +477,20 @@ static void copy_slot(struct run *r, const struct run *src, const struct slot *s
 		multi_add(r, slot_id(src, sl, k));
 }
 
+/* Does the slot hold code, a version that is not a block? */
+static bool slot_has_code(const struct addrindex *ix, const struct run *r, const struct slot *sl)
+{
+	for (uint32_t k = 0; k < slot_nver(r, sl); k++)
+		if (!(entry(ix, slot_id(r, sl, k))->flags & ADDRINDEX_BLOCK))
+			return true;
+	return false;
+}
+
 /* Fill the covered flags, the summary and the max-end levels of a run whose slots are set. */
-static int run_finish(struct run *r)
+static int run_finish(const struct addrindex *ix, struct run *r)
 {
 	uint32_t n = r->nslots;
-	uint64_t pmax = 0;
+	uint64_t pmax = 0, code_max = 0;	/* the largest end so far: of any slot, of code */
 
 	r->sum = malloc((((size_t)n + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT) * sizeof(*r->sum) + 1);
 	r->pre = malloc(((size_t)n / FANOUT + 1) * sizeof(*r->pre));
@@ -488,10 +501,14 @@ static int run_finish(struct run *r)
 
 		if (!(s % FANOUT))
 			r->pre[s / FANOUT] = pmax;
-		if (s && pmax > sl->start)
+		if (pmax > sl->start)
 			sl->len |= SLOT_COVERED;
+		if (code_max > sl->start)
+			sl->len |= SLOT_CODE_COVERED;
 		if (slot_end(sl) > pmax)
 			pmax = slot_end(sl);
+		if (slot_end(sl) > code_max && slot_has_code(ix, r, sl))
+			code_max = slot_end(sl);
 		if (!(s & ((1u << SUM_SHIFT) - 1)))
 			r->sum[s >> SUM_SHIFT] = sl->start;
 	}
@@ -525,7 +542,8 @@ static int run_finish(struct run *r)
 }
 
 /* Build a run from keys sorted by skey_less. */
-static int run_from_keys(struct run *r, const struct skey *k, uint32_t m)
+static int run_from_keys(const struct addrindex *ix, struct run *r, const struct skey *k,
+			 uint32_t m)
 {
 	uint32_t nslots = 0;
 	uint64_t nextra = 0;
@@ -552,7 +570,7 @@ static int run_from_keys(struct run *r, const struct skey *k, uint32_t m)
 		for (uint32_t x = i; x < j; x++)
 			multi_add(r, k[x].id);
 	}
-	err = run_finish(r);
+	err = run_finish(ix, r);
 	if (err)
 		run_free(r);
 	return err;
@@ -624,7 +642,7 @@ static int run_merge(const struct addrindex *ix, const struct run *a, const stru
 			ib++;
 		}
 	}
-	err = run_finish(out);
+	err = run_finish(ix, out);
 	if (err)
 		run_free(out);
 	return err;
@@ -695,7 +713,7 @@ int addrindex__flush(struct addrindex *ix)
 	}
 	if (m) {
 		sorted = skey_sort(keys, tmp, m);
-		err = run_from_keys(&ix->runs[ix->nruns], sorted, m);
+		err = run_from_keys(ix, &ix->runs[ix->nruns], sorted, m);
 		if (err)
 			goto out_free;
 		ix->nruns++;
@@ -712,36 +730,41 @@ out_free:
 
 /* ---- lookup ------------------------------------------------------------------------------- */
 
-static void consider_slot(const struct addrindex *ix, const struct run *r, uint32_t s, uint64_t t,
-			  struct best *b)
+/* The slot's answer: its newest alive version, a block only if no alive code shares the
+ * range. False when no version is alive. */
+static bool slot_pick(const struct addrindex *ix, const struct run *r, const struct slot *sl,
+		      uint64_t t, uint32_t *out)
 {
-	const struct slot *sl = &r->slots[s];
-	uint32_t pick = 0;
 	bool picked = false, pick_blk = false;
 
 	if (!(sl->len & SLOT_MULTI)) {
-		if (alive(ix, sl->ref, t))
-			offer(ix, b, sl->ref);
-		return;
+		*out = sl->ref;
+		return alive(ix, sl->ref, t);
 	}
-	/* Newest alive version; a block only if no alive non-block shares the range. */
 	for (uint32_t k = slot_nver(r, sl); k-- > 0;) {
 		uint32_t id = slot_id(r, sl, k);
-		const struct ai_entry *e = entry(ix, id);
-		bool blk = e->flags & ADDRINDEX_BLOCK;
+		bool blk = entry(ix, id)->flags & ADDRINDEX_BLOCK;
 
 		if (!alive(ix, id, t))
 			continue;
 		if (!picked || (pick_blk && !blk)) {
-			pick = id;
+			*out = id;
 			pick_blk = blk;
 			picked = true;
 		}
 		if (!blk)
 			break;
 	}
-	if (picked)
-		offer(ix, b, pick);
+	return picked;
+}
+
+static void consider_slot(const struct addrindex *ix, const struct run *r, uint32_t s, uint64_t t,
+			  struct best *b)
+{
+	uint32_t id;
+
+	if (slot_pick(ix, r, &r->slots[s], t, &id))
+		offer(ix, b, id);
 }
 
 static void descend(const struct addrindex *ix, const struct run *r, uint32_t level, uint32_t node,
@@ -766,34 +789,43 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 		       struct best *b)
 {
 	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT;
-	uint32_t lo = 0, hi = nsum, pos, level = 0;
+	uint32_t level = 0, pos, len, half, id;
+	const uint64_t *sum = r->sum;
+	const struct slot *blk;
+	bool found = false;
 
-	/* the last summary key <= addr, then the last slot of its block with start <= addr */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->sum[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	/* The last summary key <= addr, then the last slot of its block with start <= addr.
+	 * Both searches are branch-free (a lookup is bound by memory, and a mispredicted branch
+	 * would stop the next lookup's loads from overlapping this one's), and the block's lines
+	 * are fetched together before the search reads them one after another. */
+	if (!nsum || sum[0] > addr)
 		return;
-	hi = (lo - 1) << SUM_SHIFT;
-	lo = hi + 1;
-	hi = hi + (1u << SUM_SHIFT) < r->nslots ? hi + (1u << SUM_SHIFT) : r->nslots;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->slots[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+	for (len = nsum; len > 1; len -= half) {
+		half = len / 2;
+		sum += sum[half] <= addr ? half : 0;
 	}
-	pos = lo - 1;
-	if (!(r->slots[pos].len & SLOT_COVERED)) {
-		if (slot_end(&r->slots[pos]) > addr)
-			consider_slot(ix, r, pos, t, b);
+	pos = (uint32_t)(sum - r->sum) << SUM_SHIFT;
+	blk = &r->slots[pos];
+	len = r->nslots - pos < (1u << SUM_SHIFT) ? r->nslots - pos : (1u << SUM_SHIFT);
+	for (uint32_t k = 0; k < len; k += 64 / sizeof(*blk))
+		__builtin_prefetch(&blk[k]);
+	for (; len > 1; len -= half) {
+		half = len / 2;
+		blk += blk[half].start <= addr ? half : 0;
+	}
+	pos = (uint32_t)(blk - r->slots);
+	if (slot_end(blk) > addr && slot_pick(ix, r, blk, t, &id)) {
+		/* Any other slot holding addr starts before this one and so covers its start. If
+		 * none of those holds code, they are blocks, and code here beats them all. */
+		if (!(blk->len & SLOT_CODE_COVERED) && !(entry(ix, id)->flags & ADDRINDEX_BLOCK)) {
+			offer(ix, b, id);
+			return;
+		}
+		found = true;
+	}
+	if (!(blk->len & SLOT_COVERED)) {
+		if (found)
+			offer(ix, b, id);
 		return;
 	}
 	/* Every slot that contains addr starts at or before slot pos: visit the nodes left of

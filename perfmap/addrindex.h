@@ -39,7 +39,7 @@ struct addrindex_shape {
 struct addrindex *addrindex__new(void);
 void addrindex__free(struct addrindex *ix);	/* NULL-safe */
 
-#define ADDRINDEX_MAX_SIZE	(1ULL << 30)	/* largest range */
+#define ADDRINDEX_MAX_SIZE	(1ULL << 28)	/* largest range */
 
 /* Append sym (copied; name/tier pointers must outlive the index). Overlapping ranges rank by
  * time, higher is newer: a timed range's (load_ns) is its load time, an untimed one's is order.

@@ -69,6 +69,22 @@ static void test_addrindex_invalid_ranges(void **state)
 	assert_null(name_at(ix, 0x1000, 0));
 }
 
+/* The largest range there may be, beside a small one: both found, at either end. */
+static void test_addrindex_largest_range(void **state)
+{
+	struct addrindex *ix = *state;
+	uint64_t big = 0x7f0000000000ULL;
+
+	assert_int_equal(add(ix, big, ADDRINDEX_MAX_SIZE, 0, 1, "big", 0), 0);
+	assert_int_equal(add(ix, big + ADDRINDEX_MAX_SIZE, 0x10, 0, 1, "after", 0), 1);
+	assert_int_equal(add(ix, big, ADDRINDEX_MAX_SIZE + 1, 0, 1, "too big", 0), -EINVAL);
+	assert_int_equal(addrindex__flush(ix), 0);	/* into a run: a tail this small is scanned */
+	assert_string_equal(name_at(ix, big, 0), "big");
+	assert_string_equal(name_at(ix, big + ADDRINDEX_MAX_SIZE - 1, 0), "big");
+	assert_string_equal(name_at(ix, big + ADDRINDEX_MAX_SIZE, 0), "after");
+	assert_null(name_at(ix, big - 1, 0));
+}
+
 /* A stub block logged before or after a single stub inside it: the stub wins where it is. */
 static void test_addrindex_block_smallest_wins(void **state)
 {
@@ -87,6 +103,31 @@ static void test_addrindex_block_smallest_wins(void **state)
 	assert_int_equal(addrindex__flush(ix), 0);	/* same answers from a sorted run */
 	assert_string_equal(name_at(ix, 0x18010, 0), "stub Allocate<FixupPrecode>");
 	assert_string_equal(name_at(ix, 0x18100, 0), "stub<9> ReportStubBlock<Inner>");
+}
+
+/* Code inside blocks and inside older code: code beats the blocks around it at once, but not
+ * newer code around it, and a stub not loaded yet at the sample time leaves its block. */
+static void test_addrindex_code_inside_blocks(void **state)
+{
+	struct addrindex *ix = *state;
+
+	add(ix, 0x10000, 0x10000, 0, 1, "outer block", ADDRINDEX_BLOCK);
+	add(ix, 0x10000, 0x1000, 0, 2, "inner block", ADDRINDEX_BLOCK);
+	add(ix, 0x10100, 0x20, 500, 500, "stub", 0);
+	add(ix, 0x30000, 0x1000, 0, 9, "old method", 0);
+	add(ix, 0x30100, 0x20, 0, 8, "older method inside", 0);
+	add(ix, 0x30200, 0x20, 0, 10, "newer method inside", 0);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_string_equal(name_at(ix, 0x10110, 0), "stub");
+		assert_string_equal(name_at(ix, 0x10110, 600), "stub");
+		assert_string_equal(name_at(ix, 0x10110, 400), "inner block");	/* not loaded yet */
+		assert_string_equal(name_at(ix, 0x10120, 0), "inner block");
+		assert_string_equal(name_at(ix, 0x11000, 0), "outer block");
+		assert_string_equal(name_at(ix, 0x30110, 0), "old method");
+		assert_string_equal(name_at(ix, 0x30210, 0), "newer method inside");
+		assert_string_equal(name_at(ix, 0x30220, 0), "old method");
+		assert_int_equal(addrindex__flush(ix), 0);	/* the same from a sorted run */
+	}
 }
 
 /* The same range reused by newer code: the newest load at or before the sample time wins. */
@@ -324,7 +365,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_addrindex_disjoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_invalid_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_largest_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_block_smallest_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_code_inside_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_reuse_by_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_reuse_partial_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_rejit_keeps_tiers, setup, teardown),
