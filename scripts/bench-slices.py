@@ -28,7 +28,10 @@ Figures per arm, as ratios on/off (median and mean with its 95 % interval over t
                program's run time included, since it runs in the sampled task's interrupt)
   machine-cpu  the process's plus the profiler's CPU (its own cgroup) per unit
 Two arms are compared by the 95 % interval of the difference of their means (Welch), beside
-each arm's own interval. RAW=file.json keeps every slice pair's ratios.
+each arm's own interval. RAW=file.json keeps every slice pair's ratios; POOL="a.json b.json"
+runs nothing and prints the figures and bars of those runs' slice pairs taken together (runs at
+the same frequency and target). A pair whose two "off" slices differ by more than DISTURBED
+(0.10: 10 %) in machine CPU per unit was disturbed from outside: it is dropped, and counted.
 
   BUILD=build ARMS="none spanprof agent perf dotnet-trace" ROUNDS=4 PAIRS=20 SLICE=2 HZ=99 \
       scripts/bench-slices.py          (the defaults; about 35 minutes)
@@ -53,6 +56,7 @@ ROUNDS = int(ENV.get("ROUNDS", "4"))
 PAIRS = int(ENV.get("PAIRS", "20"))
 SLICE = float(ENV.get("SLICE", "2"))
 GUARD = float(ENV.get("GUARD", "0.1"))	# seconds after a switch left out of the slice
+DISTURBED = float(ENV.get("DISTURBED", "0.10"))	# off slices this far apart: a disturbed pair
 HZ = ENV.get("HZ", "99")
 TARGET = ENV.get("TARGET", "loop")	# loop: SpanLoop; service: SpanService under LoadGen
 WARMUP = float(ENV.get("WARMUP", "15"))
@@ -344,15 +348,37 @@ def measure(arm, svc_cg, prof_cg, progress):
 
 
 def ratios(slices):
-    """Per "on" slice, its figures over the mean of the two "off" slices beside it."""
+    """Per "on" slice, its figures over the mean of the two "off" slices beside it, and how far
+    those two "off" slices are apart ("off-drift": after / before, machine CPU per unit)."""
     def figs(s):
         _, req, svc, prof, secs = s
         return {"rate": req / secs, "cpu": svc / req, "machine-cpu": (svc + prof) / req}
     out = []
     for i in range(1, len(slices) - 1, 2):
         on, before, after = figs(slices[i]), figs(slices[i - 1]), figs(slices[i + 1])
-        out.append({k: on[k] / ((before[k] + after[k]) / 2) for k in on})
+        pair = {k: on[k] / ((before[k] + after[k]) / 2) for k in on}
+        pair["off-drift"] = after["machine-cpu"] / before["machine-cpu"]
+        out.append(pair)
     return out
+
+
+def undisturbed(results):
+    """The slice pairs whose two "off" slices agree within DISTURBED. Both are unprofiled, so
+    when they differ by more than that, something outside the arm (another program on the
+    machine, the host) moved the baseline, and the pair says nothing about the profiler. The
+    rule looks at the "off" slices only, never at the "on" slice it keeps or drops; each drop
+    is counted. Pairs from runs before the rule (no "off-drift") are kept."""
+    kept = {}
+    for name, pairs in results.items():
+        keep = [x for x in pairs if abs(x.get("off-drift", 1.0) - 1) <= DISTURBED]
+        if len(keep) < len(pairs):
+            print(f"bench-slices: {name}: {len(pairs) - len(keep)} of {len(pairs)} slice pairs "
+                  f"dropped as disturbed (their off slices more than {DISTURBED * 100:g} % apart)")
+        if len(keep) >= 2:
+            kept[name] = keep
+        else:
+            print(f"bench-slices: {name}: fewer than 2 slice pairs left: no figures")
+    return kept
 
 
 def summary(xs):
@@ -450,7 +476,45 @@ def start_target(tmp, prog, duration, procs):
                      f"-c {CONCURRENCY} on CPU 0")
 
 
+def report(results):
+    """Every arm's figures, the bars, and the resolution the `none` arm gives."""
+    results = undisturbed(results)
+    for name in results:
+        for k in ("rate", "cpu", "machine-cpu"):
+            med, mean, ci, n = summary([x[k] for x in results[name]])
+            print(f"bench-slices: RESULT {name:<14} {k:<12} on/off median {med:.4f} mean {mean:.4f} "
+                  f"±{ci * 100:.2f} % (95 %, {n} slice pairs)")
+    bars(results)
+    if "none" in results:
+        floor = summary([x["machine-cpu"] for x in results["none"]])[2]
+        print(f"bench-slices: resolution (the `none` arm's 95 % interval): ±{floor * 100:.2f} %; "
+              f"issue 11 asks for 0.5 %: {'met' if floor <= 0.005 else 'NOT met'}")
+
+
+def pool(files):
+    """The slice pairs of several RAW files, arm by arm."""
+    results, kind = {}, None
+    for path in files:
+        try:
+            with open(path) as f:
+                run = json.load(f)
+            this = (run["hz"], run["target"])
+            arms = run["results"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            die(f"{path}: not a RAW file of this script: {e}")
+        if kind and this != kind:
+            die(f"{path}: {this[0]} Hz, {this[1]}; the first file: {kind[0]} Hz, {kind[1]}")
+        kind = this
+        for name, pairs in arms.items():
+            results.setdefault(name, []).extend(pairs)
+    print(f"bench-slices: {len(files)} runs pooled, {kind[0]} Hz, target {kind[1]}")
+    report(results)
+
+
 def main():
+    if ENV.get("POOL"):
+        pool(ENV["POOL"].split())
+        return
     if TARGET not in ("loop", "service"):
         die(f"TARGET={TARGET}: loop or service")
     known = ("none", "spanprof", "spanprof-floor", "agent", "perf", "dotnet-trace")
@@ -506,19 +570,10 @@ def main():
                 if ENV.get("VERBOSE"):
                     for x in s:
                         print("bench-slices:   slice", "on " if x[0] else "off", x[1:], flush=True)
-        for name in ARMS:
-            for k in ("rate", "cpu", "machine-cpu"):
-                med, mean, ci, n = summary([x[k] for x in results[name]])
-                print(f"bench-slices: RESULT {name:<14} {k:<12} on/off median {med:.4f} mean {mean:.4f} "
-                      f"±{ci * 100:.2f} % (95 %, {n} slice pairs)")
-        bars(results)
+        report(results)
         if ENV.get("RAW"):	# every slice pair's ratios, to recompute or compare runs
             with open(ENV["RAW"], "w") as f:
                 json.dump({"hz": HZ, "target": TARGET, "results": results}, f)
-        floor = summary([x["machine-cpu"] for x in results["none"]])[2] if "none" in results else None
-        if floor is not None:
-            print(f"bench-slices: resolution (the `none` arm's 95 % interval): ±{floor * 100:.2f} %; "
-                  f"issue 11 asks for 0.5 %: {'met' if floor <= 0.005 else 'NOT met'}")
     finally:
         procs = Arm.spawned + procs
         for p in procs:

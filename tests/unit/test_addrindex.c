@@ -304,6 +304,7 @@ static void test_addrindex_matches_brute_force(void **state)
 {
 	struct addrindex *ix = *state;
 	enum { N = 6000, Q = 60 };
+	static const char *const tiers[] = { "", "QuickJitted", "OptimizedTier1" };
 	struct ref *r = calloc(N, sizeof(*r));
 	char (*names)[16] = calloc(N, sizeof(*names));
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
@@ -328,7 +329,8 @@ static void test_addrindex_matches_brute_force(void **state)
 		s.size = r[i].size;
 		s.load_ns = r[i].load_ns;
 		s.name = names[i];
-		s.tier = "";
+		s.tier = tiers[i % 3];
+		s.source = r[i].load_ns ? PERFMAP_SRC_JITDUMP : PERFMAP_SRC_MAP;
 		assert_int_equal(addrindex__add(ix, &s, r[i].order, r[i].flags), i);
 		if ((k >> 56) % 29 == 0) {
 			uint32_t h = (uint32_t)((k >> 8) % (i + 1));
@@ -347,8 +349,17 @@ static void test_addrindex_matches_brute_force(void **state)
 				if (want < 0) {
 					assert_null(got);
 				} else {
+					struct perfmap_sym e;
+
 					assert_non_null(got);
 					assert_ptr_equal(got->name, names[want]);
+					/* the whole answer, wherever it was read from */
+					assert_true(addrindex__get(ix, (uint32_t)want, &e));
+					assert_int_equal(got->start, e.start);
+					assert_int_equal(got->size, e.size);
+					assert_int_equal(got->load_ns, e.load_ns);
+					assert_ptr_equal(got->tier, e.tier);
+					assert_int_equal(got->source, e.source);
 					hits++;
 				}
 				checked++;
