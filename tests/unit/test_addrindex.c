@@ -117,15 +117,23 @@ static void test_addrindex_code_inside_blocks(void **state)
 	add(ix, 0x30000, 0x1000, 0, 9, "old method", 0);
 	add(ix, 0x30100, 0x20, 0, 8, "older method inside", 0);
 	add(ix, 0x30200, 0x20, 0, 10, "newer method inside", 0);
+	static const struct {
+		uint64_t addr, t;
+		const char *want;
+	} cases[] = {
+		{ 0x10110, 0, "stub" },
+		{ 0x10110, 600, "stub" },
+		{ 0x10110, 400, "inner block" },	/* the stub was not loaded yet */
+		{ 0x10120, 0, "inner block" },
+		{ 0x11000, 0, "outer block" },
+		{ 0x30110, 0, "old method" },
+		{ 0x30210, 0, "newer method inside" },
+		{ 0x30220, 0, "old method" },
+	};
+
 	for (int pass = 0; pass < 2; pass++) {
-		assert_string_equal(name_at(ix, 0x10110, 0), "stub");
-		assert_string_equal(name_at(ix, 0x10110, 600), "stub");
-		assert_string_equal(name_at(ix, 0x10110, 400), "inner block");	/* not loaded yet */
-		assert_string_equal(name_at(ix, 0x10120, 0), "inner block");
-		assert_string_equal(name_at(ix, 0x11000, 0), "outer block");
-		assert_string_equal(name_at(ix, 0x30110, 0), "old method");
-		assert_string_equal(name_at(ix, 0x30210, 0), "newer method inside");
-		assert_string_equal(name_at(ix, 0x30220, 0), "old method");
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			assert_string_equal(name_at(ix, cases[i].addr, cases[i].t), cases[i].want);
 		assert_int_equal(addrindex__flush(ix), 0);	/* the same from a sorted run */
 	}
 }
