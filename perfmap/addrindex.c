@@ -785,34 +785,55 @@ static void descend(const struct addrindex *ix, const struct run *r, uint32_t le
 		descend(ix, r, level - 1, c, addr, t, b);
 }
 
-static void run_search(const struct addrindex *ix, const struct run *r, uint64_t addr, uint64_t t,
-		       struct best *b)
+/* The slot block of run r where addr falls (the last summary key <= addr) and its length in
+ * *len; NULL when addr lies before the run. Branch-free: a lookup is bound by memory, and a
+ * mispredicted branch would stop the next lookup's loads from overlapping this one's. */
+static const struct slot *block_of(const struct run *r, uint64_t addr, uint32_t *len)
 {
-	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT;
-	uint32_t level = 0, pos, len, half, id;
+	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT, n, half, pos;
 	const uint64_t *sum = r->sum;
-	const struct slot *blk;
-	bool found = false;
 
-	/* The last summary key <= addr, then the last slot of its block with start <= addr.
-	 * Both searches are branch-free (a lookup is bound by memory, and a mispredicted branch
-	 * would stop the next lookup's loads from overlapping this one's), and the block's lines
-	 * are fetched together before the search reads them one after another. */
 	if (!nsum || sum[0] > addr)
-		return;
-	for (len = nsum; len > 1; len -= half) {
-		half = len / 2;
+		return NULL;
+	for (n = nsum; n > 1; n -= half) {
+		half = n / 2;
 		sum += sum[half] <= addr ? half : 0;
 	}
 	pos = (uint32_t)(sum - r->sum) << SUM_SHIFT;
-	blk = &r->slots[pos];
-	len = r->nslots - pos < (1u << SUM_SHIFT) ? r->nslots - pos : (1u << SUM_SHIFT);
+	*len = r->nslots - pos < (1u << SUM_SHIFT) ? r->nslots - pos : (1u << SUM_SHIFT);
+	return &r->slots[pos];
+}
+
+/* Start fetching a block's cache lines, all of them at once. */
+static inline void fetch_block(const struct slot *blk, uint32_t len)
+{
 	for (uint32_t k = 0; k < len; k += 64 / sizeof(*blk))
 		__builtin_prefetch(&blk[k]);
-	for (; len > 1; len -= half) {
+}
+
+/* The last slot of a block with start <= addr (the block's first one does). Branch-free. */
+static const struct slot *slot_in_block(const struct slot *blk, uint32_t len, uint64_t addr)
+{
+	for (uint32_t half; len > 1; len -= half) {
 		half = len / 2;
 		blk += blk[half].start <= addr ? half : 0;
 	}
+	return blk;
+}
+
+static void run_search(const struct addrindex *ix, const struct run *r, uint64_t addr, uint64_t t,
+		       struct best *b)
+{
+	uint32_t level = 0, pos, len, id;
+	const struct slot *blk;
+	bool found = false;
+
+	/* The last slot with start <= addr: the summary (small enough to stay cached) gives its
+	 * block, whose lines are fetched together before the search reads them one by one. */
+	if (!(blk = block_of(r, addr, &len)))
+		return;
+	fetch_block(blk, len);
+	blk = slot_in_block(blk, len, addr);
 	pos = (uint32_t)(blk - r->slots);
 	if (slot_end(blk) > addr && slot_pick(ix, r, blk, t, &id)) {
 		/* Any other slot holding addr starts before this one and so covers its start. If
@@ -840,6 +861,39 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 			break;
 		pos = first / FANOUT - 1;
 		level++;
+	}
+}
+
+void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size_t n)
+{
+	const struct slot *sl[ADDRINDEX_PREFETCH_MAX];
+	uint32_t len[ADDRINDEX_PREFETCH_MAX];
+
+	if (!ix || n > ADDRINDEX_PREFETCH_MAX)
+		return;
+	/* Run by run, one step of every lookup after the other, each step's loads all in flight
+	 * before the next step needs them: the blocks, then the entries their slots name, then
+	 * the names. */
+	for (uint32_t i = 0; i < ix->nruns; i++) {
+		const struct run *r = &ix->runs[i];
+
+		for (size_t k = 0; k < n; k++)
+			if ((sl[k] = block_of(r, addrs[k], &len[k])))
+				fetch_block(sl[k], len[k]);
+		for (size_t k = 0; k < n; k++) {
+			if (!sl[k])
+				continue;
+			sl[k] = slot_in_block(sl[k], len[k], addrs[k]);
+			if (slot_end(sl[k]) <= addrs[k] || (sl[k]->len & SLOT_MULTI)) {
+				sl[k] = NULL;	/* a miss, or several versions (rare): found as it is */
+				continue;
+			}
+			__builtin_prefetch(entry(ix, sl[k]->ref));
+			__builtin_prefetch(&ix->hbits[sl[k]->ref >> 6]);
+		}
+		for (size_t k = 0; k < n; k++)
+			if (sl[k])
+				__builtin_prefetch(entry(ix, sl[k]->ref)->name);
 	}
 }
 

@@ -60,6 +60,13 @@ bool addrindex__get(const struct addrindex *ix, uint32_t id, struct perfmap_sym 
  * scans. */
 const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr, uint64_t time_ns);
 
+/* A hint before looking up several addresses (at most ADDRINDEX_PREFETCH_MAX) one after another:
+ * fetch what their lookups will read, for all of them at once, so that their waits on memory
+ * overlap rather than add up. It changes nothing and never fails. The unsorted tail, and slots
+ * with several versions, are not fetched. */
+#define ADDRINDEX_PREFETCH_MAX 16
+void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size_t n);
+
 /* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */
 int addrindex__flush(struct addrindex *ix);
 

@@ -55,7 +55,7 @@ struct perfmap_limits {
 	uint32_t max_line;		/* longest accepted perf map line (default 8 KiB) */
 	uint32_t max_record;		/* largest jitdump record (default 16 MiB) */
 	uint64_t max_entries;		/* index cap (default 16 M) */
-	uint64_t max_range;		/* largest accepted code range (default 64 MiB) */
+	uint64_t max_range;		/* largest accepted code range (default 64 MiB, at most 256 MiB) */
 };
 /* A zero field in struct perfmap_limits means its default. */
 
@@ -85,6 +85,17 @@ int64_t perfmap__read_jitdump_fd(struct perfmap *pm, int fd);
  * the next lookup, feed or free; its name and tier strings until perfmap__free. Not thread-safe.
  */
 const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uint64_t time_ns);
+
+/*
+ * A hint before looking up several addresses one after another (naming a window's new frames):
+ * fetch what their lookups, and reading the names they find, will read. A lookup in a million
+ * ranges waits on two loads from memory in a row (its slot block, then its entry) and its caller
+ * on a third (the name); fetched for PERFMAP_PREFETCH_MAX addresses at once, these waits overlap.
+ * Give it at most that many addresses ahead of their lookups (more are fetched in groups, the
+ * first ones evicted again by the last). It changes nothing and never fails.
+ */
+#define PERFMAP_PREFETCH_MAX 16
+void perfmap__prefetch(const struct perfmap *pm, const uint64_t *addrs, size_t n);
 
 void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out);
 

@@ -256,6 +256,28 @@ out:
 	free(perm);
 }
 
+/* Look every address up, and read its name's first byte as naming a frame does (names): one by
+ * one, or in groups told to perfmap__prefetch first, as the window's end names its new frames.
+ * Returns the number found. */
+static size_t lookup_names(struct perfmap *pm, const uint64_t *addrs, size_t n, int grouped,
+			   int names, unsigned *sum)
+{
+	size_t found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct perfmap_sym *s;
+
+		if (grouped && i % PERFMAP_PREFETCH_MAX == 0)
+			perfmap__prefetch(pm, addrs + i, n - i < PERFMAP_PREFETCH_MAX ?
+						       n - i : PERFMAP_PREFETCH_MAX);
+		if ((s = perfmap__lookup(pm, addrs[i], 0))) {
+			found++;
+			*sum += names ? (unsigned char)s->name[0] : 0;
+		}
+	}
+	return found;
+}
+
 static void bench_lookups(struct perfmap *pm, const struct line *lines, size_t n, const char *what)
 {
 	uint64_t *hit = malloc(LOOKUPS * sizeof(*hit)), *miss = malloc(LOOKUPS * sizeof(*miss));
@@ -287,7 +309,9 @@ static void bench_lookups(struct perfmap *pm, const struct line *lines, size_t n
 			miss[nmiss++] = rnd() % 0x7f0000000000ULL;	/* far from any code */
 	}
 	/* best of REPS: the machine is shared, the minimum is the least disturbed run */
-	double th = 1e9, tm = 1e9, tt = 1e9, tme = 1e9, tp = 1e9;
+	double th = 1e9, tm = 1e9, tt = 1e9, tme = 1e9, tp = 1e9, tn[4] = { 1e9, 1e9, 1e9, 1e9 };
+	size_t nfound[4] = { 0 };
+	unsigned sum = 0;
 
 	for (int rep = 0; rep < REPS; rep++) {
 		found = mfound = 0;
@@ -315,6 +339,12 @@ static void bench_lookups(struct perfmap *pm, const struct line *lines, size_t n
 			perfmap__lookup(pm, prof[i], 0);
 		t1 = now_s();
 		tp = t1 - t0 < tp ? t1 - t0 : tp;
+		for (int k = 0; k < 4; k++) {	/* grouped: k & 1; names read: k & 2 */
+			t0 = now_s();
+			nfound[k] = lookup_names(pm, hit, LOOKUPS, k & 1, k & 2, &sum);
+			t1 = now_s();
+			tn[k] = t1 - t0 < tn[k] ? t1 - t0 : tn[k];
+		}
 	}
 	printf("  lookup %-10s hits %6.1f ns (%zu/%d found), misses %6.1f ns (%zu found)\n", what,
 	       th * 1e9 / LOOKUPS, found, LOOKUPS, tm * 1e9 / LOOKUPS, mfound);
@@ -322,6 +352,10 @@ static void bench_lookups(struct perfmap *pm, const struct line *lines, size_t n
 	       what, tt * 1e9 / LOOKUPS, tme * 1e9 / (LOOKUPS / 4));
 	printf("  lookup %-10s hits drawn like a profile's (Zipf over the lines) %6.1f ns\n", what,
 	       tp * 1e9 / LOOKUPS);
+	printf("  lookup %-10s hits in groups of %d told to perfmap__prefetch first %6.1f ns (%zu found)\n",
+	       what, PERFMAP_PREFETCH_MAX, tn[1] * 1e9 / LOOKUPS, nfound[1]);
+	printf("  lookup %-10s hits and their names read: one by one %6.1f ns, in groups %6.1f ns (%zu, %zu found; %u)\n",
+	       what, tn[2] * 1e9 / LOOKUPS, tn[3] * 1e9 / LOOKUPS, nfound[2], nfound[3], sum & 1);
 out_free:
 	free(prof);
 	free(meth);

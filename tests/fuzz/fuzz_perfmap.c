@@ -67,6 +67,9 @@ static void check_filtered(struct perfmap *whole, const uint8_t *data, size_t si
 		assert(perfmap__feed_jitdump(part, hdr, hdr_len) == 0);
 		assert(perfmap__feed_jitdump(part, data + split, size - split) == 0);
 	}
+	/* told first, as a window's frames are: a hint that must not change an answer */
+	perfmap__prefetch(whole, addrs, n);
+	perfmap__prefetch(part, addrs, n);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = i & 1 ? xs(rng) % 4096 : 0;
 		const struct perfmap_sym *w = perfmap__lookup(whole, addrs[i], t);

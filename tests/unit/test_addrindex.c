@@ -348,9 +348,24 @@ static void test_addrindex_matches_brute_force(void **state)
 		}
 		/* interleave lookups with appends: tails, runs and merges all get exercised */
 		if (i % 37 == 0 || i == N - 1) {
+			uint64_t as[Q], ts[Q];
+			struct addrindex_shape before, after;
+
 			for (int q = 0; q < Q; q++) {
-				uint64_t a = 0x10000 - 64 + rng_next(&seed) % (4096 * 8 + 2048);
-				uint64_t t = rng_next(&seed) % 3 ? rng_next(&seed) % 110000 : 0;
+				as[q] = 0x10000 - 64 + rng_next(&seed) % (4096 * 8 + 2048);
+				ts[q] = rng_next(&seed) % 3 ? rng_next(&seed) % 110000 : 0;
+			}
+			/* told first, as a window's frames are: a hint that changes nothing (not even
+			 * the tail) and answers the same */
+			addrindex__shape(ix, &before);
+			for (int q = 0; q < Q; q += ADDRINDEX_PREFETCH_MAX)
+				addrindex__prefetch(ix, as + q, Q - q < ADDRINDEX_PREFETCH_MAX ?
+							       Q - q : ADDRINDEX_PREFETCH_MAX);
+			addrindex__prefetch(ix, as, ADDRINDEX_PREFETCH_MAX + 1);	/* too many: ignored */
+			addrindex__shape(ix, &after);
+			assert_memory_equal(&before, &after, sizeof(before));
+			for (int q = 0; q < Q; q++) {
+				uint64_t a = as[q], t = ts[q];
 				int64_t want = ref_lookup(r, i + 1, a, t);
 				const struct perfmap_sym *got = addrindex__lookup(ix, a, t);
 
@@ -375,6 +390,7 @@ static void test_addrindex_matches_brute_force(void **state)
 		}
 	}
 	assert_true(hits > checked / 3);
+	addrindex__prefetch(NULL, &seed, 1);
 	free(r);
 	free(names);
 }

@@ -162,6 +162,9 @@ static struct jit_sym jit_syms[] = {
 	{ DLL_START + 0x100, DLL_START + 0x200, "[App] App.Program::Main()", NULL, "PreJIT", 1 },
 };
 static int rt_symbolize_calls, rt_claims_calls;
+/* What prefetch() was told: each address, and the size of each group. */
+static uint64_t rt_told[64];
+static size_t rt_ntold, rt_groups, rt_largest_group, rt_untold_symbolized;
 
 static int rt_detect(const struct proc *p)
 {
@@ -189,6 +192,13 @@ static int rt_symbolize(struct proc *p, void *state, uint64_t addr, uint64_t tim
 			struct rt_symbol *out)
 {
 	rt_symbolize_calls++;
+	for (size_t i = 0;; i++)
+		if (i == rt_ntold) {
+			rt_untold_symbolized++;
+			break;
+		} else if (rt_told[i] == addr) {
+			break;
+		}
 	for (size_t i = 0; i < sizeof(jit_syms) / sizeof(jit_syms[0]); i++)
 		if (jit_syms[i].published && addr >= jit_syms[i].lo && addr < jit_syms[i].hi) {
 			out->name = jit_syms[i].name;
@@ -204,6 +214,15 @@ static int rt_symbolize(struct proc *p, void *state, uint64_t addr, uint64_t tim
 	return -ENOENT;
 }
 
+static void rt_prefetch(struct proc *p, void *state, const uint64_t *addrs, size_t n)
+{
+	rt_groups++;
+	if (n > rt_largest_group)
+		rt_largest_group = n;
+	for (size_t i = 0; i < n && rt_ntold < sizeof(rt_told) / sizeof(rt_told[0]); i++)
+		rt_told[rt_ntold++] = addrs[i];
+}
+
 static void rt_detach(struct proc *p, void *state, const struct runtime_env *env)
 {
 	free(state);
@@ -211,7 +230,7 @@ static void rt_detach(struct proc *p, void *state, const struct runtime_env *env
 
 static const struct runtime_ops fake_rt = {
 	.name = "fakejit", .detect = rt_detect, .attach = rt_attach, .poll = rt_poll,
-	.claims = rt_claims, .symbolize = rt_symbolize, .detach = rt_detach,
+	.claims = rt_claims, .symbolize = rt_symbolize, .prefetch = rt_prefetch, .detach = rt_detach,
 };
 static const struct runtime_ops *const fake_table[RT__MAX] = { &fake_rt };
 static const struct runtime_env env = { .runtimes = fake_table, .ctx_map_fd = -1 };
@@ -288,6 +307,7 @@ static int setup(void **state)
 	for (size_t i = 0; i < sizeof(jit_syms) / sizeof(jit_syms[0]); i++)
 		jit_syms[i].published = i != 1;
 	rt_symbolize_calls = rt_claims_calls = 0;
+	rt_ntold = rt_groups = rt_largest_group = rt_untold_symbolized = 0;
 	fake_proc(1001, 0);
 	fake_proc(1002, 0);
 	return 0;
@@ -781,6 +801,37 @@ static void test_symbolize_runtime_frame_named_at_finish(void **state)
 	assert_int_equal(st.jit_unnamed, 0);
 }
 
+/* Many new frames: named a group at a time, the runtime told each group's addresses before it
+ * names them (its hint to fetch them all at once), every frame named once. */
+static void test_symbolize_runtime_frames_named_in_groups(void **state)
+{
+	enum { N = 40 };
+	struct agg_frame f;
+	struct proc *p;
+	int64_t id[N];
+
+	fx_open(kallsyms, 0, 0);
+	p = get(1001);
+	for (int k = 0; k < N; k++) {
+		id[k] = symbolizer__user(fx.sym, p, JIT_START + 0x1000 + 4 * k, 1, 77);
+		assert_true(id[k] >= 0);
+	}
+	assert_int_equal(rt_ntold, 0);
+	assert_int_equal(symbolizer__finish(fx.sym, fx.pt), 0);
+	assert_int_equal(rt_symbolize_calls, N);
+	assert_int_equal(rt_untold_symbolized, 0);	/* told before named */
+	assert_int_equal(rt_ntold, N);			/* each once */
+	assert_int_equal(rt_groups, (N + RUNTIME_PREFETCH_MAX - 1) / RUNTIME_PREFETCH_MAX);
+	assert_int_equal(rt_largest_group, RUNTIME_PREFETCH_MAX);
+	for (int k = 0; k < N; k++) {
+		f = frame_of(p, id[k]);
+		assert_string_equal(f.name, "[App] App.Worker::Run()");
+	}
+	/* Nothing left to name: nothing told. */
+	assert_int_equal(symbolizer__finish(fx.sym, fx.pt), 0);
+	assert_int_equal(rt_ntold, N);
+}
+
 static void test_symbolize_runtime_frame_show_tiers(void **state)
 {
 	struct agg_frame f;
@@ -1029,6 +1080,7 @@ int main(void)
 		T(test_symbolize_kernel_frames),
 		T(test_symbolize_kernel_hidden),
 		T(test_symbolize_runtime_frame_named_at_finish),
+		T(test_symbolize_runtime_frames_named_in_groups),
 		T(test_symbolize_runtime_frame_show_tiers),
 		T(test_symbolize_unnamed_runtime_frame_retried),
 		T(test_symbolize_unnamed_claimed_file_frame_is_module_offset),

@@ -878,6 +878,14 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	return 0;
 }
 
+static void prefetch(struct proc *p, void *state, const uint64_t *addrs, size_t n)
+{
+	struct dotnet_state *d = state;
+
+	(void)p;
+	perfmap__prefetch(d->pm, addrs, n);	/* NULL-safe */
+}
+
 /* No perf map names it: it may be the runtime's copy of its own code (dotnetstubs.h). */
 static int copy_of(struct proc *p, void *state, uint64_t addr, uint64_t *orig)
 {
@@ -1023,6 +1031,7 @@ const struct runtime_ops dotnet_runtime = {
 	.poll = poll,
 	.claims = claims,
 	.symbolize = symbolize,
+	.prefetch = prefetch,
 	.copy_of = copy_of,
 	.describe = describe,
 	.detach = detach,

@@ -106,6 +106,13 @@ int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct r
 	return -ENOENT;
 }
 
+void runtime__prefetch(struct proc *p, const uint64_t *addrs, size_t n)
+{
+	for (int id = 0; id < RT__MAX; id++)
+		if (p->rt[id].state && OPS(p, id)->prefetch)
+			OPS(p, id)->prefetch(p, p->rt[id].state, addrs, n);
+}
+
 int runtime__copy_of(struct proc *p, uint64_t addr, uint64_t *orig)
 {
 	for (int id = 0; id < RT__MAX; id++)

@@ -74,6 +74,9 @@ struct runtime_ops {
 	int (*claims)(const struct proc *p, void *state, uint64_t addr, int in_file);
 	int (*symbolize)(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
 			 struct rt_symbol *out);
+	/* A hint (optional): these claimed addresses, at most RUNTIME_PREFETCH_MAX, are about to be
+	 * symbolize()d one after another; start fetching what naming them reads. */
+	void (*prefetch)(struct proc *p, void *state, const uint64_t *addrs, size_t n);
 	/* Code at addr that no symbolize() names may be the runtime's copy of code in one of the
 	 * process's files: *orig, the address of the original (named as that). 0, or -ENOENT.
 	 * Asked once per frame, when it is first found unnamed; may be NULL. */
@@ -125,6 +128,10 @@ void runtime__wake(struct proc *p);
  * file-backed mapping whose ELF symbols did not name it (ReadyToRun code is such a file). */
 int runtime__claims(const struct proc *p, uint64_t addr, int in_file);
 int runtime__symbolize(struct proc *p, uint64_t addr, uint64_t time_ns, struct rt_symbol *out);
+/* Tell every runtime of p that these addresses are about to be symbolized (a hint): naming a
+ * window's new frames a group at a time, their lookups' waits on memory overlap. */
+#define RUNTIME_PREFETCH_MAX 16
+void runtime__prefetch(struct proc *p, const uint64_t *addrs, size_t n);
 /* The first runtime's copy_of answer for addr: 0 and *orig, or -ENOENT. */
 int runtime__copy_of(struct proc *p, uint64_t addr, uint64_t *orig);
 void *runtime__state(const struct proc *p, enum runtime_id id);	/* NULL: not attached */

@@ -1162,6 +1162,30 @@ static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_sy
 	return 0;
 }
 
+/* Name the frames left to the runtime, a group at a time: told the group's addresses first, the
+ * runtime fetches what their lookups read all at once (a million methods' index does not stay
+ * cached, least of all between windows), so their waits on memory overlap. */
+static int finish_pending(struct symbolizer *sym, struct proc *p, struct proc_syms *ps)
+{
+	uint64_t addrs[RUNTIME_PREFETCH_MAX];
+	size_t group[RUNTIME_PREFETCH_MAX], f = 0, n = idmap__count(ps->keys);
+
+	while (ps->npending && f < n) {
+		size_t m = 0;
+
+		for (; f < n && m < RUNTIME_PREFETCH_MAX; f++)
+			if (ps->frames[f].pending) {
+				group[m] = f;
+				addrs[m++] = ps->frames[f].addr;
+			}
+		runtime__prefetch(p, addrs, m);
+		for (size_t k = 0; k < m; k++)
+			if (finish_frame(sym, p, ps, &ps->frames[group[k]]))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
 int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 {
 	struct proc_syms *ps = p->syms;
@@ -1169,10 +1193,7 @@ int symbolizer__finish_proc(struct symbolizer *sym, struct proc *p)
 	take_debug_files(sym);
 	if (rename_frames(sym, p) || retry_unmapped(sym, p, ps))
 		return -ENOMEM;
-	for (size_t f = 0; ps && ps->npending && f < idmap__count(ps->keys); f++)
-		if (ps->frames[f].pending && finish_frame(sym, p, ps, &ps->frames[f]))
-			return -ENOMEM;
-	return 0;
+	return ps ? finish_pending(sym, p, ps) : 0;
 }
 
 int symbolizer__finish(struct symbolizer *sym, struct proctab *pt)
