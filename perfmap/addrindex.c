@@ -10,6 +10,7 @@
 #define FANOUT		16			/* max-end tree fan-out */
 #define MAX_LEVELS	10			/* 16^9 > 2^32 slots */
 #define SUM_SHIFT	5			/* one summary key per 32 slots */
+#define TOP_SHIFT	3			/* one top key per 8 summary keys (a cache line) */
 #define MAX_RUNS	40			/* GROWTH 4 keeps runs below log4(2^32) + 1 */
 #define GROWTH		4
 #define TAIL_SCAN	64			/* a tail this small is scanned, not sorted */
@@ -70,6 +71,7 @@ struct run {
 	uint32_t nextra;	/* used length of ver[] */
 	struct slot *slots;
 	uint64_t *sum;		/* slots[k << SUM_SHIFT].start */
+	uint64_t *top;		/* sum[k << TOP_SHIFT]: a search in sum reads one line of it */
 	uint64_t *pre;		/* pre[g]: largest end among slots [0, g * FANOUT) */
 	uint32_t *ver;
 	uint32_t nlevels;
@@ -133,6 +135,7 @@ static void run_free(struct run *r)
 {
 	free(r->slots);
 	free(r->sum);
+	free(r->top);
 	free(r->pre);
 	free(r->ver);
 	for (uint32_t l = 1; l < r->nlevels; l++)
@@ -492,9 +495,12 @@ static int run_finish(const struct addrindex *ix, struct run *r)
 	uint32_t n = r->nslots;
 	uint64_t pmax = 0, code_max = 0;	/* the largest end so far: of any slot, of code */
 
-	r->sum = malloc((((size_t)n + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT) * sizeof(*r->sum) + 1);
+	size_t nsum = ((size_t)n + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT;
+
+	r->sum = malloc(nsum * sizeof(*r->sum) + 1);
+	r->top = malloc(((nsum + (1u << TOP_SHIFT) - 1) >> TOP_SHIFT) * sizeof(*r->top) + 1);
 	r->pre = malloc(((size_t)n / FANOUT + 1) * sizeof(*r->pre));
-	if (!r->sum || !r->pre)
+	if (!r->sum || !r->top || !r->pre)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < n; s++) {
 		struct slot *sl = &r->slots[s];
@@ -511,6 +517,8 @@ static int run_finish(const struct addrindex *ix, struct run *r)
 			code_max = slot_end(sl);
 		if (!(s & ((1u << SUM_SHIFT) - 1)))
 			r->sum[s >> SUM_SHIFT] = sl->start;
+		if (!(s & ((1u << (SUM_SHIFT + TOP_SHIFT)) - 1)))
+			r->top[s >> (SUM_SHIFT + TOP_SHIFT)] = sl->start;
 	}
 	r->lcount[0] = n;
 	r->nlevels = 1;
@@ -786,20 +794,29 @@ static void descend(const struct addrindex *ix, const struct run *r, uint32_t le
 }
 
 /* The slot block of run r where addr falls (the last summary key <= addr) and its length in
- * *len; NULL when addr lies before the run. Branch-free: a lookup is bound by memory, and a
- * mispredicted branch would stop the next lookup's loads from overlapping this one's. */
+ * *len; NULL when addr lies before the run. The top keys (every 8th summary key: 31 KB at a
+ * million slots) stay cached, so a search reads one line of the summary, not a dozen that other
+ * lookups' blocks keep evicting. Branch-free: a lookup is bound by memory, and a mispredicted
+ * branch would stop the next lookup's loads from overlapping this one's. */
 static const struct slot *block_of(const struct run *r, uint64_t addr, uint32_t *len)
 {
-	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT, n, half, pos;
-	const uint64_t *sum = r->sum;
+	uint32_t nsum = (r->nslots + (1u << SUM_SHIFT) - 1) >> SUM_SHIFT;
+	uint32_t ntop = (nsum + (1u << TOP_SHIFT) - 1) >> TOP_SHIFT, n, half, pos, k;
+	const uint64_t *top = r->top, *sum;
 
-	if (!nsum || sum[0] > addr)
+	if (!ntop || top[0] > addr)
 		return NULL;
-	for (n = nsum; n > 1; n -= half) {
+	for (n = ntop; n > 1; n -= half) {
 		half = n / 2;
-		sum += sum[half] <= addr ? half : 0;
+		top += top[half] <= addr ? half : 0;
 	}
-	pos = (uint32_t)(sum - r->sum) << SUM_SHIFT;
+	k = (uint32_t)(top - r->top) << TOP_SHIFT;
+	sum = &r->sum[k];
+	n = nsum - k < (1u << TOP_SHIFT) ? nsum - k : (1u << TOP_SHIFT);
+	pos = 0;
+	for (uint32_t i = 1; i < n; i++)
+		pos += sum[i] <= addr;
+	pos = (k + pos) << SUM_SHIFT;
 	*len = r->nslots - pos < (1u << SUM_SHIFT) ? r->nslots - pos : (1u << SUM_SHIFT);
 	return &r->slots[pos];
 }
@@ -942,6 +959,7 @@ void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out)
 		out->bytes += (uint64_t)r->nslots * sizeof(struct slot) +
 			      (uint64_t)r->nextra * sizeof(uint32_t) +
 			      ((r->nslots >> SUM_SHIFT) + 1) * sizeof(uint64_t) +
+			      ((r->nslots >> (SUM_SHIFT + TOP_SHIFT)) + 1) * sizeof(uint64_t) +
 			      (r->nslots / FANOUT + 1) * sizeof(uint64_t);
 		for (uint32_t l = 1; l < r->nlevels; l++)
 			out->bytes += (uint64_t)r->lcount[l] * sizeof(uint64_t);
