@@ -41,8 +41,8 @@ struct ai_entry {
  * ver[ref] is the count and the ids follow, oldest first). SLOT_COVERED marks slots whose start
  * lies inside an earlier slot, SLOT_CODE_COVERED those whose start lies inside an earlier slot
  * with code in it (a version that is not a block). So the common lookup (no overlap, or a stub
- * inside its block) is a search in the summary (every 32nd start, small enough to stay cached),
- * one probe of 32 slots and a look at the one entry found (its load time, then its name):
+ * inside its block) is a search in the top keys (every 256th start, small enough to stay
+ * cached), one line of the summary (every 32nd start), one probe of 32 slots and a look at the one entry found (its load time, then its name):
  * memory latency, not instructions, is what a lookup costs.
  * lmax[l][k] is the largest end among the FANOUT^l slots under node k (level 0: slot ends);
  * pre[] lets the walk stop as soon as nothing further left can reach the address.
@@ -845,7 +845,7 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 	const struct slot *blk;
 	bool found = false;
 
-	/* The last slot with start <= addr: the summary (small enough to stay cached) gives its
+	/* The last slot with start <= addr: the top keys and one line of the summary give its
 	 * block, whose lines are fetched together before the search reads them one by one. */
 	if (!(blk = block_of(r, addr, &len)))
 		return;
