@@ -64,7 +64,7 @@ const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr,
  * fetch what their lookups will read, for all of them at once, so that their waits on memory
  * overlap rather than add up. It changes nothing and never fails. The unsorted tail, and slots
  * with several versions, are not fetched. */
-#define ADDRINDEX_PREFETCH_MAX 16
+#define ADDRINDEX_PREFETCH_MAX PERFMAP_PREFETCH_MAX
 void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size_t n);
 
 /* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */

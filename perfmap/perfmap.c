@@ -733,8 +733,6 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
 	return addrindex__lookup(pm->ix, addr, time_ns);
 }
 
-_Static_assert(PERFMAP_PREFETCH_MAX <= ADDRINDEX_PREFETCH_MAX, "a group fits the index's");
-
 void perfmap__prefetch(const struct perfmap *pm, const uint64_t *addrs, size_t n)
 {
 	for (size_t k = 0; pm && k < n; k += PERFMAP_PREFETCH_MAX)
