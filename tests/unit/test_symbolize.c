@@ -35,6 +35,8 @@
 #define HEAP_END   UINT64_C(0x7f4000001000)
 #define LATE_START UINT64_C(0x7f5000000000)	/* libfx.so mapped again, only in the later maps */
 #define LATE_END   UINT64_C(0x7f5000010000)
+#define RESV_START UINT64_C(0x7f6000000000)	/* reserved by the runtime (---p), later libfx.so */
+#define RESV_END   UINT64_C(0x7f6000010000)
 #define VDSO_START UINT64_C(0x7ffd00000000)
 #define VDSO_END   UINT64_C(0x7ffd00002000)
 
@@ -109,7 +111,14 @@ static uint64_t lib_addr(uint64_t start, const char *name, uint64_t delta)
 	return start + vaddr_to_off(lib_path, v + delta);
 }
 
-/* The maps of fake process pid; `late` adds the second libfx.so mapping. */
+/* What write_maps adds to the first maps: */
+enum {
+	MAPS_LATE = 1,		/* the second libfx.so mapping */
+	MAPS_RESERVED = 2,	/* the runtime's reserve: anonymous, no access */
+	MAPS_RESV_LIB = 4,	/* libfx.so mapped over that reserve */
+};
+
+/* The maps of fake process pid, with what `late` (MAPS_*) adds. */
 static void write_maps(int pid, int late)
 {
 	char name[16], text[2048];
@@ -122,12 +131,24 @@ static void write_maps(int pid, int late)
 		 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0 [vdso]\n",
 		 LIB_START, LIB_END, lib_ino, JIT_START, JIT_END, DLL_START, DLL_END, dll_ino,
 		 HEAP_START, HEAP_END, VDSO_START, VDSO_END);
-	if (late) {
+	if (late & MAPS_LATE) {
 		char extra[160];
 
 		snprintf(extra, sizeof(extra),
 			 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 fd:01 %lu /app/libfx.so\n",
 			 LATE_START, LATE_END, lib_ino);
+		strncat(text, extra, sizeof(text) - strlen(text) - 1);
+	}
+	if (late & (MAPS_RESERVED | MAPS_RESV_LIB)) {
+		char extra[160];
+
+		if (late & MAPS_RESV_LIB)
+			snprintf(extra, sizeof(extra),
+				 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 fd:01 %lu /app/libfx.so\n",
+				 RESV_START, RESV_END, lib_ino);
+		else
+			snprintf(extra, sizeof(extra), "%" PRIx64 "-%" PRIx64 " ---p 00000000 00:00 0 \n",
+				 RESV_START, RESV_END);
 		strncat(text, extra, sizeof(text) - strlen(text) - 1);
 	}
 	snprintf(name, sizeof(name), "%d", pid);
@@ -181,11 +202,13 @@ static int rt_poll(struct proc *p, void *state, const struct runtime_env *env)
 	return RT_READY;
 }
 
+/* Like .NET's, it claims anonymous memory it reserved for code, whatever the maps say of it. */
 static int rt_claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 {
 	rt_claims_calls++;
 	return in_file ? addr >= DLL_START && addr < DLL_START + 0x8000
-		       : addr >= JIT_START && addr < JIT_END;
+		       : (addr >= JIT_START && addr < JIT_END) ||
+				 (addr >= RESV_START && addr < RESV_END);
 }
 
 static int rt_symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_ns,
@@ -570,7 +593,7 @@ static void test_symbolize_new_mapping_found_after_maps_change(void **state)
 	fx_open(kallsyms, 0, 0);
 	p = get(1002);
 	assert_null(proc__vma(p, a));
-	write_maps(1002, 1);
+	write_maps(1002, MAPS_LATE);
 	p->maps_read_ns -= 1000000000ull;	/* a while later (re-reads wait 50 times their cost) */
 	id = symbolizer__user(fx.sym, p, a, 1, 1);
 	assert_string_equal(name_of(p, id), "fx_lib_add");
@@ -586,7 +609,7 @@ static void test_symbolize_maps_not_reread_too_soon(void **state)
 
 	fx_open(kallsyms, 0, UINT64_MAX);
 	p = get(1002);
-	write_maps(1002, 1);
+	write_maps(1002, MAPS_LATE);
 	id = symbolizer__user(fx.sym, p, a, 1, 1);
 	assert_string_equal(name_of(p, id), "[unknown]");
 	assert_false(frame_of(p, id).has_mapping);
@@ -605,7 +628,7 @@ static void test_symbolize_unmapped_frame_named_at_finish(void **state)
 
 	fx_open(kallsyms, 0, UINT64_MAX);
 	p = get(1002);
-	write_maps(1002, 1);
+	write_maps(1002, MAPS_LATE);
 	id = symbolizer__user(fx.sym, p, a, 1, p->maps_read_ns + 1);
 	assert_string_equal(name_of(p, id), "[unknown]");
 	symbolizer__stats(fx.sym, &st);
@@ -620,6 +643,42 @@ static void test_symbolize_unmapped_frame_named_at_finish(void **state)
 	assert_int_equal(st.native_named, 1);
 	/* The same address again: the named frame, from the cache. */
 	assert_int_equal(symbolizer__user(fx.sym, p, a, 1, p->maps_read_ns + 2), id);
+}
+
+/* The runtime maps an image over memory it had reserved (no access): maps read before the sample
+ * show that memory as data, and the runtime claims it as its own code. Return addresses and
+ * leaves sampled there while the maps may not be read again so soon are named at the end of the
+ * window from the maps read then: the image's code, not [unknown] runtime code. */
+static void test_symbolize_image_mapped_over_reserve_named_at_finish(void **state)
+{
+	uint64_t ret = lib_addr(RESV_START, "fx_lib_add", 3), leaf = lib_addr(RESV_START, "fx_lib_mul", 1);
+	struct symbolizer_stats st;
+	struct agg_frame f;
+	struct proc *p;
+	int64_t ir, il;
+
+	write_maps(1002, MAPS_RESERVED);
+	fx_open(kallsyms, 0, UINT64_MAX);
+	p = get(1002);
+	assert_non_null(proc__vma(p, ret));
+	write_maps(1002, MAPS_RESV_LIB);
+	ir = symbolizer__user(fx.sym, p, ret + 1, 0, p->maps_read_ns + 1);
+	il = symbolizer__user(fx.sym, p, leaf, 1, p->maps_read_ns + 1);
+	assert_false(symbolizer__ends_chain(p, ir));
+	p->maps_read_ns -= 1000000000ull;	/* the end of the window, a while later */
+	assert_int_equal(symbolizer__finish_proc(fx.sym, p), 0);
+	f = frame_of(p, ir);
+	assert_string_equal(f.name, "fx_lib_add");
+	assert_true(f.has_mapping);
+	assert_string_equal(f.mapping.filename, "/app/libfx.so");
+	assert_false(f.mapping.is_jit);
+	f = frame_of(p, il);
+	assert_string_equal(f.name, "fx_lib_mul");
+	assert_string_equal(f.mapping.filename, "/app/libfx.so");
+	symbolizer__stats(fx.sym, &st);
+	assert_int_equal(st.unknown, 0);
+	assert_int_equal(st.unmapped_named, 2);
+	assert_int_equal(st.native_named, 2);
 }
 
 /* The mapping of a native frame, as the profile shows it. */
@@ -1074,6 +1133,7 @@ int main(void)
 		T(test_symbolize_new_mapping_found_after_maps_change),
 		T(test_symbolize_maps_not_reread_too_soon),
 		T(test_symbolize_unmapped_frame_named_at_finish),
+		T(test_symbolize_image_mapped_over_reserve_named_at_finish),
 		T(test_symbolize_frame_gives_mapping),
 		T(test_symbolize_return_address_in_data_ends_chain),
 		T(test_symbolize_data_in_older_maps_does_not_end_chain),

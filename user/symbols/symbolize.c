@@ -96,8 +96,9 @@ struct frame {
 	uint8_t kind;		/* NK_* of a native frame */
 	uint8_t unnamed;	/* counted as .NET unnamed, for this reason (enum rt_unnamed) */
 	uint8_t off_code;	/* a return address in memory that holds no code (symbolizer__ends_chain) */
-	uint8_t unmapped;	/* in no mapping of maps read too recently to read again: tried
-				 * again in finish, with the maps read then */
+	uint8_t unmapped;	/* in no mapping, or in data, of maps read before the sample and
+				 * too recently to read again: tried again in finish, with the
+				 * maps read then */
 	uint32_t file;		/* symfile index + 1, 0: none */
 };
 
@@ -689,6 +690,13 @@ static int is_data(const struct vma *v)
 	return v->kind == VMA_ANON && !v->exec;
 }
 
+/* Whether maps that show addr in v (NULL: in no mapping) may not tell what ran there at time_ns:
+ * they were read before it, and show no code there. */
+static int stale_at(const struct proc *p, const struct vma *v, uint64_t time_ns)
+{
+	return (!v || is_data(v)) && p->maps_read_ns <= time_ns;
+}
+
 /* The frame id of lookup address addr in p (named now, or pending for the runtime). */
 static int name_user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,
 			   struct frame *fr, const struct vma *v, int leaf);
@@ -722,12 +730,12 @@ static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_sy
 	}
 
 	/* A mapping we have not seen yet: the process mapped something since we last looked; or
-	 * data where a return address should be, in maps older than the sample. */
+	 * data where code should be, in maps older than the sample (the runtime maps its images
+	 * over memory it reserved without access). */
 	v = proc__vma(p, addr);
-	if ((!v || (!leaf && is_data(v) && p->maps_read_ns <= time_ns)) &&
-	    !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+	if ((!v || stale_at(p, v, time_ns)) && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
 		v = proc__vma(p, addr);
-	if (!v && !p->gone && p->maps_read_ns <= time_ns) {
+	if (stale_at(p, v, time_ns) && !p->gone) {
 		fr->unmapped = 1;	/* the maps are older than the sample: again in finish */
 		ps->nunmapped++;
 	}
@@ -987,8 +995,8 @@ int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_r
 		goto out;
 	}
 	v = proc__vma(p, r->ip);
-	if (!v && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
-		v = proc__vma(p, r->ip);
+	if ((!v || !v->exec) && !proc__refresh_maps(p, sym->opts.maps_refresh_ns))
+		v = proc__vma(p, r->ip);	/* mapped since (an image over a reserve) */
 	if (!v || !v->exec) {
 		o = LEAF_NO_CODE;
 		goto out;
@@ -1136,9 +1144,9 @@ static int rename_frames(struct symbolizer *sym, struct proc *p)
 	return 0;
 }
 
-/* Frames in no mapping of maps read before their sample, left [unknown] because the maps could
- * not be read again so soon: named now from the maps as they are (read again if they may be
- * yet; else the next window tries). */
+/* Frames in no mapping, or in data, of maps read before their sample, left [unknown] (or to the
+ * runtime) because the maps could not be read again so soon: named now from the maps as they are
+ * (read again if they may be yet; else the next window tries). */
 static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_syms *ps)
 {
 	if (!ps || !ps->nunmapped || proc__refresh_maps(p, 0))
@@ -1151,9 +1159,18 @@ static int retry_unmapped(struct symbolizer *sym, struct proc *p, struct proc_sy
 			continue;
 		fr->unmapped = 0;
 		ps->nunmapped--;
-		if (fr->pending || !(v = proc__vma(p, fr->addr)))
-			continue;	/* the runtime's to name; or in no mapping still */
-		sym->stats.unknown--;
+		if (!(v = proc__vma(p, fr->addr)) || is_data(v))
+			continue;	/* no code there still */
+		if (fr->pending) {
+			/* claimed by the runtime as its own anonymous code: the runtime's to name,
+			 * unless a file is mapped there now (an image over the runtime's reserve) */
+			if (v->kind != VMA_FILE)
+				continue;
+			fr->pending = 0;
+			ps->npending--;
+		} else {
+			sym->stats.unknown--;
+		}
 		sym->stats.unmapped_named++;
 		fr->map = 0;
 		if (name_user_frame(sym, p, ps, fr, v, 1))

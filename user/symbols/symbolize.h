@@ -37,8 +37,8 @@ struct symbolizer_stats {
 	uint32_t refused_named[SYM_REFUSED_NAMED];	/* "binary (pid N): debug file", string ids */
 	uint32_t n_refused_named;
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */
-	uint64_t unmapped_named;	/* in no mapping when first seen (maps not read again so
-					 * soon), named at the end of the window */
+	uint64_t unmapped_named;	/* in no mapping, or in data, when first seen (maps not
+					 * read again so soon), named at the end of the window */
 	uint64_t off_code;	/* return addresses in anonymous data memory (symbolizer__ends_chain) */
 	uint64_t kernel;
 	uint64_t forgotten;	/* frames freed with their exited process */
