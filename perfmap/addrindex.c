@@ -656,21 +656,23 @@ static int run_merge(const struct addrindex *ix, const struct run *a, const stru
 	return err;
 }
 
-/* Keep each run more than GROWTH times bigger than the next one. */
-static void runs_compact(struct addrindex *ix)
+/* Keep each run more than GROWTH times bigger than the next one; all: merge them all into one.
+ * 0, or -ENOMEM (more runs to search, still correct). */
+static int runs_compact(struct addrindex *ix, bool all)
 {
 	while (ix->nruns >= 2 &&
-	       ix->runs[ix->nruns - 2].nver <= (uint64_t)GROWTH * ix->runs[ix->nruns - 1].nver) {
+	       (all || ix->runs[ix->nruns - 2].nver <= (uint64_t)GROWTH * ix->runs[ix->nruns - 1].nver)) {
 		struct run merged;
 
 		if (run_merge(ix, &ix->runs[ix->nruns - 2], &ix->runs[ix->nruns - 1], &merged))
-			return;	/* out of memory: more runs to search, still correct */
+			return -ENOMEM;
 		run_free(&ix->runs[ix->nruns - 2]);
 		run_free(&ix->runs[ix->nruns - 1]);
 		ix->runs[ix->nruns - 2] = merged;
 		ix->nruns--;
 		ix->merges++;
 	}
+	return 0;
 }
 
 /* The first chunk grew by quarters while the process compiled; between bursts it keeps a
@@ -697,7 +699,7 @@ int addrindex__flush(struct addrindex *ix)
 	if (!ix || ix->indexed == ix->n)
 		return 0;
 	if (ix->nruns == MAX_RUNS) {
-		runs_compact(ix);
+		runs_compact(ix, false);
 		if (ix->nruns == MAX_RUNS)
 			return -ENOMEM;
 	}
@@ -727,13 +729,29 @@ int addrindex__flush(struct addrindex *ix)
 		ix->nruns++;
 	}
 	ix->indexed = ix->n;
-	runs_compact(ix);
+	runs_compact(ix, false);
 	shrink_chunk0(ix);
 	err = 0;
 out_free:
 	free(keys);
 	free(tmp);
 	return err;
+}
+
+int addrindex__settle(struct addrindex *ix)
+{
+	uint64_t rest = 0;
+	int err;
+
+	if (!ix)
+		return 0;
+	if ((err = addrindex__flush(ix)))
+		return err;
+	for (uint32_t i = 1; i < ix->nruns; i++)
+		rest += ix->runs[i].nver;
+	if (!rest || rest * ADDRINDEX_SETTLE_SHARE < ix->runs[0].nver)
+		return 0;
+	return runs_compact(ix, true);
 }
 
 /* ---- lookup ------------------------------------------------------------------------------- */

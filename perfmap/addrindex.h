@@ -70,6 +70,13 @@ void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size
 /* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */
 int addrindex__flush(struct addrindex *ix);
 
+/* The process has stopped compiling for now: flush, then merge every run into one, so a lookup
+ * searches one run. Done only when the runs after the first hold at least 1/ADDRINDEX_SETTLE_SHARE
+ * of its ranges, so a trickle of late methods does not copy the whole index again and again.
+ * Returns 0 or -ENOMEM (the runs stay as they were: still correct). NULL-safe. */
+#define ADDRINDEX_SETTLE_SHARE 64
+int addrindex__settle(struct addrindex *ix);
+
 uint64_t addrindex__count(const struct addrindex *ix);
 void addrindex__shape(const struct addrindex *ix, struct addrindex_shape *out);
 

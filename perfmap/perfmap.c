@@ -644,8 +644,12 @@ static int64_t read_fd(struct perfmap *pm, int fd, uint64_t *off, const uint64_t
 			*stale = true;
 		return -ESTALE;	/* truncated: the file was rewritten, e.g. for a reused pid */
 	}
-	if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == *off)
-		return 0;	/* nothing new: the common poll */
+	if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == *off) {
+		/* Nothing new, the common poll: the process has stopped compiling for now, and
+		 * what it compiled in runs becomes one run, for lookups to search once. */
+		addrindex__settle(pm->ix);
+		return 0;
+	}
 	/* Held only while reading: fifty idle processes would otherwise keep fifty buffers. */
 	if (!(buf = malloc(READ_BUF)))
 		return -ENOMEM;
@@ -750,6 +754,7 @@ void perfmap__stats(const struct perfmap *pm, struct perfmap_stats *out)
 	*out = pm->st;
 	addrindex__shape(pm->ix, &sh);
 	out->entries = sh.entries - sh.hidden;
+	out->runs = sh.runs;
 	out->jitdump_partial = jd_reader_partial(&pm->jd);
 	out->partial = pm->map.len + out->jitdump_partial;
 	/* What this perfmap holds on its own (the names it refers to are shared: counted apart). */

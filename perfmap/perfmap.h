@@ -48,6 +48,8 @@ struct perfmap_stats {
 	uint64_t jitdump_partial;	/* bytes of the unfinished jitdump record (part of partial); if it
 				 * never completes the writer gave up (runtime 10.0.12 does, on a
 				 * 64 KiB stub block: see perfmap/README.md) */
+	uint32_t runs;		/* sorted runs a lookup searches: a read that finds nothing new
+				 * merges them into one (addrindex__settle) */
 };
 
 struct perfmap_limits {

@@ -1,9 +1,11 @@
 /* bench_perfmap.c: perf map / jitdump parse throughput and lookup cost on 1M synthetic .NET lines. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "perfmap.h"
 
@@ -373,6 +375,7 @@ int main(void)
 	char *map;
 	uint8_t *jd;
 	long rss0, rss1 = 0;
+	uint32_t runs;
 
 	if (!lines)
 		return 1;
@@ -411,7 +414,16 @@ int main(void)
 	bench_lookups(pm, lines, LINES, "(1 feed)");
 	perfmap__free(pm);
 
-	/* 2. incremental: 5000-line reads, a lookup after each (index rebuilt lazily) */
+	/* 2. incremental: 5000 lines appended to a file and read, a lookup after each (index
+	 * rebuilt lazily), as the process compiles; then a read that finds nothing new */
+	char tpath[] = "/tmp/bench_perfmap.XXXXXX";
+	int wfd = mkstemp(tpath), rfd = wfd < 0 ? -1 : open(tpath, O_RDONLY);
+
+	if (wfd < 0 || rfd < 0) {
+		perror("bench_perfmap: a temporary file");
+		return 1;
+	}
+	unlink(tpath);
 	pm = perfmap__new(NULL);
 	if (!pm)
 		return 1;
@@ -425,16 +437,28 @@ int main(void)
 			end = end ? end + 1 : map + len;
 		}
 		n = (size_t)(end - (map + off));
-		if (perfmap__feed_map(pm, map + off, n))
+		if (write(wfd, map + off, n) != (ssize_t)n || perfmap__read_map_fd(pm, rfd) != (int64_t)n)
 			return 1;
 		off += n;
 		perfmap__lookup(pm, lines[done < LINES ? done : 0].start, 0);
 	}
 	t1 = now_s();
-	printf("  incremental: %d-line feeds + a lookup after each: %.3f s total = %.0f MB/s\n", CHUNK_LINES,
-	       t1 - t0, len / 1e6 / (t1 - t0));
+	perfmap__stats(pm, &st);
+	printf("  incremental: %d lines appended and read + a lookup after each: %.3f s total = %.0f MB/s\n",
+	       CHUNK_LINES, t1 - t0, len / 1e6 / (t1 - t0));
 	bench_lookups(pm, lines, LINES, "(runs)");
+	runs = st.runs;
+	t0 = now_s();
+	if (perfmap__read_map_fd(pm, rfd) != 0)
+		return 1;
+	t1 = now_s();
+	perfmap__stats(pm, &st);
+	printf("  a read that finds nothing new merges the %u runs into %u in %.3f s\n", runs, st.runs,
+	       t1 - t0);
+	bench_lookups(pm, lines, LINES, "(settled)");
 	perfmap__free(pm);
+	close(wfd);
+	close(rfd);
 	free(map);
 
 	/* 3. jitdump: 300k code-load records with code bytes */

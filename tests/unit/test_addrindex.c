@@ -308,6 +308,60 @@ static void test_addrindex_tier_table(void **state)
 	assert_int_equal(sh.tiers_dropped, 45);
 }
 
+/* Runs appended while the process compiled are merged into one once it stops (a lookup then
+ * searches one run, not a dozen); a few ranges appended after that stay a small run of their
+ * own until they are worth a merge. Answers never change. */
+static void test_addrindex_settle_merges_runs(void **state)
+{
+	struct addrindex *ix = *state;
+	struct addrindex_shape sh;
+	static char names[1100][12];
+
+	for (uint32_t i = 0; i < 1000; i++) {
+		snprintf(names[i], sizeof(names[i]), "m%u", i);
+		assert_int_equal(add(ix, 0x100000 + (uint64_t)((i * 7919) % 1000) * 0x100, 0x80, 0,
+				     i, names[i], 0), i);
+		if (i % 50 == 49)
+			assert_int_equal(addrindex__flush(ix), 0);	/* a poll, a lookup */
+	}
+	addrindex__shape(ix, &sh);
+	assert_true(sh.runs > 1);
+	assert_int_equal(addrindex__settle(ix), 0);
+	addrindex__shape(ix, &sh);
+	assert_int_equal(sh.runs, 1);
+	assert_int_equal(sh.tail, 0);
+	assert_int_equal(sh.slots, 1000);
+	for (uint32_t i = 0; i < 1000; i++) {
+		uint64_t a = 0x100000 + (uint64_t)((i * 7919) % 1000) * 0x100;
+
+		assert_string_equal(name_at(ix, a + 0x7f, 0), names[i]);
+		assert_null(name_at(ix, a + 0x80, 0));
+	}
+	/* a few late ones: a run of their own, too small to merge the thousand again for */
+	for (uint32_t i = 1000; i < 1010; i++) {
+		snprintf(names[i], sizeof(names[i]), "late%u", i);
+		assert_int_equal(add(ix, 0x100000 + (uint64_t)(i - 1000) * 0x100 + 0x80, 0x40, 0, i,
+				     names[i], 0), i);
+	}
+	assert_int_equal(addrindex__settle(ix), 0);
+	addrindex__shape(ix, &sh);
+	assert_int_equal(sh.runs, 2);
+	assert_int_equal(sh.tail, 0);
+	assert_string_equal(name_at(ix, 0x100080, 0), "late1000");
+	assert_string_equal(name_at(ix, 0x100000, 0), names[0]);
+	/* ... until they are */
+	for (uint32_t i = 1010; i < 1100; i++) {
+		snprintf(names[i], sizeof(names[i]), "late%u", i);
+		assert_int_equal(add(ix, 0x200000 + (uint64_t)i * 0x100, 0x40, 0, i, names[i], 0), i);
+	}
+	assert_int_equal(addrindex__settle(ix), 0);
+	addrindex__shape(ix, &sh);
+	assert_int_equal(sh.runs, 1);
+	assert_string_equal(name_at(ix, 0x100080, 0), "late1000");
+	assert_string_equal(name_at(ix, 0x200000 + 1099 * 0x100, 0), "late1099");
+	assert_int_equal(addrindex__settle(NULL), 0);
+}
+
 static void test_addrindex_matches_brute_force(void **state)
 {
 	struct addrindex *ix = *state;
@@ -346,6 +400,9 @@ static void test_addrindex_matches_brute_force(void **state)
 			addrindex__hide(ix, h);
 			r[h].hidden = true;
 		}
+		/* now and then the process stops compiling for a while */
+		if (i % 997 == 0)
+			assert_int_equal(addrindex__settle(ix), 0);
 		/* interleave lookups with appends: tails, runs and merges all get exercised */
 		if (i % 37 == 0 || i == N - 1) {
 			uint64_t as[Q], ts[Q];
@@ -409,6 +466,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_addrindex_hidden_entries_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_deep_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_tier_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_settle_merges_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_matches_brute_force, setup, teardown),
 	};
 

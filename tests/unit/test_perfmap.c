@@ -502,6 +502,7 @@ static void test_perfmap_twins_after_jitdump_stalls(void **state)
 	assert_true(perfmap__read_map_fd(pm, f.mfd) > 0);
 	assert_true(perfmap__read_jitdump_fd(pm, f.jfd) > 0);
 	assert_true(stats(pm).jitdump_partial > 0);
+	assert_int_equal(perfmap__read_map_fd(pm, f.mfd), 0);	/* nothing new: runs merged */
 	before = stats(pm).held_bytes;
 	perfmap__set_feed_time(pm, 20000000000ull);	/* 19 s later: not yet */
 	assert_int_equal(perfmap__read_jitdump_fd(pm, f.jfd), 0);
@@ -701,6 +702,36 @@ static void test_perfmap_read_fd_incremental(void **state)
 	close(rfd);
 }
 
+/* While the process compiles, each poll's lines become a run of their own for the lookups after
+ * it; the first poll that finds nothing new merges them into one, for lookups to search once. */
+static void test_perfmap_quiet_read_merges_runs(void **state)
+{
+	struct ctx *c = *state;
+	int rfd = open(c->path, O_RDONLY);
+	char line[64];
+
+	assert_true(rfd >= 0);
+	for (int poll = 0; poll < 8; poll++) {
+		for (int i = 0; i < 100; i++) {
+			snprintf(line, sizeof(line), "%x 10 m%d_%d\n", 0x100000 + (poll * 100 + i) * 0x20,
+				 poll, i);
+			write_all(c->fd, line);
+		}
+		assert_true(perfmap__read_map_fd(c->pm, rfd) > 0);
+		assert_string_equal(perfmap__lookup(c->pm, 0x100000 + poll * 100 * 0x20, 0)->name,
+				    (snprintf(line, sizeof(line), "m%d_0", poll), line));
+	}
+	assert_true(stats(c->pm).runs > 1);
+	assert_int_equal(perfmap__read_map_fd(c->pm, rfd), 0);
+	assert_int_equal(stats(c->pm).runs, 1);
+	for (int k = 0; k < 800; k += 7) {
+		snprintf(line, sizeof(line), "m%d_%d", k / 100, k % 100);
+		assert_string_equal(perfmap__lookup(c->pm, 0x100000 + k * 0x20 + 0xf, 0)->name, line);
+		assert_null(perfmap__lookup(c->pm, 0x100000 + k * 0x20 + 0x10, 0));
+	}
+	close(rfd);
+}
+
 static void test_perfmap_read_fd_file_cap(void **state)
 {
 	struct ctx *c = *state;
@@ -825,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap_filter_answers_as_whole),
 		cmocka_unit_test_setup_teardown(test_perfmap_feed_time_orders_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_incremental, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_perfmap_quiet_read_merges_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_read_fd_file_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_real_runtime_fixture, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_null_safe, setup, teardown),
