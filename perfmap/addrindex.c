@@ -79,6 +79,16 @@ struct run {
 	uint64_t *lmax[MAX_LEVELS];	/* lmax[0] unused: level 0 reads slots[].end */
 };
 
+/* What addrindex__prefetch found for one address, for the lookup that follows it: the slot it
+ * falls on in each run (NULL: before the run). Kept for indexes of at most HINT_RUNS runs (a
+ * settled one has one, maybe a small second). */
+#define HINT_RUNS	2
+
+struct hint {
+	uint64_t addr;
+	const struct slot *sl[HINT_RUNS];
+};
+
 struct addrindex {
 	struct ai_entry **chunks;
 	uint32_t nchunks;
@@ -92,6 +102,10 @@ struct addrindex {
 	uint64_t merges;
 	uint32_t nruns;
 	struct run runs[MAX_RUNS];	/* runs[0] is the oldest and biggest */
+	uint64_t runs_gen;	/* changes whenever the runs do */
+	struct hint hints[ADDRINDEX_PREFETCH_MAX];	/* the last prefetch's, valid while */
+	uint64_t hints_gen;	/* ... this is runs_gen */
+	uint32_t nhints, hint_next;	/* hint_next: where the next lookup's is, most likely */
 	const char **tiers;
 	uint32_t ntiers, tiers_cap;
 	uint8_t last_tier;
@@ -671,6 +685,7 @@ static int runs_compact(struct addrindex *ix, bool all)
 		ix->runs[ix->nruns - 2] = merged;
 		ix->nruns--;
 		ix->merges++;
+		ix->runs_gen++;
 	}
 	return 0;
 }
@@ -727,6 +742,7 @@ int addrindex__flush(struct addrindex *ix)
 		if (err)
 			goto out_free;
 		ix->nruns++;
+		ix->runs_gen++;
 	}
 	ix->indexed = ix->n;
 	runs_compact(ix, false);
@@ -856,19 +872,30 @@ static const struct slot *slot_in_block(const struct slot *blk, uint32_t len, ui
 	return blk;
 }
 
-static void run_search(const struct addrindex *ix, const struct run *r, uint64_t addr, uint64_t t,
-		       struct best *b)
+/* The last slot of run r with start <= addr (NULL: addr lies before the run): the top keys and one
+ * line of the summary give its block, whose lines are fetched together before the search reads
+ * them one by one. */
+static const struct slot *slot_of(const struct run *r, uint64_t addr)
 {
-	uint32_t level = 0, pos, len, id;
+	const struct slot *blk;
+	uint32_t len;
+
+	if (!(blk = block_of(r, addr, &len)))
+		return NULL;
+	fetch_block(blk, len);
+	return slot_in_block(blk, len, addr);
+}
+
+/* hinted: slot_of(r, addr) as a hint found it, or NULL to search. */
+static void run_search(const struct addrindex *ix, const struct run *r, uint64_t addr, uint64_t t,
+		       const struct slot *const *hinted, struct best *b)
+{
+	uint32_t level = 0, pos, id;
 	const struct slot *blk;
 	bool found = false;
 
-	/* The last slot with start <= addr: the top keys and one line of the summary give its
-	 * block, whose lines are fetched together before the search reads them one by one. */
-	if (!(blk = block_of(r, addr, &len)))
+	if (!(blk = hinted ? *hinted : slot_of(r, addr)))
 		return;
-	fetch_block(blk, len);
-	blk = slot_in_block(blk, len, addr);
 	pos = (uint32_t)(blk - r->slots);
 	if (slot_end(blk) > addr && slot_pick(ix, r, blk, t, &id)) {
 		/* Any other slot holding addr starts before this one and so covers its start. If
@@ -899,13 +926,20 @@ static void run_search(const struct addrindex *ix, const struct run *r, uint64_t
 	}
 }
 
-void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size_t n)
+void addrindex__prefetch(struct addrindex *ix, const uint64_t *addrs, size_t n)
 {
 	const struct slot *sl[ADDRINDEX_PREFETCH_MAX];
 	uint32_t len[ADDRINDEX_PREFETCH_MAX];
+	bool keep;
 
 	if (!ix || n > ADDRINDEX_PREFETCH_MAX)
 		return;
+	keep = ix->nruns <= HINT_RUNS;
+	ix->nhints = keep ? (uint32_t)n : 0;
+	ix->hint_next = 0;
+	ix->hints_gen = ix->runs_gen;
+	for (size_t k = 0; keep && k < n; k++)
+		ix->hints[k] = (struct hint){ .addr = addrs[k] };
 	/* Run by run, one step of every lookup after the other, each step's loads all in flight
 	 * before the next step needs them: the blocks, then the entries their slots name, then
 	 * the names. */
@@ -919,6 +953,8 @@ void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size
 			if (!sl[k])
 				continue;
 			sl[k] = slot_in_block(sl[k], len[k], addrs[k]);
+			if (keep)
+				ix->hints[k].sl[i] = sl[k];
 			if (slot_end(sl[k]) <= addrs[k] || (sl[k]->len & SLOT_MULTI)) {
 				sl[k] = NULL;	/* a miss, or several versions (rare): found as it is */
 				continue;
@@ -932,16 +968,37 @@ void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size
 	}
 }
 
+/* The slots the last hint found for addr in each run, or NULL: not told, or the runs changed
+ * since. Lookups come in the order they were told: the next one is tried first. */
+static const struct slot *const *hinted(struct addrindex *ix, uint64_t addr)
+{
+	uint32_t at = ix->hint_next;
+
+	if (!ix->nhints || ix->hints_gen != ix->runs_gen)
+		return NULL;
+	if (at >= ix->nhints || ix->hints[at].addr != addr)
+		for (at = 0; at < ix->nhints && ix->hints[at].addr != addr; at++)
+			;
+	if (at == ix->nhints) {
+		ix->nhints = 0;	/* an address not told: the group's lookups are over */
+		return NULL;
+	}
+	ix->hint_next = at + 1;
+	return ix->hints[at].sl;
+}
+
 const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr, uint64_t time_ns)
 {
+	const struct slot *const *h;
 	struct best b = { 0 };
 
 	if (!ix)
 		return NULL;
 	if (ix->n - ix->indexed > TAIL_SCAN)
 		addrindex__flush(ix);	/* on failure the tail is scanned below */
+	h = hinted(ix, addr);
 	for (uint32_t i = 0; i < ix->nruns; i++)
-		run_search(ix, &ix->runs[i], addr, time_ns, &b);
+		run_search(ix, &ix->runs[i], addr, time_ns, h ? &h[i] : NULL, &b);
 	for (uint32_t id = ix->indexed; id < ix->n; id++) {
 		const struct ai_entry *e = entry(ix, id);
 

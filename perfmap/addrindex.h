@@ -62,10 +62,11 @@ const struct perfmap_sym *addrindex__lookup(struct addrindex *ix, uint64_t addr,
 
 /* A hint before looking up several addresses (at most ADDRINDEX_PREFETCH_MAX) one after another:
  * fetch what their lookups will read, for all of them at once, so that their waits on memory
- * overlap rather than add up. It changes nothing and never fails. The unsorted tail, and slots
- * with several versions, are not fetched. */
+ * overlap rather than add up. Their lookups, while the runs stay as they are, start from the slots
+ * it found instead of searching again (kept for indexes of one or two runs). It changes no answer
+ * and never fails. The unsorted tail, and slots with several versions, are not fetched. */
 #define ADDRINDEX_PREFETCH_MAX PERFMAP_PREFETCH_MAX
-void addrindex__prefetch(const struct addrindex *ix, const uint64_t *addrs, size_t n);
+void addrindex__prefetch(struct addrindex *ix, const uint64_t *addrs, size_t n);
 
 /* Sort the tail into runs now (lookup does it lazily). Returns 0 or -ENOMEM. */
 int addrindex__flush(struct addrindex *ix);

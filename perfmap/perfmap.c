@@ -737,7 +737,7 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
 	return addrindex__lookup(pm->ix, addr, time_ns);
 }
 
-void perfmap__prefetch(const struct perfmap *pm, const uint64_t *addrs, size_t n)
+void perfmap__prefetch(struct perfmap *pm, const uint64_t *addrs, size_t n)
 {
 	for (size_t k = 0; pm && k < n; k += PERFMAP_PREFETCH_MAX)
 		addrindex__prefetch(pm->ix, addrs + k,

@@ -362,6 +362,43 @@ static void test_addrindex_settle_merges_runs(void **state)
 	assert_int_equal(addrindex__settle(NULL), 0);
 }
 
+/* Lookups told first reuse what the hint found; if the runs change between the hint and the
+ * lookups (new ranges sorted in, runs merged), the lookups search again and answer by the index as
+ * it is then. */
+static void test_addrindex_hint_outlived_by_new_runs(void **state)
+{
+	struct addrindex *ix = *state;
+	uint64_t addrs[3] = { 0x100000 + 5 * 0x100 + 8, 0x100000 + 77 * 0x100 + 8, 0x50 };
+	static char names[300][12];
+
+	for (uint32_t i = 0; i < 200; i++) {
+		snprintf(names[i], sizeof(names[i]), "m%u", i);
+		assert_int_equal(add(ix, 0x100000 + (uint64_t)i * 0x100, 0x80, 0, i, names[i], 0), i);
+	}
+	assert_int_equal(addrindex__flush(ix), 0);
+	addrindex__prefetch(ix, addrs, 3);
+	assert_string_equal(name_at(ix, addrs[0], 0), "m5");
+	assert_string_equal(name_at(ix, addrs[1], 0), "m77");
+	assert_null(name_at(ix, addrs[2], 0));
+	/* told, then the method at addrs[0] is compiled again over it, and that is sorted in */
+	addrindex__prefetch(ix, addrs, 3);
+	for (uint32_t i = 200; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "n%u", i);
+		assert_int_equal(add(ix, i == 200 ? 0x100000 + 5 * 0x100 : 0x900000 + (uint64_t)i * 0x100,
+				     0x80, 0, i, names[i], 0), i);
+	}
+	assert_int_equal(addrindex__flush(ix), 0);
+	assert_string_equal(name_at(ix, addrs[0], 0), "n200");
+	assert_string_equal(name_at(ix, addrs[1], 0), "m77");
+	/* told, then the runs merged into one */
+	addrindex__prefetch(ix, addrs, 3);
+	assert_int_equal(addrindex__settle(ix), 0);
+	assert_string_equal(name_at(ix, addrs[0], 0), "n200");
+	assert_string_equal(name_at(ix, addrs[1], 0), "m77");
+	assert_string_equal(name_at(ix, 0x900000 + 299 * 0x100, 0), "n299");
+	assert_null(name_at(ix, addrs[2], 0));
+}
+
 static void test_addrindex_matches_brute_force(void **state)
 {
 	struct addrindex *ix = *state;
@@ -467,6 +504,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_addrindex_deep_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_tier_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_settle_merges_runs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addrindex_hint_outlived_by_new_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addrindex_matches_brute_force, setup, teardown),
 	};
 
