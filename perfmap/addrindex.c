@@ -102,9 +102,7 @@ struct addrindex {
 	uint64_t merges;
 	uint32_t nruns;
 	struct run runs[MAX_RUNS];	/* runs[0] is the oldest and biggest */
-	uint64_t runs_gen;	/* changes whenever the runs do */
-	struct hint hints[ADDRINDEX_PREFETCH_MAX];	/* the last prefetch's, valid while */
-	uint64_t hints_gen;	/* ... this is runs_gen */
+	struct hint hints[ADDRINDEX_PREFETCH_MAX];	/* the last prefetch's, until the runs change */
 	uint32_t nhints, hint_next;	/* hint_next: where the next lookup's is, most likely */
 	const char **tiers;
 	uint32_t ntiers, tiers_cap;
@@ -685,7 +683,7 @@ static int runs_compact(struct addrindex *ix, bool all)
 		ix->runs[ix->nruns - 2] = merged;
 		ix->nruns--;
 		ix->merges++;
-		ix->runs_gen++;
+		ix->nhints = 0;	/* their slots are gone */
 	}
 	return 0;
 }
@@ -742,7 +740,7 @@ int addrindex__flush(struct addrindex *ix)
 		if (err)
 			goto out_free;
 		ix->nruns++;
-		ix->runs_gen++;
+		ix->nhints = 0;	/* they name no slot of the new run */
 	}
 	ix->indexed = ix->n;
 	runs_compact(ix, false);
@@ -937,7 +935,6 @@ void addrindex__prefetch(struct addrindex *ix, const uint64_t *addrs, size_t n)
 	keep = ix->nruns <= HINT_RUNS;
 	ix->nhints = keep ? (uint32_t)n : 0;
 	ix->hint_next = 0;
-	ix->hints_gen = ix->runs_gen;
 	for (size_t k = 0; keep && k < n; k++)
 		ix->hints[k] = (struct hint){ .addr = addrs[k] };
 	/* Run by run, one step of every lookup after the other, each step's loads all in flight
@@ -974,7 +971,7 @@ static const struct slot *const *hinted(struct addrindex *ix, uint64_t addr)
 {
 	uint32_t at = ix->hint_next;
 
-	if (!ix->nhints || ix->hints_gen != ix->runs_gen)
+	if (!ix->nhints)
 		return NULL;
 	if (at >= ix->nhints || ix->hints[at].addr != addr)
 		for (at = 0; at < ix->nhints && ix->hints[at].addr != addr; at++)

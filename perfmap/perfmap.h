@@ -94,8 +94,9 @@ const struct perfmap_sym *perfmap__lookup(struct perfmap *pm, uint64_t addr, uin
  * ranges waits on two loads from memory in a row (its slot block, then its entry) and its caller
  * on a third (the name); fetched for PERFMAP_PREFETCH_MAX addresses at once, these waits overlap.
  * Give it at most that many addresses ahead of their lookups (more are fetched in groups, the
- * first ones evicted again by the last). The lookups that follow, in any order, start from what it
- * found rather than search again. It changes no answer and never fails.
+ * first ones evicted again by the last). Their lookups then start from what it found rather than
+ * search again, until a lookup of an address not told or new code read ends the group. It changes
+ * no answer and never fails.
  */
 #define PERFMAP_PREFETCH_MAX 16
 void perfmap__prefetch(struct perfmap *pm, const uint64_t *addrs, size_t n);
