@@ -179,6 +179,10 @@ done
 kill -TERM "$agent"
 wait "$agent" || { cat "$TMP/idle.agent"; fail "agent exited non-zero"; }
 note "agent with 4 idle + 1 bursty fake .NET processes (200,000-line perf maps): RSS max $((rss_max / 1024)) MiB"
+# All five maps read whole took 226 MiB; the idle ones never read and the bursty one read sparsely
+# stay far below 120.
+[ "$rss_max" -gt 0 ] && le "$((rss_max / 1024))" 120 ||
+	fail "agent RSS max $((rss_max / 1024)) MiB with idle processes' perf maps (all read whole: 226 MiB)"
 for p in "${idle_pids[@]}"; do
 	grep -q "\.NET pid $p .*not sampled yet: nothing read; 0 code ranges" "$TMP/idle.agent" ||
 		{ grep "pid $p " "$TMP/idle.agent"; fail "idle process $p: its perf map was read"; }

@@ -228,10 +228,13 @@ void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
 		struct proc *p = proctab__at(pt, i);
 		char desc[RT__MAX * (RUNTIME_DESC_MAX + 2)];
 
-		if (!p || !runtime__has(p, RT_DOTNET))
+		if (!p)
 			continue;
 		runtime__describe(p, desc, sizeof(desc));
-		fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+		if (runtime__has(p, RT_DOTNET))
+			fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+		else if (desc[0])	/* a span table or a process context in a process that is not .NET */
+			fprintf(f, "%spid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
 	}
 }
 
