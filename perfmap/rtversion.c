@@ -4,6 +4,7 @@
 #include "rtversion.h"
 #include "rootfs.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -235,4 +236,97 @@ const char *rtversion__withheld_name(enum rtwithheld w)
 	default:
 		return "";
 	}
+}
+
+/* Every runtime under dir (a self-contained app's directory, or a dotnet root's
+ * shared/Microsoft.NETCore.App/<version>/): 1 when some were found and all may be enabled, 0 when
+ * one may not (reason set), -ENOENT when none was found. */
+static int runtimes_in(const char *dir, int frameworks, char *reason, size_t len)
+{
+	char path[4096];
+	struct rtversion v;
+	struct rtgate g;
+	int found = 0;
+
+	if (!frameworks) {
+		snprintf(path, sizeof(path), "%s/libcoreclr.so", dir);
+		if (access(path, F_OK))
+			return -ENOENT;
+		rtversion__gate(rtversion__read(AT_FDCWD, path, &v) ? NULL : &v, &g);
+		if (!g.may_enable)
+			snprintf(reason, len, "%s", g.reason);
+		return g.may_enable;
+	} else {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s/shared/Microsoft.NETCore.App", dir);
+		if (!(d = opendir(path)))
+			return -ENOENT;
+		while ((de = readdir(d))) {
+			char lib[4096 + 512];
+
+			if (de->d_name[0] == '.')
+				continue;
+			if (snprintf(lib, sizeof(lib), "%s/%s/libcoreclr.so", path, de->d_name) >=
+			    (int)sizeof(lib) || access(lib, F_OK))
+				continue;
+			found = 1;
+			rtversion__gate(rtversion__read(AT_FDCWD, lib, &v) ? NULL : &v, &g);
+			if (!g.may_enable) {
+				snprintf(reason, len, "%s (%s)", g.reason, lib);
+				closedir(d);
+				return 0;
+			}
+		}
+		closedir(d);
+		return found ? 1 : -ENOENT;
+	}
+}
+
+int rtversion__command_may_enable(const char *cmd, char *reason, size_t len)
+{
+	static const char *const roots[] = { "/usr/share/dotnet", "/usr/lib/dotnet",
+					     "/usr/lib64/dotnet" };
+	char exe[4096], dir[4096], *slash;
+	const char *root = getenv("DOTNET_ROOT");
+	int r;
+
+	snprintf(reason, len, "perf maps not turned on at start: no .NET runtime found for the "
+		 "command (turned on over the diagnostics IPC if its runtime allows)");
+	/* The command as execvp finds it. */
+	if (strchr(cmd, '/')) {
+		snprintf(exe, sizeof(exe), "%s", cmd);
+	} else {
+		const char *p = getenv("PATH");
+
+		exe[0] = 0;
+		while (p && *p && !exe[0]) {
+			size_t n = strcspn(p, ":");
+
+			snprintf(dir, sizeof(dir), "%.*s/%s", (int)n, p, cmd);
+			if (!access(dir, X_OK))
+				snprintf(exe, sizeof(exe), "%s", dir);
+			p += n + (p[n] == ':');
+		}
+		if (!exe[0])
+			return 0;
+	}
+	if (!realpath(exe, dir))
+		return 0;
+	if ((slash = strrchr(dir, '/')))
+		*slash = 0;
+	/* A self-contained app carries its runtime next to it. */
+	if ((r = runtimes_in(dir, 0, reason, len)) >= 0)
+		return r;
+	/* A framework-dependent one (or the dotnet muxer) uses a dotnet root's: every one installed
+	 * must allow it, whichever the app rolls forward to. */
+	if (slash && !strcmp(slash + 1, "dotnet") && (r = runtimes_in(dir, 1, reason, len)) >= 0)
+		return r;
+	if (root && root[0] && (r = runtimes_in(root, 1, reason, len)) >= 0)
+		return r;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if ((r = runtimes_in(roots[i], 1, reason, len)) >= 0)
+			return r;
+	return 0;
 }

@@ -63,4 +63,15 @@ void rtversion__gate(const struct rtversion *v, struct rtgate *out);
 /* "deadlock_128401", "version_unknown" ("" for none): the /metrics label of a reason. */
 const char *rtversion__withheld_name(enum rtwithheld w);
 
+/*
+ * Whether `record -- cmd` may start cmd with perf maps on in its environment: 1 when every .NET
+ * runtime it may run on allows it (its own libcoreclr.so for a self-contained app; else every
+ * runtime of its dotnet root: the muxer's directory, $DOTNET_ROOT, /usr/share/dotnet,
+ * /usr/lib/dotnet, /usr/lib64/dotnet, the first that has any). 0 otherwise, or when none is
+ * found, with the reason in reason (then perf maps are left to the diagnostics IPC, which reads
+ * the version of the runtime the process really loaded). Reads host files: the command is
+ * started on the host.
+ */
+int rtversion__command_may_enable(const char *cmd, char *reason, size_t len);
+
 #endif /* SPANPROF_RTVERSION_H */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -222,6 +223,38 @@ static void test_rtversion_read_installed(void **state)
 	close(fd);
 }
 
+/* record -- COMMAND: a self-contained app's own runtime decides. */
+static void test_rtversion_command_self_contained(void **state)
+{
+	char dir[] = "/tmp/test_rtversion_app.XXXXXX", path[256], why[512];
+	static const char v10_5[] = "@(#)Version 10.0.526.12345 @Commit: 0123456789abcdef0123456789abcdef01234567";
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/app", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fclose(f);
+	chmod(path, 0755);
+	snprintf(path, sizeof(path), "%s/libcoreclr.so", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fprintf(f, "%s", v10_5);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/app", dir);
+	assert_int_equal(rtversion__command_may_enable(path, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "runtime 10.0.5 has a known deadlock"));
+	snprintf(path, sizeof(path), "%s/libcoreclr.so", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fprintf(f, "%s", V10_12);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/app", dir);
+	assert_int_equal(rtversion__command_may_enable(path, why, sizeof(why)), 1);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/libcoreclr.so", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_rtversion_gate_unknown),
 		cmocka_unit_test(test_rtversion_read_fd),
 		cmocka_unit_test(test_rtversion_read_installed),
+		cmocka_unit_test(test_rtversion_command_self_contained),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
