@@ -301,9 +301,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 	fprintf(f, "\n");
 	if (st.jit_unnamed)
 		fprintf(f, "  .NET unnamed by cause: no perf map or image entry %" PRIu64 ", jitdump stopped %"
-			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 "\n",
+			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 ", perf maps not turned "
+			"on (runtime with a known perf map hazard) %" PRIu64 "\n",
 			st.unnamed_by[RT_UNNAMED_NO_ENTRY], st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED],
-			st.unnamed_by[RT_UNNAMED_IMAGE]);
+			st.unnamed_by[RT_UNNAMED_IMAGE], st.unnamed_by[RT_UNNAMED_WITHHELD]);
 	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");
