@@ -394,6 +394,11 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -Ilib -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
 
+$(BUILD)/bench/bench_syscall: tests/bench/bench_syscall.c
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g $(WARN) $< -o $@
+
 .PHONY: fuzz fuzzcheck fuzz-run
 
 # ---- top-level targets ---------------------------------------------------------------------
@@ -410,7 +415,7 @@ print-fuzz-targets:
 demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all apps tools $(BUILD)/bench/bench_perfmap
+bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:

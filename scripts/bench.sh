@@ -70,8 +70,14 @@ bench_growth() {
 	BUILD=$BUILD ./scripts/bench-growth.sh
 }
 
+# ---- the kernel hooks' cost to processes not profiled: getppid, mmap (about 2 minutes) ----------
+bench_syscall() {
+	section "syscall: an unrelated process's syscalls with no spanprof, agent, record (ratios)"
+	BUILD=$BUILD ./scripts/bench-syscall.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap syscall sampler parts hook service slices node growth}; do
 	"bench_$b"
 done

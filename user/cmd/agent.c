@@ -358,6 +358,11 @@ static void publish_metrics(struct agent *a)
 	}
 	C("process_events_throttled_total", "Span-table events left to the ordinary poll here.",
 	  NULL, c.ev_throttled + c.ev_urgent_full);
+	G("process_events_available", "1 when the kind of process event is caught in the kernel "
+	  "(0: span tables found by polling; execs not seen).",
+	  ((const char *[]){ "kind", "exec", NULL }), !c.ev_unavailable);
+	G("process_events_available", NULL, ((const char *[]){ "kind", "span_table", NULL }),
+	  !c.ev_unavailable && !c.ev_ctx_unavailable);
 	C("remote_files_refused_total", "Perf maps / jitdumps refused: on remote or FUSE file "
 	  "systems.", NULL, c.remote_refused);
 	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);

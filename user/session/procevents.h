@@ -15,10 +15,13 @@ struct procevents;
 /*
  * Load, sharing the sampler's ctx_procs map (ctx_map_fd: an exec removes the entry of the old
  * program in BPF). NULL and errno on failure: the caller goes on without events (polling finds
- * span tables then) and says so.
+ * span tables then) and says so. Span-table mappings need fexit (ftrace); without it the rest
+ * loads and procevents__ctx_err says why.
  */
 struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx);
 int procevents__attach(struct procevents *pe);	/* 0 or -errno */
+/* 0 when span-table mappings are events; else -errno, why not (span tables are then polled). */
+int procevents__ctx_err(const struct procevents *pe);
 /* A file descriptor that polls readable when events wait (the ring's epoll fd). */
 int procevents__fd(const struct procevents *pe);
 /* Hand every waiting event to fn. 0 or -errno. */
