@@ -93,8 +93,42 @@ static __always_inline void send(struct sp_proc_event *ev, __u64 flags)
 	count(ev->type == SP_EV_CTX_MAPPED ? SP_EV_CNT_CTX_MAPPED : SP_EV_CNT_EXEC);
 }
 
+/* One span-table event: the table at [addr, addr + len) in the current process. */
+static __always_inline void table_mapped(__u64 addr, __u64 len)
+{
+	struct sp_proc_event ev = {};
+
+	ev.tgid = bpf_get_current_pid_tgid() >> 32;
+	ev.time_ns = bpf_ktime_get_ns();
+	if (!within_budget(ev.tgid, ev.time_ns))
+		return;
+	ev.type = SP_EV_CTX_MAPPED;
+	ev.proc_start_ticks = start_ticks(bpf_get_current_task_btf());
+	ev.addr = addr;
+	ev.len = len;
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	/* The hook registers its table before its first span: wake the consumer now. */
+	send(&ev, BPF_RB_FORCE_WAKEUP);
+}
+
 /*
- * The hook's table: the process maps the memfd it created as SP_CTX_MEMFD_NAME. fexit on
+ * The hook's announcement (SP_PRCTL_ANNOUNCE, bpf/profiler.h): task_prctl_unknown fires only for a
+ * prctl option the kernel does not know, never on another syscall. The first of the two sources
+ * (Linux 6.13+; user space tries it first). A process may announce anything: user space checks
+ * the mapping and the header before it registers a table, and the budget bounds the events.
+ */
+SEC("tp_btf/task_prctl_unknown")
+int BPF_PROG(on_prctl_unknown, int option, unsigned long arg2, unsigned long arg3,
+	     unsigned long arg4, unsigned long arg5)
+{
+	if (option == SP_PRCTL_ANNOUNCE && arg4 == SP_CTX_ABI)
+		table_mapped(arg2, arg3);
+	return 0;
+}
+
+/*
+ * The second source, for kernels before 6.13 (or a hook that does not announce): the process maps
+ * the memfd it created as SP_CTX_MEMFD_NAME. fexit on
  * shmem_mmap, the .mmap of every shmem file (memfds included), fires only when such a file is
  * mapped: no other syscall of any task pays anything. No syscall tracepoint: one on sys_enter or
  * sys_exit sends every task of the node through the syscall slow path (+85-95 ns per getppid
@@ -110,7 +144,6 @@ SEC("fexit/shmem_mmap")
 int BPF_PROG(on_shmem_mmap, struct file *file, struct vm_area_struct *vma, int ret)
 {
 	const char want[] = MFD_NAME_PREFIX SP_CTX_MEMFD_NAME;
-	struct sp_proc_event ev = {};
 	char name[sizeof(want) - 1];
 	const unsigned char *dname;
 	struct dentry *d;
@@ -126,17 +159,8 @@ int BPF_PROG(on_shmem_mmap, struct file *file, struct vm_area_struct *vma, int r
 	for (int i = 0; i < (int)sizeof(name); i++)
 		if (name[i] != want[i])
 			return 0;
-	ev.tgid = bpf_get_current_pid_tgid() >> 32;
-	ev.time_ns = bpf_ktime_get_ns();
-	if (!within_budget(ev.tgid, ev.time_ns))
-		return 0;
-	ev.type = SP_EV_CTX_MAPPED;
-	ev.proc_start_ticks = start_ticks(bpf_get_current_task_btf());
-	ev.addr = BPF_CORE_READ(vma, vm_start);
-	ev.len = BPF_CORE_READ(vma, vm_end) - ev.addr;
-	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
-	/* The hook registers its table before its first span: wake the consumer now. */
-	send(&ev, BPF_RB_FORCE_WAKEUP);
+	table_mapped(BPF_CORE_READ(vma, vm_start),
+		     BPF_CORE_READ(vma, vm_end) - BPF_CORE_READ(vma, vm_start));
 	return 0;
 }
 

@@ -3,8 +3,9 @@
 # `spanprof agent` and a host-wide `spanprof record` run, none of their BPF programs sits on a
 # syscall tracepoint (raw sys_enter / sys_exit, or syscalls:*): one such program sends every task
 # of the node through the syscall slow path. Their exec program is there (so the listing works).
-# SPANPROF_NO_FEXIT=1 (no fexit, as on a kernel without ftrace): still no syscall tracepoint, and
-# the report says span tables are found by polling.
+# On a kernel with the task_prctl_unknown tracepoint (6.13+) the span-table source is the hook's
+# prctl announcement. SPANPROF_TEST_CTX_EVENTS=none (no span-table source, as on an older kernel
+# without ftrace): still no syscall tracepoint, and the report says span tables are polled.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd bpftool
@@ -28,7 +29,14 @@ check_hooks() {
 		fail "$name: no sched_process_exec program found for pid $pid (listing broken?)"
 	bad=$(grep -E ':(sys_enter|sys_exit|raw_syscalls:.*|syscalls:.*)$' <<<"$list" || true)
 	[ -z "$bad" ] || fail "$name: a syscall tracepoint is attached: $(tr '\n' ' ' <<<"$bad")"
+	if [ "${3:-}" = announce ] && [ -n "$PRCTL_TP" ]; then
+		grep -qx 'raw_tracepoint:task_prctl_unknown' <<<"$list" ||
+			fail "$name: the kernel has task_prctl_unknown but no program is on it"
+	fi
 }
+# Does this kernel have the tracepoint on unknown prctl options (Linux 6.13+)?
+PRCTL_TP=$(bpftool btf dump file /sys/kernel/btf/vmlinux format raw 2>/dev/null |
+	grep -m1 -o "'btf_trace_task_prctl_unknown'" || true)
 
 # 1. The agent.
 mkdir -p "$TMP/agent"
@@ -36,7 +44,7 @@ mkdir -p "$TMP/agent"
 agent=$!
 register "$agent"
 wait_for_line "$TMP/agent.log" 'agent sampling' 60
-check_hooks agent "$agent"
+check_hooks agent "$agent" announce
 stop "$agent"
 pass "agent: no syscall tracepoint"
 
@@ -45,13 +53,13 @@ pass "agent: no syscall tracepoint"
 rec=$!
 register "$rec"
 wait_for_line "$TMP/rec.err" '^spanprof: sampling' 60
-check_hooks record "$rec"
+check_hooks record "$rec" announce
 kill -INT "$rec"
 wait "$rec" || { cat "$TMP/rec.txt"; fail "record exited non-zero"; }
 pass "record: no syscall tracepoint"
 
-# 3. Without fexit: the same, and the report names the polling.
-SPANPROF_NO_FEXIT=1 "$SPANPROF" record -v -d 60 -o "$TMP/nofexit.pb.gz" > "$TMP/nofexit.txt" \
+# 3. Without a span-table source: the same, and the report names the polling.
+SPANPROF_TEST_CTX_EVENTS=none "$SPANPROF" record -v -d 60 -o "$TMP/nofexit.pb.gz" > "$TMP/nofexit.txt" \
 	2> "$TMP/nofexit.err" &
 rec=$!
 register "$rec"

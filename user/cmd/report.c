@@ -60,8 +60,8 @@ static void print_events(FILE *f, const struct engine_counters *c)
 		return;
 	}
 	if (c->ev_ctx_unavailable)
-		fprintf(f, "  span-table events unavailable (fexit/shmem_mmap: %s): span tables found "
-			"by polling\n", strerror(c->ev_ctx_unavailable));
+		fprintf(f, "  span-table events unavailable (neither the prctl tracepoint nor fexit "
+			"loads: %s): span tables found by polling\n", strerror(c->ev_ctx_unavailable));
 	fprintf(f, "  process events: span tables mapped %" PRIu64 " (read at once %" PRIu64
 		", registered at once %" PRIu64 "), execs %" PRIu64 " (of processes seen: %" PRIu64
 		", samples filed before their exec %" PRIu64 "); left to the poll: throttled %" PRIu64

@@ -463,9 +463,13 @@ int engine__attach(struct engine *e)
 	if (e->o.verbose && !e->pe)
 		fprintf(stderr, "spanprof: process events unavailable (%s): span tables found by "
 			"polling, execs not seen\n", strerror(e->pe_err ? e->pe_err : EINVAL));
-	else if (e->o.verbose && procevents__ctx_err(e->pe))
-		fprintf(stderr, "spanprof: span-table events unavailable (fexit/shmem_mmap: %s): span "
-			"tables found by polling\n", strerror(-procevents__ctx_err(e->pe)));
+	else if (e->o.verbose && procevents__ctx_src(e->pe) == PE_CTX_NONE)
+		fprintf(stderr, "spanprof: span-table events unavailable (neither the prctl tracepoint "
+			"nor fexit loads: %s): span tables found by polling\n",
+			strerror(-procevents__ctx_err(e->pe)));
+	else if (e->o.verbose)
+		fprintf(stderr, "spanprof: span-table events from %s\n",
+			procevents__ctx_src_name(procevents__ctx_src(e->pe)));
 	prescan(e);
 	/* The ring buffer is not read before the aggregator exists. */
 	if ((rc = bpfsession__attach(e->bpf)))
