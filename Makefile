@@ -225,6 +225,7 @@ TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/ppro
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_aggregate = $(OBJ)/user/profile/aggregate.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_hashflood = $(TEST_OBJS_test_aggregate)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)

@@ -132,3 +132,13 @@ uint64_t idmap__bytes(const struct idmap *m)
 	return sizeof(*m) + (uint64_t)m->nslots * sizeof(*m->slots) +
 	       (uint64_t)m->cap * sizeof(*m->keys);
 }
+
+uint32_t idmap__probes(const struct idmap *m, uint64_t key)
+{
+	uint32_t mask = m->nslots - 1, n = 1;
+
+	for (uint32_t i = home(key, m->nslots); m->slots[i].id1 && m->slots[i].key != key;
+	     i = (i + 1) & mask)
+		n++;
+	return n;
+}

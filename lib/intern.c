@@ -87,12 +87,16 @@ static const char *entry_bytes(const struct intern *in, const struct entry *e)
 	return in->chunks[e->off_chunk] + e->off;
 }
 
+/* Id of key, or -ENOENT with *slot the empty slot where it would go; *probes (when non-NULL)
+ * the slots visited. */
 static int64_t lookup(const struct intern *in, const void *key, size_t len, uint64_t h,
-		      uint32_t *slot)
+		      uint32_t *slot, uint32_t *probes)
 {
 	uint32_t mask = in->nslots - 1, i = (uint32_t)h & mask, h32 = (uint32_t)(h >> 32);
 
-	for (;; i = (i + 1) & mask) {
+	for (uint32_t n = 1;; i = (i + 1) & mask, n++) {
+		if (probes)
+			*probes = n;
 		uint64_t v = in->slots[i];
 		const struct entry *e;
 
@@ -178,13 +182,13 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 		*added = 0;
 	if (len >= UINT32_MAX)
 		return -EINVAL;
-	id = lookup(in, key, len, h, &slot);
+	id = lookup(in, key, len, h, &slot, NULL);
 	if (id >= 0)
 		return id;
 	if ((uint64_t)(in->n + 1) * 4 > (uint64_t)in->nslots * 3) {
 		if (grow_slots(in))
 			return -ENOMEM;
-		lookup(in, key, len, h, &slot);
+		lookup(in, key, len, h, &slot, NULL);
 	}
 	if (in->n == in->cap_ents) {
 		uint32_t cap = in->cap_ents ? in->cap_ents * 2 : ENTS_MIN;
@@ -210,7 +214,7 @@ int64_t intern__find(const struct intern *in, const void *key, size_t len)
 {
 	uint32_t slot;
 
-	return lookup(in, key, len, intern__hash(key, len), &slot);
+	return lookup(in, key, len, intern__hash(key, len), &slot, NULL);
 }
 
 const void *intern__key(const struct intern *in, uint32_t id, size_t *len)
@@ -231,4 +235,12 @@ uint64_t intern__bytes(const struct intern *in)
 {
 	return in->bytes + (uint64_t)in->cap_ents * sizeof(struct entry) +
 	       (uint64_t)in->nslots * sizeof(*in->slots);
+}
+
+uint32_t intern__probes(const struct intern *in, const void *key, size_t len)
+{
+	uint32_t slot, probes;
+
+	lookup(in, key, len, intern__hash(key, len), &slot, &probes);
+	return probes;
 }
