@@ -20,6 +20,12 @@ bench_perfmap() {
 	"$BUILD/bench/bench_perfmap"
 }
 
+# ---- hash: the tables' keyed hash (SipHash-1-3) against the former unkeyed one, per-sample lookups ----
+bench_hash() {
+	section "hash (ns per hash by key length; lookups in a window's stacks and a process's addresses)"
+	"$BUILD/bench/bench_hash"
+}
+
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
@@ -72,6 +78,6 @@ bench_growth() {
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap hash sampler parts hook service slices node growth}; do
 	"bench_$b"
 done
