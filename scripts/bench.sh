@@ -26,6 +26,12 @@ bench_hash() {
 	"$BUILD/bench/bench_hash"
 }
 
+# ---- collide: record's CPU on a process forging colliding frames, against random ones ------------
+bench_collide() {
+	section "collide (forged_stacks: frames forged to collide under the former hash, against random)"
+	BUILD=$BUILD ./scripts/bench-collide.sh
+}
+
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
@@ -78,6 +84,6 @@ bench_growth() {
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap hash sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap hash collide sampler parts hook service slices node growth}; do
 	"bench_$b"
 done
