@@ -213,6 +213,7 @@ TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kalls
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
+TEST_OBJS_test_siphash = $(LIB_OBJS)
 TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
@@ -226,6 +227,7 @@ TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/ppro
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_aggregate = $(OBJ)/user/profile/aggregate.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_hashflood = $(TEST_OBJS_test_aggregate)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
@@ -314,8 +316,10 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c \
+                lib/siphash.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h \
+                     lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
 FUZZ_ALL    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -399,6 +403,14 @@ $(BUILD)/bench/bench_syscall: tests/bench/bench_syscall.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g $(WARN) $< -o $@
 
+# The tables' hash (lib/siphash.c) against the former unkeyed one, and lookups in the per-sample
+# tables.
+BENCH_HASH_SRCS := lib/siphash.c lib/intern.c lib/idmap.c lib/prefault.c lib/util.c
+$(BUILD)/bench/bench_hash: tests/bench/bench_hash.c $(BENCH_HASH_SRCS) $(BENCH_HASH_SRCS:.c=.h)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -D_GNU_SOURCE -Ilib -O2 -g $(WARN) $< $(BENCH_HASH_SRCS) -o $@
+
 .PHONY: fuzz fuzzcheck fuzz-run
 
 # ---- top-level targets ---------------------------------------------------------------------
@@ -415,7 +427,7 @@ print-fuzz-targets:
 demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall
+bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall $(BUILD)/bench/bench_hash
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:
