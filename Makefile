@@ -289,8 +289,8 @@ $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b: $(BUILD)/apps/native/ex
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -no-pie -DSTAGE=$(if $(filter a,$*),1,2) $(WARN) $< -o $@
-$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/fusehang \
-		$(BUILD)/apps/native/memfd_flood: $(BUILD)/apps/native/%: tests/apps/native/%.c
+$(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/fusehang: \
+		$(BUILD)/apps/native/%: tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
@@ -298,7 +298,8 @@ $(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
-$(BUILD)/apps/native/forged_table: tests/apps/native/forged_table.c bpf/profiler.h
+$(BUILD)/apps/native/forged_table $(BUILD)/apps/native/memfd_flood: $(BUILD)/apps/native/%: \
+		tests/apps/native/%.c bpf/profiler.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -Ibpf -O1 -g $(WARN) $< -o $@
