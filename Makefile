@@ -186,6 +186,21 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
 	$(Q)touch $@
 
+# The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix):
+# self-contained composite ReadyToRun (the app and its framework precompiled into one
+# <App>.r2r.dll). Runtime packs come from the NuGet feed; obj/ is per shape under $(BUILD).
+SHAPES := $(BUILD)/shapes
+SHAPE_TFM ?= net10.0
+SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM) \
+	-p:BaseIntermediateOutputPath=$(abspath $(BUILD))/obj/shapes/$(2)/$(1)/ -o $(3) $(DOTNET_PROPS) $(4)
+SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix
+$(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
+	$(call msg,PUBLISH,$@ (self-contained composite ReadyToRun))
+	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),composite,$(@D),--self-contained \
+		-p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true)
+	$(Q)touch $@
+shapes: $(SHAPE_APPS)
+
 # The hook's xunit tests (tests/hook/): record encoding, slots, keys, label scopes, every disable
 # path (child processes), and the ABI constants against bpf/profiler.h (compiled with $(CC)).
 HOOK_TESTS := tests/hook/SpanProf.Hook.Tests/SpanProf.Hook.Tests.csproj
@@ -317,9 +332,9 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c \
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c perfmap/r2rcomposite.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c lib/rootfs.c \
                 lib/siphash.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h \
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h lib/rootfs.h \
                      lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
@@ -334,7 +349,8 @@ OTELCTX_GEN := $(patsubst $(BUILD)/obj/gen/%.o,$(BUILD)/gen/%.c,$(OTELCTX_PROTO_
 
 FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
-FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c perfmap/r2rcomposite.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_r2rcomposite = perfmap/r2r.c perfmap/r2rcomposite.c $(LIB_SRCS)
 FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_kallsyms  = -lz
 FUZZ_SRCS_fuzz_elfsym    = user/symbols/elfsym.c $(LIB_SRCS)
@@ -434,5 +450,5 @@ bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook pack hooktest apps tools unit test demo bench clean print-fuzz-targets
+.PHONY: all deps hook pack hooktest apps shapes test-matrix tools unit test demo bench clean print-fuzz-targets
 .DEFAULT_GOAL := all

@@ -12,6 +12,7 @@
 #include "intern.h"
 #include "prefault.h"
 #include "r2r.h"
+#include "r2r_int.h"
 #include "siphash.h"
 #include "symbudget.h"
 
@@ -24,29 +25,6 @@
  * is TypeString::AppendType of the method table (nesting with '+', instantiation in [...]).
  */
 
-#define PE_MAX_SECTIONS	96
-#define R2R_SIGNATURE	0x00525452u	/* "RTR" */
-#define R2R_MAX_SECTIONS 256
-#define MD_SIGNATURE	0x424A5342u	/* "BSJB" */
-#define NAME_MAX_LEN	2048
-#define SIG_MAX_DEPTH	24
-#define NAME_MAX_STEPS	4096	/* types and classes visited for one name (TypeSpecs can nest) */
-
-enum {	/* READYTORUN_SECTION_* */
-	SEC_RUNTIME_FUNCTIONS = 102,
-	SEC_METHODDEF_ENTRYPOINTS = 103,
-	SEC_INSTANCE_ENTRYPOINTS = 109,
-	SEC_COMPONENT_ASSEMBLIES = 115,
-	SEC_HOT_COLD_MAP = 120,
-};
-#define R2R_FLAG_COMPONENT 0x20
-
-enum {	/* READYTORUN_METHOD_SIG_* */
-	MSIG_UNBOXING = 0x01, MSIG_INSTANTIATING = 0x02, MSIG_METHOD_INST = 0x04,
-	MSIG_SLOT = 0x08, MSIG_MEMBERREF = 0x10, MSIG_CONSTRAINED = 0x20, MSIG_OWNER_TYPE = 0x40,
-	MSIG_UPDATE_CONTEXT = 0x80,
-};
-
 enum {	/* CorElementType, and the runtime's zap signature extensions */
 	ET_END = 0x00, ET_VOID = 0x01, ET_BOOLEAN, ET_CHAR, ET_I1, ET_U1, ET_I2, ET_U2, ET_I4,
 	ET_U4, ET_I8, ET_U8, ET_R4, ET_R8, ET_STRING, ET_PTR = 0x0f, ET_BYREF = 0x10,
@@ -55,12 +33,6 @@ enum {	/* CorElementType, and the runtime's zap signature extensions */
 	ET_SZARRAY = 0x1d, ET_MVAR = 0x1e, ET_CMOD_REQD = 0x1f, ET_CMOD_OPT = 0x20,
 	ET_INTERNAL = 0x21, ET_SENTINEL = 0x41, ET_PINNED = 0x45,
 	ET_NATIVE_VALUETYPE_ZAPSIG = 0x3d, ET_CANON_ZAPSIG = 0x3e, ET_MODULE_ZAPSIG = 0x3f,
-};
-
-enum {	/* metadata tables used by name */
-	T_MODULE = 0x00, T_TYPEREF = 0x01, T_TYPEDEF = 0x02, T_METHODDEF = 0x06,
-	T_MODULEREF = 0x1a, T_TYPESPEC = 0x1b, T_ASSEMBLY = 0x20, T_ASSEMBLYREF = 0x23,
-	T_NESTEDCLASS = 0x29, T__MAX = 0x2d,
 };
 
 /*
@@ -94,78 +66,9 @@ static const struct coded coded[13] = {
 	{ 1, 2, { 0x02, 0x06 } },				/* TypeOrMethodDef */
 };
 
-struct pe_sec {
-	uint32_t va, vsize, raw, rawsize;
-};
-
-struct md_table {
-	const uint8_t *base;
-	uint32_t rows, row_size;
-	uint8_t ncols;
-	uint8_t off[10], width[10];
-};
-
-/* A runtime function and the method its code belongs to: 16 bytes, no per-method table (most
- * methods are never looked up). Cold parts and funclets carry their method's rid and owner. */
-struct rfunc {
-	uint32_t begin, end;
-	uint32_t rid;		/* MethodDef row; 0: no method known */
-	uint32_t owner_off;	/* owner type signature in the instance section (0: the declaring type) */
-};
-
-/* The name of a method looked up: an open-addressed table by method (rid and owner), so only
- * what is sampled costs memory. */
-struct named {
-	uint32_t rid;		/* 0: empty */
-	uint32_t owner_off;
-	int32_t name;		/* intern id; -2 cannot be named */
-};
-
-struct r2r_key {
-	uint64_t dev, ino, size;
-	int64_t mtime_ns, ctime_ns;
-};
-
-struct r2r_image {
-	struct r2r_image_stats st;
-	struct r2r_limits lim;
-	struct pe_sec sec[PE_MAX_SECTIONS];
-	uint32_t nsec;
-	int arm64;
-	/* metadata (kept: names are formatted on first lookup) */
-	uint8_t *md;
-	const uint8_t *strings, *blob;
-	uint32_t strings_len, blob_len;
-	uint8_t str4, guid4, blob4;
-	struct md_table tab[T__MAX];
-	uint32_t *enclosing;	/* TypeDef rid -> enclosing TypeDef rid, 0: not nested */
-	const char *assembly;
-	/* the instance entry point section (owner type signatures point into it) */
-	uint8_t *inst;
-	uint32_t inst_rva, inst_len;
-	struct rfunc *rf;
-	uint32_t nrf;
-	uint32_t nmethods;	/* functions with an entry point of their own */
-	struct named *named;
-	uint32_t named_cap, nnamed;
-	struct intern *names;
-	/* the shared cache (r2r__get) */
-	struct r2r_key key;
-	uint32_t refs;
-	uint64_t charged;	/* bytes taken from the symbol budget */
-	struct r2r_image *next;
-};
-
 /* ---- bounded input --------------------------------------------------------------------- */
 
-struct src {
-	int fd;
-	const uint8_t *buf;
-	uint64_t size;
-};
-
-static int src_read(struct r2r_image *img, const struct src *s, uint64_t off, void *dst,
-		    size_t len)
+int r2r_src_read(struct r2r_image *img, const struct src *s, uint64_t off, void *dst, size_t len)
 {
 	size_t done = 0;
 
@@ -187,16 +90,6 @@ static int src_read(struct r2r_image *img, const struct src *s, uint64_t off, vo
 	}
 	img->st.bytes_read += len;
 	return 0;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return p[0] | p[1] << 8;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* The file offset of [rva, rva + len) when one section's file data holds all of it. */
@@ -227,8 +120,8 @@ int r2r__file_to_rva(const struct r2r_image *img, uint64_t off, uint32_t *rva)
 }
 
 /* A copy of [rva, rva + len) of the image, at most cap bytes: NULL with *st set. */
-static uint8_t *read_rva(struct r2r_image *img, const struct src *s, uint32_t rva, uint32_t len,
-			 uint64_t cap, enum r2r_status *st)
+uint8_t *r2r_read_rva(struct r2r_image *img, const struct src *s, uint32_t rva, uint32_t len,
+		      uint64_t cap, enum r2r_status *st)
 {
 	uint64_t off;
 	uint8_t *buf;
@@ -247,7 +140,7 @@ static uint8_t *read_rva(struct r2r_image *img, const struct src *s, uint32_t rv
 		return NULL;
 	}
 	prefault__write(buf, len);
-	if (src_read(img, s, off, buf, len)) {
+	if (r2r_src_read(img, s, off, buf, len)) {
 		free(buf);
 		*st = R2R_BAD_HEADER;	/* the section table promised bytes the file lacks */
 		return NULL;
@@ -289,14 +182,14 @@ static enum r2r_status parse_pe(struct r2r_image *img, const struct src *s, stru
 	uint16_t magic;
 	uint64_t off;
 
-	if (src_read(img, s, 0, dos, sizeof(dos)) || dos[0] != 'M' || dos[1] != 'Z')
+	if (r2r_src_read(img, s, 0, dos, sizeof(dos)) || dos[0] != 'M' || dos[1] != 'Z')
 		return R2R_NOT_PE;
 	pe = le32(dos + 0x3c);
-	if (pe > (1u << 20) || src_read(img, s, pe, coff, sizeof(coff)) || memcmp(coff, "PE\0\0", 4))
+	if (pe > (1u << 20) || r2r_src_read(img, s, pe, coff, sizeof(coff)) || memcmp(coff, "PE\0\0", 4))
 		return R2R_NOT_PE;
 	nsec = le16(coff + 6);
 	optsz = le16(coff + 20);
-	if (optsz > sizeof(opt) || optsz < 112 || src_read(img, s, pe + 24, opt, optsz))
+	if (optsz > sizeof(opt) || optsz < 112 || r2r_src_read(img, s, pe + 24, opt, optsz))
 		return R2R_NOT_PE;
 	magic = le16(opt);
 	if (magic != 0x20b && magic != 0x10b)
@@ -313,7 +206,7 @@ static enum r2r_status parse_pe(struct r2r_image *img, const struct src *s, stru
 	for (uint32_t i = 0; i < nsec; i++) {
 		struct pe_sec *ps = &img->sec[i];
 
-		if (src_read(img, s, (uint64_t)pe + 24 + optsz + 40ull * i, sec, sizeof(sec)))
+		if (r2r_src_read(img, s, (uint64_t)pe + 24 + optsz + 40ull * i, sec, sizeof(sec)))
 			return R2R_NOT_PE;
 		ps->vsize = le32(sec + 8);
 		ps->va = le32(sec + 12);
@@ -331,7 +224,7 @@ static enum r2r_status parse_pe(struct r2r_image *img, const struct src *s, stru
 	if (!le32(opt + dir_off + 14 * 8))
 		return R2R_NOT_CLI;
 	if (rva_to_off(img, le32(opt + dir_off + 14 * 8), sizeof(cor), &off) ||
-	    src_read(img, s, off, cor, sizeof(cor)))
+	    r2r_src_read(img, s, off, cor, sizeof(cor)))
 		return R2R_BAD_HEADER;
 	h->md_rva = le32(cor + 8);
 	h->md_size = le32(cor + 12);
@@ -388,6 +281,16 @@ static const char *md_string(const struct r2r_image *img, uint32_t idx)
 	if (idx >= img->strings_len || !memchr(img->strings + idx, 0, img->strings_len - idx))
 		return "";
 	return (const char *)img->strings + idx;
+}
+
+uint32_t r2r_cell(const struct r2r_image *img, unsigned t, uint32_t rid, unsigned col)
+{
+	return cell(img, t, rid, col);
+}
+
+const char *r2r_md_string(const struct r2r_image *img, uint32_t idx)
+{
+	return md_string(img, idx);
 }
 
 /* ECMA compressed unsigned integer (II.23.2); -1 on bad input. */
@@ -459,7 +362,7 @@ static enum r2r_status parse_tables(struct r2r_image *img, const uint8_t *head, 
 		if (end - p < 4)
 			return R2R_BAD_METADATA;
 		img->tab[t].rows = le32(p);
-		if (img->tab[t].rows > (1u << 24))
+		if (img->tab[t].rows > RID_MASK)	/* rows fit RID_BITS (r2r_int.h) */
 			return R2R_BAD_METADATA;
 		p += 4;
 		nrows++;
@@ -515,12 +418,12 @@ static enum r2r_status read_named_metadata(struct r2r_image *img, const struct s
 	img->md = md;
 	img->st.mem_bytes += len;
 	p = md;
-	if (src_read(img, s, md_off + strings->off, p, strings->size))
+	if (r2r_src_read(img, s, md_off + strings->off, p, strings->size))
 		return R2R_BAD_METADATA;
 	img->strings = p;
 	img->strings_len = strings->size;
 	p += strings->size;
-	if (src_read(img, s, md_off + blob->off, p, blob->size))
+	if (r2r_src_read(img, s, md_off + blob->off, p, blob->size))
 		return R2R_BAD_METADATA;
 	img->blob = p;
 	img->blob_len = blob->size;
@@ -532,7 +435,7 @@ static enum r2r_status read_named_metadata(struct r2r_image *img, const struct s
 		tb->base = NULL;	/* a table not kept: its rows still size the others' indexes */
 		if (!memchr(kept, (int)t, sizeof(kept)) || !n)
 			continue;
-		if (src_read(img, s, md_off + tables->off + tab_off[t], p, n))
+		if (r2r_src_read(img, s, md_off + tables->off + tab_off[t], p, n))
 			return R2R_BAD_METADATA;
 		tb->base = p;
 		p += n;
@@ -554,7 +457,7 @@ static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s
 	if (h->md_size > img->lim.max_metadata)
 		return R2R_TOO_BIG;
 	hlen = h->md_size < sizeof(head) ? h->md_size : sizeof(head);
-	if (rva_to_off(img, h->md_rva, h->md_size, &md_off) || src_read(img, s, md_off, head, hlen))
+	if (rva_to_off(img, h->md_rva, h->md_size, &md_off) || r2r_src_read(img, s, md_off, head, hlen))
 		return R2R_BAD_METADATA;
 	p = head;
 	end = head + hlen;
@@ -595,7 +498,7 @@ static enum r2r_status parse_metadata(struct r2r_image *img, const struct src *s
 	if (!tables.found || !strings.found || !blob.found)
 		return R2R_BAD_METADATA;
 	hlen = tables.size < sizeof(th) ? tables.size : sizeof(th);
-	if (src_read(img, s, md_off + tables.off, th, hlen))
+	if (r2r_src_read(img, s, md_off + tables.off, th, hlen))
 		return R2R_BAD_METADATA;
 	st = parse_tables(img, th, hlen, tables.size, tab_off);
 	if (st != R2R_OK)
@@ -1394,8 +1297,16 @@ static void ts_type(const struct r2r_image *img, struct sig *s)
 			put(s->out, ",");
 		put(s->out, rank == 1 ? "*]" : "]");
 	} else if (et == ET_MODULE_ZAPSIG) {
-		s->out->foreign = 1;	/* its tokens are another module's */
-		s->out->bad = 1;
+		const struct r2r_image *mod;
+
+		/* The type's tokens are another module's: named when it is a component of the same
+		 * composite image, foreign otherwise. */
+		if (!sig_uint(s, &n)) {
+			if ((mod = r2r_module(img, n)))
+				ts_type(mod, s);
+			else
+				s->out->foreign = s->out->bad = 1;
+		}
 	} else if (et == ET_VAR || et == ET_MVAR) {
 		if (!sig_uint(s, &n))
 			putf(s->out, "%s%u", et == ET_VAR ? "!" : "!!", n);
@@ -1410,15 +1321,22 @@ static void format_method(const struct r2r_image *img, const struct rfunc *m, st
 {
 	struct sb cls = { .len = 0 }, pre = { .len = 0 };
 	struct sig s = { .out = b };
-	uint32_t type = decl_type(img, m->rid);
+	/* the metadata the method is in: img, or a composite image's component */
+	const struct r2r_image *md = r2r_md_of(img, m->rid);
+	uint32_t rid = m->rid & RID_MASK, type;
 
+	if (!md) {
+		b->bad = 1;
+		return;
+	}
+	type = decl_type(md, rid);
 	if (m->owner_off) {
 		struct sig os = { .p = img->inst + (m->owner_off - img->inst_rva),
 				  .end = img->inst + img->inst_len, .out = &cls };
 
-		ts_type(img, &os);
+		ts_type(md, &os);
 	} else {
-		ts_class(img, T_TYPEDEF, type, &cls, 0);
+		ts_class(md, T_TYPEDEF, type, &cls, 0);
 	}
 	if (cls.bad || !type) {
 		b->bad = 1;
@@ -1426,16 +1344,16 @@ static void format_method(const struct r2r_image *img, const struct rfunc *m, st
 		return;
 	}
 	put(&pre, "[");
-	put(&pre, img->assembly);
+	put(&pre, md->assembly);
 	put(&pre, "] ");
 	put(&pre, cls.buf);
 	put(&pre, "::");
-	put(&pre, md_string(img, cell(img, T_METHODDEF, m->rid, 3)));
-	if (md_blob(img, cell(img, T_METHODDEF, m->rid, 4), &s.p, &s.end)) {
+	put(&pre, md_string(md, cell(md, T_METHODDEF, rid, 3)));
+	if (md_blob(md, cell(md, T_METHODDEF, rid, 4), &s.p, &s.end)) {
 		b->bad = 1;
 		return;
 	}
-	il_sig_args(img, &s, pre.buf);
+	il_sig_args(md, &s, pre.buf);
 }
 
 /* The slot of method m in the name table: its own, or the empty one it would take. */
@@ -1503,11 +1421,6 @@ static const char *method_name(struct r2r_image *img, uint32_t fn)
 }
 
 /* ---- the native format (nativeformatreader.h) over one section's bytes -------------------- */
-
-struct nreader {
-	const uint8_t *b;
-	uint32_t rva, len;	/* the bytes are the image's [rva, rva + len) */
-};
 
 static int nr_u8(const struct nreader *r, uint32_t at, uint32_t *v)
 {
@@ -1610,28 +1523,31 @@ static int entry_index(const struct nreader *r, uint32_t at, uint32_t *id)
 	return 0;
 }
 
-static int add_method(struct r2r_image *img, uint32_t rid, uint32_t owner_off, uint32_t fn)
+/* Function fn is the code of row rid of metadata md (img, or its component tag - 1). */
+static int add_method(struct r2r_image *img, const struct r2r_image *md, uint32_t tag,
+		      uint32_t rid, uint32_t owner_off, uint32_t fn)
 {
-	if (!rid || rid > img->tab[T_METHODDEF].rows || fn >= img->nrf) {
+	if (!rid || rid > md->tab[T_METHODDEF].rows || fn >= img->nrf) {
 		img->st.bad_entries++;
 		return 0;
 	}
 	if (img->rf[fn].rid)
 		return 0;	/* two entries for one body (an unboxing stub's twin): keep the first */
-	img->rf[fn].rid = rid;
+	img->rf[fn].rid = rid | tag << RID_BITS;
 	img->rf[fn].owner_off = owner_off;
 	img->nmethods++;
 	return 0;
 }
 
-static enum r2r_status read_methoddefs(struct r2r_image *img, const struct nreader *r)
+enum r2r_status r2r_read_methoddefs(struct r2r_image *img, const struct r2r_image *md,
+				    const struct nreader *r, uint32_t tag)
 {
 	uint32_t hdr, base = nr_unsigned(r, r->rva, &hdr);
 
 	if (!base)
 		return R2R_BAD_HEADER;
 	/* Only rows that both the array and the MethodDef table have. */
-	for (uint32_t rid = 1; rid <= img->tab[T_METHODDEF].rows && rid <= hdr >> 2; rid++) {
+	for (uint32_t rid = 1; rid <= md->tab[T_METHODDEF].rows && rid <= hdr >> 2; rid++) {
 		uint32_t at = narray_get(r, base, hdr >> 2, hdr & 3, rid - 1), fn;
 
 		if (!at)
@@ -1640,7 +1556,7 @@ static enum r2r_status read_methoddefs(struct r2r_image *img, const struct nread
 			img->st.bad_entries++;
 			continue;
 		}
-		if (add_method(img, rid, 0, fn))
+		if (add_method(img, md, tag, rid, 0, fn))
 			return R2R_NOMEM;
 	}
 	return R2R_OK;
@@ -1659,6 +1575,33 @@ static int skip_type(const struct r2r_image *img, struct sig *s)
 	return scratch.bad && !scratch.foreign ? -1 : 0;
 }
 
+/*
+ * In a composite image, an instance entry without a context of its own names its method by a
+ * row of its owner type's module: the module (and its tag) of the type definition the owner
+ * signature starts with ("3f <module> 15 12 <token>": a module override, a generic instance,
+ * a class). NULL when there is none.
+ */
+static const struct r2r_image *owner_module(const struct r2r_image *img, const uint8_t *p,
+					    const uint8_t *end, uint32_t *tag)
+{
+	const struct r2r_image *md = NULL;
+	uint32_t idx;
+
+	for (int k = 0; k < 4 && p < end; k++) {
+		if (*p == ET_MODULE_ZAPSIG) {
+			p++;
+			if (cuint(&p, end, &idx) || !(md = r2r_module(img, idx)))
+				return NULL;
+			*tag = idx - 1;	/* module index i is component i - 2 (r2r_module) */
+		} else if (*p == ET_GENERICINST) {
+			p++;
+		} else {
+			break;
+		}
+	}
+	return md;
+}
+
 /* One INSTANCE_METHOD_ENTRYPOINTS entry: the method's R2R signature, then its entry. The bytes
  * of its owner type's signature, which naming reads again, are marked in owners. */
 static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_t at,
@@ -1666,18 +1609,35 @@ static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_
 {
 	struct sb scratch;
 	struct sig s = { .p = r->b + (at - r->rva), .end = r->b + r->len, .out = &scratch };
-	uint32_t flags, rid, n, owner = 0, owner_end = 0, fn;
+	uint32_t flags, rid, n, owner = 0, owner_end = 0, fn, tag = 0;
+	const struct r2r_image *md = img;	/* whose tokens the signature holds */
 
 	sb_sink(&scratch);
 	if (sig_uint(&s, &flags))
 		goto bad;
-	if (flags & (MSIG_UPDATE_CONTEXT | MSIG_SLOT | MSIG_MEMBERREF)) {
-		img->st.unsupported++;	/* a method of another module, or by slot */
+	if (flags & MSIG_UPDATE_CONTEXT) {
+		/* A composite image's methods name their component first. */
+		if (sig_uint(&s, &n))
+			goto bad;
+		if (!img->ncomps || !(md = r2r_module(img, n))) {
+			img->st.unsupported++;	/* a method of another module */
+			return 0;
+		}
+		tag = n - 1;	/* module index i is component i - 2 (r2r_module) */
+	}
+	if (flags & (MSIG_SLOT | MSIG_MEMBERREF)) {
+		img->st.unsupported++;	/* by slot, or by reference */
 		return 0;
 	}
 	if (flags & MSIG_OWNER_TYPE) {
 		owner = r->rva + (uint32_t)(s.p - r->b);
-		if (skip_type(img, &s))
+		if (!tag && img->ncomps)	/* the owner's module is the method's */
+			md = owner_module(img, s.p, s.end, &tag);
+		if (!md) {
+			img->st.unsupported++;
+			return 0;
+		}
+		if (skip_type(md, &s))
 			goto bad;
 		owner_end = r->rva + (uint32_t)(s.p - r->b);
 	}
@@ -1687,17 +1647,17 @@ static int read_instance(struct r2r_image *img, const struct nreader *r, uint32_
 		if (sig_uint(&s, &n) || n > 64)
 			goto bad;
 		for (uint32_t i = 0; i < n; i++)
-			if (skip_type(img, &s))
+			if (skip_type(md, &s))
 				goto bad;
 	}
-	if ((flags & MSIG_CONSTRAINED) && skip_type(img, &s))
+	if ((flags & MSIG_CONSTRAINED) && skip_type(md, &s))
 		goto bad;
 	if (entry_index(r, r->rva + (uint32_t)(s.p - r->b), &fn))
 		goto bad;
 	img->st.instances++;
 	if (owner)	/* at least its first byte */
 		keep_mark(owners, owner - r->rva, (owner_end > owner ? owner_end : owner + 1) - r->rva);
-	return add_method(img, rid, owner, fn);
+	return add_method(img, md, tag, rid, owner, fn);
 bad:
 	img->st.bad_entries++;
 	return 0;
@@ -1802,7 +1762,9 @@ static void assign_owners(struct r2r_image *img, const uint8_t *hc, uint32_t hc_
 	for (uint32_t i = 0; i < img->nrf; i++) {
 		if (img->rf[i].rid)
 			continue;
-		if (i && img->rf[i - 1].rid)
+		/* In a composite with a component unread, the functions of its methods would pass
+		 * for funclets of the method before them: left unnamed instead. */
+		if (i && img->rf[i - 1].rid && !img->st.components_unread)
 			set_owner(&img->rf[i], &img->rf[i - 1]);
 		else
 			img->st.orphans++;
@@ -1832,35 +1794,41 @@ static void compact_owners(struct r2r_image *img, struct keep *k)
 
 /* ---- the READYTORUN header --------------------------------------------------------------- */
 
-static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, const struct hdrs *h)
+static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, const struct hdrs *h,
+				const struct r2r_files *files)
 {
 	enum r2r_status st = R2R_OK;
 	uint8_t hdr[16], *dir = NULL, *sec[4] = { NULL };
-	uint32_t nsec, srva[4] = { 0 }, slen[4] = { 0 };
+	uint32_t nsec, srva[4] = { 0 }, slen[4] = { 0 }, crva = 0, clen = 0;
 	struct keep owners = { 0 };	/* the instance section's bytes naming reads */
 	static const uint32_t want[4] = { SEC_RUNTIME_FUNCTIONS, SEC_METHODDEF_ENTRYPOINTS,
 					  SEC_INSTANCE_ENTRYPOINTS, SEC_HOT_COLD_MAP };
 	uint64_t off;
 
-	if (rva_to_off(img, h->r2r_rva, sizeof(hdr), &off) || src_read(img, s, off, hdr, sizeof(hdr)))
+	if (rva_to_off(img, h->r2r_rva, sizeof(hdr), &off) || r2r_src_read(img, s, off, hdr, sizeof(hdr)))
 		return R2R_BAD_HEADER;
 	if (le32(hdr) != R2R_SIGNATURE)
 		return R2R_NOT_R2R;
 	img->st.major = le16(hdr + 4);
 	img->st.minor = le16(hdr + 6);
 	nsec = le32(hdr + 12);
-	if (img->st.major < 5 || img->st.major > 32 || (le32(hdr + 8) & R2R_FLAG_COMPONENT))
+	if (img->st.major < 5 || img->st.major > 32)
 		return R2R_UNSUPPORTED;
+	if (le32(hdr + 8) & R2R_FLAG_COMPONENT)
+		return R2R_COMPONENT;	/* IL and metadata only: its code is in the composite */
 	if (nsec > R2R_MAX_SECTIONS)
 		return R2R_BAD_HEADER;
-	dir = read_rva(img, s, h->r2r_rva + 16, nsec * 12, R2R_MAX_SECTIONS * 12, &st);
+	dir = r2r_read_rva(img, s, h->r2r_rva + 16, nsec * 12, R2R_MAX_SECTIONS * 12, &st);
 	if (!dir)
 		return st;
 	for (uint32_t i = 0; i < nsec; i++) {
 		uint32_t type = le32(dir + 12 * i);
 
-		if (type == SEC_COMPONENT_ASSEMBLIES)
-			st = R2R_UNSUPPORTED;	/* composite: methods of many assemblies */
+		if (type == SEC_COMPONENT_ASSEMBLIES && !crva) {
+			/* composite: methods of many assemblies, MethodDefEntryPoints per component */
+			crva = le32(dir + 12 * i + 4);
+			clen = le32(dir + 12 * i + 8);
+		}
 		for (int k = 0; k < 4; k++)
 			if (type == want[k] && !srva[k]) {
 				srva[k] = le32(dir + 12 * i + 4);
@@ -1871,15 +1839,17 @@ static enum r2r_status parse_r2r(struct r2r_image *img, const struct src *s, con
 	img->st.mem_bytes -= nsec * 12;
 	if (st != R2R_OK)
 		return st;
-	if (!srva[0] || !srva[1])
+	if (!srva[0] || (!srva[1] && !crva))
 		return R2R_BAD_HEADER;
 	for (int k = 0; k < 4 && st == R2R_OK; k++)
-		if (srva[k] && !(sec[k] = read_rva(img, s, srva[k], slen[k], img->lim.max_section, &st)))
+		if (srva[k] && !(k == 1 && crva) && !(sec[k] = r2r_read_rva(img, s, srva[k], slen[k], img->lim.max_section, &st)))
 			break;
 	if (st == R2R_OK)
 		st = read_functions(img, sec[0], slen[0]);
-	if (st == R2R_OK)
-		st = read_methoddefs(img, &(struct nreader){ sec[1], srva[1], slen[1] });
+	if (st == R2R_OK && crva)
+		st = r2r_composite_parse(img, s, crva, clen, files);
+	else if (st == R2R_OK)
+		st = r2r_read_methoddefs(img, img, &(struct nreader){ sec[1], srva[1], slen[1] }, 0);
 	if (st == R2R_OK && sec[2]) {
 		img->inst = sec[2];
 		img->inst_rva = srva[2];
@@ -1925,6 +1895,7 @@ static void drop_tables(struct r2r_image *img)
 	free(img->rf);
 	free(img->named);
 	intern__free(img->names);
+	r2r_composite_free(img);
 	img->md = img->inst = NULL;
 	img->enclosing = NULL;
 	img->rf = NULL;
@@ -1935,7 +1906,10 @@ static void drop_tables(struct r2r_image *img)
 	img->st.mem_bytes = 0;
 }
 
-static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *limits)
+/* An image from s; files: where a composite's components are (NULL: nowhere); md_only: its
+ * headers and metadata, not its code. */
+static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *limits,
+				  const struct r2r_files *files, int md_only)
 {
 	struct r2r_image *img = calloc(1, sizeof(*img));
 	uint64_t t0 = mono_ns();
@@ -1964,7 +1938,8 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 		pack_tables(img);
 		/* the assembly's name, in the packed heap */
 		img->assembly = md_string(img, cell(img, T_ASSEMBLY, 1, 7));
-		st = parse_r2r(img, s, &h);
+		if (!md_only)
+			st = parse_r2r(img, s, &h, files);
 	}
 	img->st.status = st;
 	if (st != R2R_OK)
@@ -1976,17 +1951,35 @@ static struct r2r_image *open_src(const struct src *s, const struct r2r_limits *
 	return img;
 }
 
-struct r2r_image *r2r__open_buf(const void *buf, size_t len, const struct r2r_limits *limits)
+struct r2r_image *r2r_open_metadata(const struct src *s, const struct r2r_limits *limits)
+{
+	return open_src(s, limits, NULL, 1);
+}
+
+struct r2r_image *r2r__open_buf_with(const void *buf, size_t len, const struct r2r_named_buf *comps,
+				     size_t ncomps, const struct r2r_limits *limits)
 {
 	struct src s = { .fd = -1, .buf = buf ? buf : (const uint8_t *)"", .size = buf ? len : 0 };
+	struct r2r_files f = { .dir_fd = -1, .bufs = comps, .nbufs = comps ? ncomps : 0 };
 
-	return open_src(&s, limits);
+	return open_src(&s, limits, &f, 0);
+}
+
+struct r2r_image *r2r__open_buf(const void *buf, size_t len, const struct r2r_limits *limits)
+{
+	return r2r__open_buf_with(buf, len, NULL, 0, limits);
 }
 
 struct r2r_image *r2r__open_fd(int fd, const struct r2r_limits *limits)
 {
+	return r2r__open_fd_in(fd, -1, limits);
+}
+
+struct r2r_image *r2r__open_fd_in(int fd, int dir_fd, const struct r2r_limits *limits)
+{
 	struct stat st;
 	struct src s = { .fd = fd };
+	struct r2r_files f = { .dir_fd = dir_fd };
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		struct r2r_image *img = calloc(1, sizeof(*img));
@@ -1998,7 +1991,7 @@ struct r2r_image *r2r__open_fd(int fd, const struct r2r_limits *limits)
 		return img;
 	}
 	s.size = st.st_size;
-	return open_src(&s, limits);
+	return open_src(&s, limits, &f, 0);
 }
 
 void r2r__free(struct r2r_image *img)
@@ -2022,11 +2015,12 @@ const char *r2r__status_str(enum r2r_status st)
 	static const char *const s[R2R__STATUS_MAX] = {
 		[R2R_OK] = "ok", [R2R_UNREADABLE] = "unreadable", [R2R_NOT_PE] = "not a PE image",
 		[R2R_NOT_CLI] = "not a .NET image", [R2R_NOT_R2R] = "not ReadyToRun (IL only)",
-		[R2R_UNSUPPORTED] = "unsupported ReadyToRun image (composite, #- metadata or version)",
+		[R2R_UNSUPPORTED] = "unsupported ReadyToRun image (#- metadata or version)",
 		[R2R_BAD_HEADER] = "malformed PE/ReadyToRun headers",
 		[R2R_BAD_METADATA] = "malformed metadata", [R2R_TOO_BIG] = "larger than the caps",
 		[R2R_NOMEM] = "out of memory",
 		[R2R_OVER_BUDGET] = "over the symbol budget (--max-symbol-mb)",
+		[R2R_COMPONENT] = "component of a composite image (its code is in the composite)",
 	};
 
 	return st < R2R__STATUS_MAX ? s[st] : "?";
@@ -2079,6 +2073,11 @@ static struct r2r_image *cache;
 
 struct r2r_image *r2r__get(int fd)
 {
+	return r2r__get_in(fd, -1);
+}
+
+struct r2r_image *r2r__get_in(int fd, int dir_fd)
+{
 	struct r2r_image *img;
 	struct r2r_key k;
 	struct stat st;
@@ -2096,7 +2095,7 @@ struct r2r_image *r2r__get(int fd)
 			img->refs++;
 			return img;
 		}
-	img = r2r__open_fd(fd, NULL);
+	img = r2r__open_fd_in(fd, dir_fd, NULL);
 	if (!img)
 		return NULL;
 	if (!symbudget__take(SB_R2R, img->st.mem_bytes)) {

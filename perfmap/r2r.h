@@ -22,12 +22,13 @@ enum r2r_status {
 	R2R_NOT_PE,		/* no MZ/PE headers, or headers out of bounds */
 	R2R_NOT_CLI,		/* PE without a CLI (COR) header: a native DLL */
 	R2R_NOT_R2R,		/* IL only: no READYTORUN header */
-	R2R_UNSUPPORTED,	/* composite image, uncompressed metadata (#-), a future major version */
+	R2R_UNSUPPORTED,	/* uncompressed metadata (#-), a future major version */
 	R2R_BAD_HEADER,		/* PE/COR/R2R header or section directory inconsistent */
 	R2R_BAD_METADATA,	/* ECMA-335 metadata root, streams or tables inconsistent */
 	R2R_TOO_BIG,		/* a section or the metadata is larger than the caps */
 	R2R_NOMEM,
 	R2R_OVER_BUDGET,	/* its tables did not fit the program's symbol budget (r2r__get) */
+	R2R_COMPONENT,		/* a component of a composite image: its code is in the composite */
 	R2R__STATUS_MAX,
 };
 
@@ -41,6 +42,8 @@ struct r2r_image_stats {
 	uint32_t bad_entries;	/* entry points that do not decode or point past the functions */
 	uint32_t bad_sigs;	/* method/owner signatures that do not decode (generic fallback name) */
 	uint32_t unsupported;	/* instantiations named by token in another module (not named) */
+	uint32_t components;	/* a composite image's component assemblies */
+	uint32_t components_unread;	/* of which not found or not readable (their methods unnamed) */
 	uint64_t bytes_read;	/* what the parse read from the file */
 	uint64_t mem_bytes;	/* what the table holds */
 	uint64_t parse_ns;
@@ -57,6 +60,23 @@ struct r2r_limits {
  * so callers can cache the answer. limits may be NULL. */
 struct r2r_image *r2r__open_fd(int fd, const struct r2r_limits *limits);
 struct r2r_image *r2r__open_buf(const void *buf, size_t len, const struct r2r_limits *limits);
+
+/*
+ * A composite image (the code of many assemblies, `PublishReadyToRunComposite`) is named from its
+ * component assemblies' metadata, read from the files next to it ("System.Runtime.dll"):
+ * r2r__open_fd_in opens them in dir_fd, the composite's directory (names from the image are
+ * single path components, opened with O_NOFOLLOW; -1: none), r2r__open_buf_with takes them as
+ * named buffers (tests, fuzzing). A component that is missing leaves its methods unnamed
+ * (components_unread).
+ */
+struct r2r_named_buf {
+	const char *name;	/* file name, "System.Runtime.dll" */
+	const void *buf;
+	size_t len;
+};
+struct r2r_image *r2r__open_fd_in(int fd, int dir_fd, const struct r2r_limits *limits);
+struct r2r_image *r2r__open_buf_with(const void *buf, size_t len, const struct r2r_named_buf *comps,
+				     size_t ncomps, const struct r2r_limits *limits);
 void r2r__free(struct r2r_image *img);	/* NULL-safe; not for images from r2r__get */
 
 void r2r__stats(const struct r2r_image *img, struct r2r_image_stats *out);
@@ -86,6 +106,7 @@ int r2r__function(struct r2r_image *img, uint32_t i, uint32_t *start, uint32_t *
  * NULL only when out of memory or fstat fails (errno set).
  */
 struct r2r_image *r2r__get(int fd);
+struct r2r_image *r2r__get_in(int fd, int dir_fd);	/* a composite's components in dir_fd */
 void r2r__put(struct r2r_image *img);	/* NULL-safe */
 uint32_t r2r__cached(void);		/* images in the cache (tests) */
 

@@ -342,6 +342,17 @@ def otelctx_seeds():
     write("otelctx", "read-null-ptr", b"\x04" + struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 4, 1, 0) + full)
 
 
+def r2rcomposite_seeds():
+    """The composite fixture (tests/fixtures/r2r-composite), whole and cut, as fuzz_r2rcomposite
+    reads it: u32 composite length, u32 CompApp.dll length, the three files."""
+    d = os.path.join(HERE, "..", "fixtures", "r2r-composite")
+    comp, app, lib = (open(os.path.join(d, n), "rb").read() for n in ("CompApp.r2r.dll", "CompApp.dll", "Lib.dll"))
+    write("r2rcomposite", "whole", struct.pack("<II", len(comp), len(app)) + comp + app + lib)
+    write("r2rcomposite", "no-lib", struct.pack("<II", len(comp), len(app)) + comp + app)
+    for cut in (512, 2048, len(comp) // 2):
+        write("r2rcomposite", "cut-%d" % cut, struct.pack("<II", cut, len(app)) + comp[:cut] + app + lib)
+
+
 def elfsym_seeds():
     """Small real ELF files, built from the test_elfsym fixtures with $CC (none when it fails)."""
     cc = os.environ.get("CC", "cc")
@@ -386,4 +397,5 @@ if __name__ == "__main__":
         diagipc_seeds()
         spantable_seeds()
         otelctx_seeds()
+        r2rcomposite_seeds()
         elfsym_seeds()

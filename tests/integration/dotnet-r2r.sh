@@ -7,7 +7,7 @@
 need_root
 need_cmd dotnet
 
-APP=$BUILD/apps/CoreLibMix/CoreLibMix
+APP=${R2R_APP:-$BUILD/apps/CoreLibMix/CoreLibMix}	# R2R_APP: the same app in another shape (make test-matrix)
 need_built "$APP"
 LEAF_BAR=${LEAF_BAR:-0.98}
 FRAME_BAR=${FRAME_BAR:-0.99}
@@ -22,6 +22,23 @@ check_case() {
 	ge "$(field "$d" leaf_frac)" "$LEAF_BAR" || { query top "$json" --pid "$pid"; fail "$name: named .NET leaves $(field "$d" leaf_frac) (want >= $LEAF_BAR)"; }
 	ge "$(field "$d" frame_frac)" "$FRAME_BAR" || { query top "$json" --pid "$pid"; fail "$name: named .NET frames $(field "$d" frame_frac) (want >= $FRAME_BAR)"; }
 	pass "$name: named .NET leaves $(field "$d" leaf_frac), frames $(field "$d" frame_frac)"
+}
+
+# r2r_fracs JSON PID: ReadyToRun frames (named, or a .dll's module+offset) and leaves, and the
+# named fractions of each.
+r2r_fracs() {
+	node -e '
+const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const named = (f) => /\[[^\]]+\] \S.*::/.test(f), r2r = (f) => named(f) || /\.dll\+0x[0-9a-f]+$/.test(f);
+let l = 0, ln = 0, f = 0, fn = 0;
+for (const s of p.samples) {
+  if (s.labels.pid !== process.argv[2]) continue;
+  const c = Number(s.values[0]), leaf = s.stack[s.stack.length - 1] || "";
+  if (r2r(leaf)) { l += c; if (named(leaf)) ln += c; }
+  for (const x of s.stack) if (r2r(x)) { f += c; if (named(x)) fn += c; }
+}
+console.log(JSON.stringify({ leaves: l, leaf_frac: l ? ln / l : 0, frames: f, frame_frac: f ? fn / f : 0 }));
+' "$1" "$2"
 }
 
 # 1. DOTNET_PerfMapEnabled=1 from the start.
@@ -56,18 +73,7 @@ sleep 1
 record c.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap --tiers
 [ ! -e "/tmp/perf-$pid.map" ] || { ls -la --time-style=full-iso "/tmp/perf-$pid.map"; head -3 "/tmp/perf-$pid.map"; grep -a . "$TMP/c.txt" | head -8; fail "--no-enable-perfmap still enabled perf maps"; }
 decode "$TMP/c.pb.gz"
-d=$(node -e '
-const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-const named = (f) => /\[[^\]]+\] \S.*::/.test(f), r2r = (f) => named(f) || /\.dll\+0x[0-9a-f]+$/.test(f);
-let l = 0, ln = 0, f = 0, fn = 0;
-for (const s of p.samples) {
-  if (s.labels.pid !== process.argv[2]) continue;
-  const c = Number(s.values[0]), leaf = s.stack[s.stack.length - 1] || "";
-  if (r2r(leaf)) { l += c; if (named(leaf)) ln += c; }
-  for (const x of s.stack) if (r2r(x)) { f += c; if (named(x)) fn += c; }
-}
-console.log(JSON.stringify({ leaves: l, leaf_frac: l ? ln / l : 0, frames: f, frame_frac: f ? fn / f : 0 }));
-' "$TMP/c.json" "$pid")
+d=$(r2r_fracs "$TMP/c.json" "$pid")
 note "no-enable-perfmap (ReadyToRun frames): $d"
 # Hot precompiled methods are soon re-jitted at tier 1, so ReadyToRun code is mostly callers here.
 [ "$(field "$d" frames)" -ge 200 ] || fail "no-enable-perfmap: too few ReadyToRun frames ($d)"
@@ -76,6 +82,21 @@ note "no-enable-perfmap (ReadyToRun frames): $d"
 ge "$(field "$d" frame_frac)" "$FRAME_BAR" || fail "no-enable-perfmap: named ReadyToRun frames $(field "$d" frame_frac)"
 grep -q 'PreJIT' "$TMP/c.json" || fail "no-enable-perfmap: no [PreJIT] frame"
 pass "no-enable-perfmap: named ReadyToRun leaves $(field "$d" leaf_frac), frames $(field "$d" frame_frac)"
+stop "$pid"
+
+# 3b. The same without tiered compilation: precompiled code is never replaced, so most leaves are
+#     ReadyToRun code and the leaf bar is measured on hundreds of them.
+start_app --ready '^pid' "$TMP/c2.out" env DOTNET_EnableDiagnostics_IPC=0 DOTNET_TieredCompilation=0 "$APP" 14; pid=$APP_PID
+sleep 1
+record c2.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap
+decode "$TMP/c2.pb.gz"
+d=$(r2r_fracs "$TMP/c2.json" "$pid")
+note "no-enable-perfmap, no tiering (ReadyToRun frames): $d"
+[ "$(field "$d" leaves)" -ge 100 ] || fail "no tiering: too few ReadyToRun leaves ($d)"
+ge "$(field "$d" leaf_frac)" "$LEAF_BAR" ||
+	{ query top "$TMP/c2.json" --pid "$pid"; fail "no tiering: named ReadyToRun leaves $(field "$d" leaf_frac)"; }
+ge "$(field "$d" frame_frac)" "$FRAME_BAR" || fail "no tiering: named ReadyToRun frames $(field "$d" frame_frac)"
+pass "no-enable-perfmap, no tiering: named ReadyToRun leaves $(field "$d" leaf_frac) of $(field "$d" leaves), frames $(field "$d" frame_frac)"
 stop "$pid"
 
 # 4. The copies named right: perf maps on from the start, but only the runtime sees its perf map

@@ -384,6 +384,130 @@ static void test_r2r_cache_within_budget(void **state)
 	close(fd);
 }
 
+/* ---- composite images: tests/fixtures/r2r-composite (make.sh there rebuilds it) ---------- */
+
+#define COMPOSITE_DIR "tests/fixtures/r2r-composite"
+
+static void *slurp(const char *path, size_t *len)
+{
+	return slurp_prefix(path, 1 << 20, len);
+}
+
+/* The composite's code named from its two components' metadata, as the runtime named it. */
+static void test_r2r_composite_matches_runtime(void **state)
+{
+	int fd = open(COMPOSITE_DIR "/CompApp.r2r.dll", O_RDONLY | O_CLOEXEC);
+	int dir_fd = open(COMPOSITE_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct r2r_image *img;
+	struct r2r_image_stats st;
+	char line[4096];
+	unsigned checked = 0, cross = 0;
+	uint32_t start, end;
+	const char *name;
+	FILE *f;
+
+	assert_true(fd >= 0 && dir_fd >= 0);
+	img = r2r__open_fd_in(fd, dir_fd, NULL);
+	close(fd);
+	close(dir_fd);
+	r2r__stats(img, &st);
+	assert_int_equal(st.status, R2R_OK);
+	assert_int_equal(st.components, 2);
+	assert_int_equal(st.components_unread, 0);
+	assert_int_equal(st.bad_entries, 0);
+	assert_int_equal(st.orphans, 0);
+	for (uint32_t i = 0; !r2r__function(img, i, &start, &end, &name); i++)
+		assert_non_null(name);
+	f = fopen(COMPOSITE_DIR "/runtime.txt", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned rva, size;
+		int n = 0;
+
+		if (line[0] == '#' || sscanf(line, "%x %x %n", &rva, &size, &n) != 2 || !n)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		name = r2r__lookup(img, rva, &start, &end);
+		if (!name || strcmp(name, line + n))
+			fail_msg("rva 0x%x: runtime says '%s', image says '%s'", rva, line + n,
+				 name ? name : "(none)");
+		assert_int_equal(start, rva);
+		/* Lib's generic type over CompApp's struct: an owner type across components */
+		if (strstr(name, "[Lib] CompLib.Box`1[CompApp.Point]::"))
+			cross++;
+		checked++;
+	}
+	fclose(f);
+	assert_true(checked >= 10);
+	assert_true(cross >= 2);
+	r2r__free(img);
+}
+
+/* A component that is missing leaves its methods unnamed (counted); the others are named. A
+ * component file is no image of its own: its code is the composite's. */
+static void test_r2r_composite_missing_component(void **state)
+{
+	size_t clen, alen, llen;
+	void *comp = slurp(COMPOSITE_DIR "/CompApp.r2r.dll", &clen);
+	void *app = slurp(COMPOSITE_DIR "/CompApp.dll", &alen);
+	void *lib = slurp(COMPOSITE_DIR "/Lib.dll", &llen);
+	struct r2r_named_buf only_app[] = { { "CompApp.dll", app, alen } };
+	struct r2r_named_buf wrong[] = { { "CompApp.dll", lib, llen }, { "Lib.dll", app, alen } };
+	struct r2r_image *img;
+	struct r2r_image_stats st;
+	uint32_t start, end, named = 0, total = 0;
+	const char *name;
+
+	img = r2r__open_buf_with(comp, clen, only_app, 1, NULL);
+	r2r__stats(img, &st);
+	assert_int_equal(st.status, R2R_OK);
+	assert_int_equal(st.components_unread, 1);
+	for (uint32_t i = 0; !r2r__function(img, i, &start, &end, &name); i++, total++)
+		if (name) {
+			assert_non_null(strstr(name, "[CompApp] "));
+			named++;
+		}
+	print_message("named %u of %u\n", named, total);
+	assert_true(named >= 1 && named < total);
+	r2r__free(img);
+	/* Files swapped: each is another assembly than the manifest says, so neither is used. */
+	img = r2r__open_buf_with(comp, clen, wrong, 2, NULL);
+	r2r__stats(img, &st);
+	assert_int_equal(st.components_unread, 2);
+	assert_int_equal(r2r__function(img, 0, &start, &end, &name), 0);
+	assert_null(name);
+	r2r__free(img);
+	assert_int_equal(status_of(app, alen), R2R_COMPONENT);
+	free(comp);
+	free(app);
+	free(lib);
+}
+
+/* Cut short anywhere, with whole or cut components: never a crash, never a bad name. */
+static void test_r2r_composite_truncated(void **state)
+{
+	size_t clen, alen, llen;
+	void *comp = slurp(COMPOSITE_DIR "/CompApp.r2r.dll", &clen);
+	void *app = slurp(COMPOSITE_DIR "/CompApp.dll", &alen);
+	void *lib = slurp(COMPOSITE_DIR "/Lib.dll", &llen);
+
+	for (size_t cut = 0; cut <= clen; cut += cut < 1024 ? 7 : 61) {
+		struct r2r_named_buf files[] = { { "CompApp.dll", app, alen },
+						 { "Lib.dll", lib, cut < llen ? cut : llen } };
+		struct r2r_image *img = r2r__open_buf_with(comp, cut, files, 2, NULL);
+		uint32_t start, end;
+		const char *name;
+
+		assert_non_null(img);
+		for (uint32_t i = 0; !r2r__function(img, i, &start, &end, &name); i++)
+			assert_true(!name || strstr(name, "::"));
+		r2r__free(img);
+	}
+	free(comp);
+	free(app);
+	free(lib);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +519,9 @@ int main(void)
 		cmocka_unit_test(test_r2r_sparse_huge),
 		cmocka_unit_test(test_r2r_cache_within_budget),
 		cmocka_unit_test(test_r2r_cache),
+		cmocka_unit_test(test_r2r_composite_matches_runtime),
+		cmocka_unit_test(test_r2r_composite_missing_component),
+		cmocka_unit_test(test_r2r_composite_truncated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

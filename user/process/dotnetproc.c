@@ -840,6 +840,19 @@ static int ends_with(const char *s, const char *tail)
 	return n >= t && !strcmp(s + n - t, tail);
 }
 
+/* The directory of path inside p's root (O_PATH), or -errno. */
+static int image_dir(const struct proc *p, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir))
+		return -EINVAL;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = 0;
+	return rootfs__open(p->root_fd, dir, O_PATH, S_IFDIR, 0, 0);
+}
+
 /*
  * The image behind file mapping v, opened once per process through its root (never leaving it)
  * and checked to be the very inode mapped; the parsed table is shared by every process that maps
@@ -866,8 +879,14 @@ static struct dn_image *image_of(struct proc *p, struct dotnet_state *d, const s
 		return im;
 	/* A path another file now sits at (replaced, or a container remapping it) is not read. */
 	if (!fstat(fd, &st) && ((uint64_t)major(st.st_dev) << 32 | minor(st.st_dev)) == v->dev &&
-	    st.st_ino == v->ino)
-		im->img = r2r__get(fd);
+	    st.st_ino == v->ino) {
+		/* A composite image's component assemblies are read next to it, inside the root. */
+		int dir_fd = image_dir(p, v->path);
+
+		im->img = r2r__get_in(fd, dir_fd);
+		if (dir_fd >= 0)
+			close(dir_fd);
+	}
 	close(fd);
 	if (im->img) {
 		struct r2r_image_stats rs;
