@@ -193,11 +193,16 @@ SHAPES := $(BUILD)/shapes
 SHAPE_TFM ?= net10.0
 SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM) \
 	-p:BaseIntermediateOutputPath=$(abspath $(BUILD))/obj/shapes/$(2)/$(1)/ -o $(3) $(DOTNET_PROPS) $(4)
-SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix
+SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain
 $(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
 	$(call msg,PUBLISH,$@ (self-contained composite ReadyToRun))
 	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),composite,$(@D),--self-contained \
 		-p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true)
+	$(Q)touch $@
+# Native AOT: the binary and its symbols (HotChain.dbg, found by .gnu_debuglink).
+$(SHAPES)/aot/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
+	$(call msg,PUBLISH,$@ (Native AOT))
+	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),aot,$(@D),-p:PublishAot=true)
 	$(Q)touch $@
 shapes: $(SHAPE_APPS)
 
@@ -236,6 +241,7 @@ TEST_OBJS_test_procfs  = $(LIB_OBJS)
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
 TEST_OBJS_test_r2r     = $(PERFMAP_OBJS)
+TEST_OBJS_test_aotname = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
@@ -437,6 +443,14 @@ all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 # fails, and ends with one line "tests: N passed, N failed, N skipped".
 test: all apps tools $(TESTS) fuzz
 	$(Q)BUILD=$(BUILD) ./tests/run-all.sh
+
+# The frame tests over the shapes .NET ships in (make shapes): composite ReadyToRun (the
+# dotnet-r2r.sh cases on its CoreLibMix) and Native AOT (dotnet-aot.sh). `make test` runs the
+# framework-dependent cases and skips what needs the shapes.
+test-matrix: all apps tools shapes
+	$(Q)BUILD=$(BUILD) MATRIX=1 SUITES=integration TESTS=dotnet-aot ./tests/run-all.sh
+	$(Q)BUILD=$(BUILD) R2R_APP=$(abspath $(SHAPES))/composite/CoreLibMix/CoreLibMix \
+		SUITES=integration TESTS=dotnet-r2r ./tests/run-all.sh
 
 print-fuzz-targets:
 	@echo $(FUZZ_TARGETS)

@@ -297,6 +297,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		st.frames, st.native_named, st.native_function, st.native_unnamed, st.jit_named,
 		st.jit_unnamed, st.unknown, st.unmapped_named, st.off_code, st.kernel,
 		st.kernel_hidden ? " (kernel symbols hidden by kptr_restrict)" : "");
+	if (st.aot_named || st.aot_raw)
+		fprintf(f, "  Native AOT: %" PRIu64 " frames named as .NET methods from their symbols, "
+			"%" PRIu64 " kept as symbols (the mangled name is ambiguous)\n",
+			st.aot_named, st.aot_raw);
 	report__symbols(f, e);
 	fprintf(f, "  leaf callers (frame not set up: caller put back):");
 	for (int i = 0; i < LEAF__MAX; i++)

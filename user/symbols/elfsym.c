@@ -1147,6 +1147,14 @@ static const char *sym_name(struct elfsym *es, struct sym *s)
 	return s->name;
 }
 
+void elfsym__each(const struct elfsym *es, void (*fn)(const char *name, void *arg), void *arg)
+{
+	if (es && es->dbg)
+		elfsym__each(es->dbg, fn, arg);
+	for (size_t i = 0; es && i < es->n; i++)
+		fn(es->syms[i].name, arg);
+}
+
 const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sym_off)
 {
 	size_t lo = 0, hi, steps;

@@ -79,6 +79,9 @@ int elfsym__function_start(const struct elfsym *es, uint64_t vaddr, uint64_t *st
  */
 const char *elfsym__lookup(struct elfsym *es, uint64_t file_off, uint64_t *sym_off);
 
+/* Every function symbol's name (its debug file's first), as stored (not demangled). */
+void elfsym__each(const struct elfsym *es, void (*fn)(const char *name, void *arg), void *arg);
+
 /* Same by ELF virtual address directly. */
 const char *elfsym__lookup_vaddr(struct elfsym *es, uint64_t vaddr, uint64_t *sym_off);
 

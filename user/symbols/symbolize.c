@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "aotname.h"
 #include "elfsym.h"
 #include "idmap.h"
 #include "intern.h"
@@ -49,6 +50,8 @@ struct symfile {
 	struct leafcfi *cfi;	/* its CFI, opened at the first leaf sample in it; NULL: none */
 	uint64_t cfi_charged;	/* bytes cfi took from the symbol budget */
 	int cfi_tried;
+	struct aotnames *aot;	/* a Native AOT binary: its .NET names read back; NULL: not one */
+	int aot_tried;
 	uint32_t base;		/* basename, a string id */
 	uint8_t awaiting;	/* its debug file was asked of the symbol servers, not there yet */
 	uint8_t no_debug;	/* a debug file of its build id came and did not fit: not asked again */
@@ -219,6 +222,7 @@ void symbolizer__free(struct symbolizer *sym)
 		symbudget__give(SB_ELF, sym->files[i]->charged + sym->files[i]->cfi_charged);
 		elfsym__free(sym->files[i]->es);
 		leafcfi__free(sym->files[i]->cfi);
+		aotnames__free(sym->files[i]->aot);
 		free(sym->files[i]);
 	}
 	free(sym->files);
@@ -567,6 +571,39 @@ static uint64_t *kind_counter(struct symbolizer *sym, int kind)
 	}
 }
 
+static void aot_learn(const char *name, void *an)
+{
+	aotnames__learn(an, name);
+}
+
+/* Symbol s of f: in a Native AOT binary, a managed method's .NET name read back from it
+ * (perfmap/aotname.h), or the symbol when that is not certain (counted). */
+static uint32_t aot_name(struct symbolizer *sym, struct symfile *f, const char *s)
+{
+	char name[1024];
+	int err;
+
+	if (!f->aot_tried) {
+		f->aot_tried = 1;
+		if ((f->aot = aotnames__new()))
+			elfsym__each(f->es, aot_learn, f->aot);
+		if (!aotnames__is_aot(f->aot)) {
+			aotnames__free(f->aot);
+			f->aot = NULL;
+		}
+	}
+	if (!f->aot)
+		return str_id(sym, s);
+	err = aotname__readback(f->aot, s, name, sizeof(name));
+	if (!err) {
+		sym->stats.aot_named++;
+		return str_id(sym, name);
+	}
+	if (err != -ENOENT)
+		sym->stats.aot_raw++;
+	return str_id(sym, s);
+}
+
 /* A native frame's name: its symbol; else "libcoreclr.so!0x4af210", the start (ELF virtual
  * address) of the function .eh_frame says holds it, one name for all of a function's addresses;
  * else module+offset. Counted by kind (a frame named again is moved between the counters). */
@@ -578,7 +615,7 @@ static uint32_t file_name(struct symbolizer *sym, struct symfile *f, uint64_t fi
 
 	if (s) {
 		*kind = NK_SYMBOL;
-		return str_id(sym, s);
+		return aot_name(sym, f, s);
 	}
 	if (elfsym__file_to_vaddr(f->es, file_off, &vaddr) == 0 &&
 	    elfsym__function_start(f->es, vaddr, &start) == 0) {

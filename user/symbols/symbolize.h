@@ -33,6 +33,8 @@ struct symbolizer_stats {
 	uint64_t native_named;
 	uint64_t native_function;	/* no symbol: "lib.so!0x<function start>" from .eh_frame */
 	uint64_t native_unnamed;	/* module+offset */
+	uint64_t aot_named;	/* Native AOT methods named as .NET methods from their symbols */
+	uint64_t aot_raw;	/* Native AOT methods whose symbol could not be read back for certain */
 	uint64_t debug_attached;	/* debug files from the symbol servers put to use */
 	uint64_t debug_refused;		/* files whose debug file outside their root was refused */
 	uint32_t refused_named[SYM_REFUSED_NAMED];	/* "binary (pid N): debug file", string ids */
