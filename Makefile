@@ -188,12 +188,14 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 
 # The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix):
 # self-contained composite ReadyToRun (the app and its framework precompiled into one
-# <App>.r2r.dll). Runtime packs come from the NuGet feed; obj/ is per shape under $(BUILD).
+# <App>.r2r.dll). Runtime packs come from the NuGet feed; obj/ and bin/ are per shape (the apps'
+# Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/.
 SHAPES := $(BUILD)/shapes
 SHAPE_TFM ?= net10.0
 SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM) \
-	-p:BaseIntermediateOutputPath=$(abspath $(BUILD))/obj/shapes/$(2)/$(1)/ -o $(3) $(DOTNET_PROPS) $(4)
-SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain
+	-o $(3) $(DOTNET_PROPS) -p:SpanProfShape=$(2) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(2) $(4)
+SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain \
+	$(SHAPES)/rt11/HotChain/HotChain $(SHAPES)/rt11/SpanService/SpanService
 $(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
 	$(call msg,PUBLISH,$@ (self-contained composite ReadyToRun))
 	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),composite,$(@D),--self-contained \
@@ -203,6 +205,13 @@ $(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,
 $(SHAPES)/aot/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
 	$(call msg,PUBLISH,$@ (Native AOT))
 	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),aot,$(@D),-p:PublishAot=true)
+	$(Q)touch $@
+# Runtime 11, self-contained: the SDK (10) builds for net10.0 and the runtime pack of RT11 runs it.
+RT11 ?= 11.0.0
+$(SHAPES)/rt11/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
+	$(call msg,PUBLISH,$@ (self-contained, runtime $(RT11)))
+	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),rt11,$(@D),--self-contained \
+		-p:RuntimeFrameworkVersion=$(RT11))
 	$(Q)touch $@
 shapes: $(SHAPE_APPS)
 
@@ -445,12 +454,16 @@ test: all apps tools $(TESTS) fuzz
 	$(Q)BUILD=$(BUILD) ./tests/run-all.sh
 
 # The frame tests over the shapes .NET ships in (make shapes): composite ReadyToRun (the
-# dotnet-r2r.sh cases on its CoreLibMix) and Native AOT (dotnet-aot.sh). `make test` runs the
+# dotnet-r2r.sh cases on its CoreLibMix), Native AOT (dotnet-aot.sh), and the frame and span
+# tests on runtime 11 self-contained. `make test` runs the
 # framework-dependent cases and skips what needs the shapes.
 test-matrix: all apps tools shapes
 	$(Q)BUILD=$(BUILD) MATRIX=1 SUITES=integration TESTS=dotnet-aot ./tests/run-all.sh
 	$(Q)BUILD=$(BUILD) R2R_APP=$(abspath $(SHAPES))/composite/CoreLibMix/CoreLibMix \
 		SUITES=integration TESTS=dotnet-r2r ./tests/run-all.sh
+	$(Q)BUILD=$(BUILD) FRAMES_APP=$(abspath $(SHAPES))/rt11/HotChain/HotChain \
+		SVC_EXE=$(abspath $(SHAPES))/rt11/SpanService/SpanService \
+		SUITES=integration TESTS="dotnet-frames spans" ./tests/run-all.sh
 
 print-fuzz-targets:
 	@echo $(FUZZ_TARGETS)

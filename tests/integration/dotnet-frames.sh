@@ -6,7 +6,7 @@
 need_root
 need_cmd dotnet
 
-APP=$BUILD/apps/HotChain/HotChain
+APP=${FRAMES_APP:-$BUILD/apps/HotChain/HotChain}	# FRAMES_APP: another shape or runtime (make test-matrix)
 need_built "$APP"
 CHAIN='Program::Main,Program::Outer,Program::Middle,Program::HotLoop'
 

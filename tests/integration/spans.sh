@@ -11,14 +11,15 @@ need_cmd dotnet
 need_built "$SVC" "$LOADGEN" "$HOOK"
 PATHS='/work/a,/work/b,/work/labels?tenant=acme'
 
-# start_service NAME [ns]: SpanService with the startup hook, ready once it wrote its port to
+# start_service NAME [ns]: SpanService (SVC_EXE: a self-contained one, make test-matrix) with the
+# startup hook, ready once it wrote its port to
 # NAME.ready; sets SVC_PID (host pid), SVC_PORT.
 start_service() {
 	local name=$1 ns=()
 	if [ -n "${2:-}" ]; then ns=(--ns); fi
 	start_app "${ns[@]}" --ready-file "$TMP/$name.ready" "$TMP/$name.svc" \
 		env SPANSERVICE_SPANS="$TMP/$name.spans.jsonl" SPANSERVICE_READY="$TMP/$name.ready" \
-		DOTNET_STARTUP_HOOKS="$HOOK" dotnet "$SVC" --port 0
+		DOTNET_STARTUP_HOOKS="$HOOK" ${SVC_EXE:-dotnet "$SVC"} --port 0
 	SVC_PORT=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/$name.ready')).port")
 	SVC_PID=$APP_PID
 	grep -q '"hook_mapped":true' "$TMP/$name.ready" || fail "$name: hook not loaded"
