@@ -192,7 +192,8 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 # Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/.
 SHAPES := $(BUILD)/shapes
 SHAPE_TFM ?= net10.0
-SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM) \
+SHAPE_TFM_ARGS = -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM)
+SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 $(if $(5),$(5),$(SHAPE_TFM_ARGS)) \
 	-o $(3) $(DOTNET_PROPS) -p:SpanProfShape=$(2) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(2) $(4)
 SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain \
 	$(SHAPES)/rt11/HotChain/HotChain $(SHAPES)/rt11/SpanService/SpanService
@@ -206,12 +207,13 @@ $(SHAPES)/aot/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
 	$(call msg,PUBLISH,$@ (Native AOT))
 	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),aot,$(@D),-p:PublishAot=true)
 	$(Q)touch $@
-# Runtime 11, self-contained: the SDK (10) builds for net10.0 and the runtime pack of RT11 runs it.
+# Runtime 11, self-contained: the SDK (10) builds the apps for their own target (net8.0; a global
+# TargetFramework would reach the hook's project too) and the runtime pack of RT11 runs them.
 RT11 ?= 11.0.0
 $(SHAPES)/rt11/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
 	$(call msg,PUBLISH,$@ (self-contained, runtime $(RT11)))
 	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),rt11,$(@D),--self-contained \
-		-p:RuntimeFrameworkVersion=$(RT11))
+		-p:RuntimeFrameworkVersion=$(RT11),-p:SpanProfRuntime=$(RT11))
 	$(Q)touch $@
 shapes: $(SHAPE_APPS)
 
