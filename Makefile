@@ -233,6 +233,7 @@ TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/delivery.
 TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 TEST_OBJS_test_talker   = $(OBJ)/user/process/talker.o
+TEST_OBJS_test_pmpolicy = $(OBJ)/user/process/pmpolicy.o
 TEST_OBJS_test_dotnetstubs = $(OBJ)/user/process/dotnetstubs.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
 TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)
