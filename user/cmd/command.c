@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "pmpolicy.h"
 
 /* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
 static int find_hook(char *buf, size_t len)
@@ -76,7 +77,7 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 		snprintf(hooks, sizeof(hooks), "%s%s%s", old && old[0] ? old : "",
 			 old && old[0] ? ":" : "", hook);
 		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
-		setenv("DOTNET_PerfMapEnabled", "1", 0);
+		setenv("DOTNET_PerfMapEnabled", PMPOLICY_PERFMAP_TYPE_STR, 0);
 		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
 			   setuid(pw->pw_uid))) {
 			fprintf(stderr, "spanprof: cannot become %s: %s\n", user, strerror(errno));

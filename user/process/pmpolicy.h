@@ -6,6 +6,13 @@
 
 #include <stdint.h>
 
+/* The PerfMapType spanprof turns on (IPC EnablePerfMap, DOTNET_PerfMapEnabled for a command it
+ * starts): 3, the perf map only. ReadyToRun code is named from the images and copied stubs by
+ * their bytes, so the jitdump (every method's code bytes, and dead on .NET 10 at its first stub
+ * block, dotnet/runtime#132935) adds no name: perfmap/README.md. */
+#define PMPOLICY_PERFMAP_TYPE	3
+#define PMPOLICY_PERFMAP_TYPE_STR "3"
+
 #define PMPOLICY_MAX_MB_DEFAULT	32	/* --perfmap-max-mb */
 #define PMPOLICY_IDLE_S_DEFAULT	3600	/* --perfmap-idle (the agent) */
 
@@ -24,6 +31,15 @@ struct pmpolicy_proc {
 	uint64_t base_bytes;	/* ... right after the last start afresh (its live methods); 0 */
 	uint64_t last_sample_ns;	/* its newest sample; 0: never */
 	uint64_t off_ns;	/* when it was turned off for idleness */
+};
+
+/* What was done, for the report and /metrics (the session's; every process adds to it). */
+struct pmpolicy_counters {
+	uint64_t restarts;	/* perf maps we turned on started afresh past the cap */
+	uint64_t not_ours_over_cap;	/* processes whose own perf map passed the cap: left alone */
+	uint64_t idle_off;	/* turned off after perfmap_idle_ns unsampled, files removed */
+	uint64_t on_again;	/* ... turned on again at a later sample */
+	uint64_t failed;	/* talks for these that failed (that process is then left as is) */
 };
 
 enum pmpolicy_action {
