@@ -71,6 +71,9 @@ static const char usage_record[] =
 	"      --perfmap-max-mb N a perf map spanprof turned on that passes N MiB is started\n"
 	"                         afresh (perf maps off and on again: the runtime writes the live\n"
 	"                         methods only); 0: no cap (default 32)\n"
+	"      --perfmap-idle SECS  perf maps spanprof turned on in a process not sampled for\n"
+	"                         SECS are turned off and their files removed, on again at its\n"
+	"                         next sample (default 0: never)\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
@@ -211,7 +214,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
 	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
-	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX };
+	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX, OPT_PERFMAP_IDLE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -231,6 +234,7 @@ static int cmd_record(int argc, char **argv)
 		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_MAX_SYMBOL_MB },
 		{ "perfmap-max-mb", required_argument, NULL, OPT_PERFMAP_MAX },
+		{ "perfmap-idle", required_argument, NULL, OPT_PERFMAP_IDLE },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -329,6 +333,11 @@ static int cmd_record(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v))
 				return bad_usage("bad perf map cap (MiB, 0..1048576)", optarg);
 			o.perfmap_max_mb = v;
+			break;
+		case OPT_PERFMAP_IDLE:
+			if (parse_uint(optarg, 100u * 24 * 3600, &v))
+				return bad_usage("bad perf map idle time (seconds, 0..8640000)", optarg);
+			o.perfmap_idle_s = v;
 			break;
 		case OPT_MAX_FRAMES:
 		case OPT_MAX_STACKS:

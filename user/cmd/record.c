@@ -140,6 +140,7 @@ int record__run(const struct record_opts *o)
 		.max_stacks = o->max_stacks,
 		.max_symbol_mb = o->max_symbol_mb,
 		.perfmap_max_mb = o->perfmap_max_mb,
+		.perfmap_idle_s = o->perfmap_idle_s,
 		.symsrv = o->symsrv,
 		.verbose = o->verbose,
 		.hurry = &hurry,

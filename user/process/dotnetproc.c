@@ -818,8 +818,11 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 	remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	forget_enabled(p);
-	/* Its index had the files' offsets: the new files are read from their start. */
-	perfmap__free(d->pm);
+	/* Its index had the files' offsets: the new files are read from their start. It stays
+	 * for lookups a window more (record names its frames only at its end). */
+	perfmap__free(d->prev_pm);
+	d->prev_pm = d->pm;
+	d->prev_windows = 0;
 	d->pm = NULL;
 	d->enabled_by_us = 0;
 	d->off_idle = 1;
