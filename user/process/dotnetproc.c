@@ -760,17 +760,12 @@ static int start_policy_talk(struct proc *p, struct dotnet_state *d, uint32_t ty
 	return 0;
 }
 
-/* What the runtime's files hold now. */
+/* What the perf map holds now (a jitdump beside it is none of ours: type 3 writes none). */
 static uint64_t files_bytes(const struct dotnet_state *d)
 {
 	struct stat st;
-	uint64_t n = 0;
 
-	if (d->files.map_fd >= 0 && !fstat(d->files.map_fd, &st))
-		n += (uint64_t)st.st_size;
-	if (d->files.jitdump_fd >= 0 && !fstat(d->files.jitdump_fd, &st))
-		n += (uint64_t)st.st_size;
-	return n;
+	return d->files.map_fd >= 0 && !fstat(d->files.map_fd, &st) ? (uint64_t)st.st_size : 0;
 }
 
 #define COUNT(o, f)                          \
@@ -797,9 +792,12 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		struct perfmap *old = NULL;
 
 		/* The runtime truncated the file and wrote the live methods before it answered:
-		 * read from the start now; the old index stays a window for frames in flight. */
+		 * read from the start now; the old index stays a window for frames in flight. The
+		 * files are opened again: one removed meanwhile (by another tool) is a new file now. */
 		perfmap__free(d->prev_pm);
 		d->prev_pm = NULL;
+		dotnet__close_jit_files(&d->files);
+		open_files(p, d);
 		if (d->pm && restart_keeping(p, d, &old) >= 0) {
 			d->prev_pm = old;
 			d->prev_windows = 0;
