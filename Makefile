@@ -208,10 +208,12 @@ TEST_OBJS_test_jitdump  = $(PERFMAP_OBJS)
 TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
+TEST_OBJS_test_rtversion = $(PERFMAP_OBJS)
 TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
+TEST_OBJS_test_siphash = $(LIB_OBJS)
 TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
@@ -225,6 +227,7 @@ TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/ppro
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_aggregate = $(OBJ)/user/profile/aggregate.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_hashflood = $(TEST_OBJS_test_aggregate)
 TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
@@ -314,8 +317,10 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c \
+                lib/siphash.c
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h \
+                     lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
 FUZZ_ALL    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -373,7 +378,7 @@ fuzz: $(FUZZ_ALL:%=$(BUILD)/fuzz/%) $(FUZZ_SEEDS)
 # Each target briefly: its seeds, then mutations of them; new inputs go to a scratch directory,
 # never into the corpus. A crash, leak or sanitizer report fails the build.
 fuzzcheck: fuzz
-	$(Q)set -e; mkdir -p $(BUILD)/fuzz/artifacts; for t in $(FUZZ_ALL); do \
+	$(Q)set -e; mkdir -p $(BUILD)/fuzz/artifacts; for t in $(FUZZ_TARGETS); do \
 		printf '  %-8s %s\n' FUZZCHK $$t; rm -rf $(BUILD)/fuzz/scratch; mkdir -p $(BUILD)/fuzz/scratch; \
 		$(BUILD)/fuzz/$$t $(call FUZZ_RUN,$$t) -runs=$(FUZZ_CHECK_RUNS) $(BUILD)/fuzz/scratch \
 			$(FUZZ_CORPUS) >$(BUILD)/fuzz/$$t.log 2>&1 || \
@@ -394,22 +399,40 @@ $(BUILD)/bench/bench_perfmap: tests/bench/bench_perfmap.c $(PERFMAP_CORE) $(PERF
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -D_GNU_SOURCE -Iperfmap -Ilib -O2 -g $(WARN) $< $(PERFMAP_CORE) -o $@
 
+$(BUILD)/bench/bench_syscall: tests/bench/bench_syscall.c
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g $(WARN) $< -o $@
+
+# The tables' hash (lib/siphash.c) against the former unkeyed one, and lookups in the per-sample
+# tables.
+BENCH_HASH_SRCS := lib/siphash.c lib/intern.c lib/idmap.c lib/prefault.c lib/util.c
+$(BUILD)/bench/bench_hash: tests/bench/bench_hash.c $(BENCH_HASH_SRCS) $(BENCH_HASH_SRCS:.c=.h)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -D_GNU_SOURCE -Ilib -O2 -g $(WARN) $< $(BENCH_HASH_SRCS) -o $@
+
 .PHONY: fuzz fuzzcheck fuzz-run
 
 # ---- top-level targets ---------------------------------------------------------------------
 all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 
-test: all apps tools unit hooktest fuzzcheck
-	$(Q)BUILD=$(BUILD) ./tests/run-integration.sh
+# Builds everything, then tests/run-all.sh runs every suite (each test under a deadline), whatever
+# fails, and ends with one line "tests: N passed, N failed, N skipped".
+test: all apps tools $(TESTS) fuzz
+	$(Q)BUILD=$(BUILD) ./tests/run-all.sh
+
+print-fuzz-targets:
+	@echo $(FUZZ_TARGETS)
 
 demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all apps tools $(BUILD)/bench/bench_perfmap
+bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall $(BUILD)/bench/bench_hash
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook pack hooktest apps tools unit test demo bench clean
+.PHONY: all deps hook pack hooktest apps tools unit test demo bench clean print-fuzz-targets
 .DEFAULT_GOAL := all

@@ -6,7 +6,6 @@
 #include <bpf/bpf_core_read.h>
 #include "profiler.h"
 
-#define MAX_ERRNO   4095
 #define WAKE_BYTES  (64 << 10)	/* execs wake the consumer only past this much data */
 #define NSEC_PER_SEC 1000000000ull
 
@@ -94,79 +93,74 @@ static __always_inline void send(struct sp_proc_event *ev, __u64 flags)
 	count(ev->type == SP_EV_CTX_MAPPED ? SP_EV_CNT_CTX_MAPPED : SP_EV_CNT_EXEC);
 }
 
-/*
- * The hook's table: memfd_create(SP_CTX_MEMFD_NAME) remembers the fd, and the process's next
- * mmap(2) of that fd is the event (only then is the table in /proc/<pid>/maps). This kernel class
- * may lack fentry (no ftrace), so the one hook is the raw sys_exit tracepoint: any other syscall
- * costs one load and two compares. Measured on this VM (getppid, thread CPU time): ~120 ns
- * without, ~140 ns with, the same as a program that does nothing (the syscall slow path).
- */
-#if defined(__TARGET_ARCH_x86)
-#define NR_MMAP		9
-#define NR_MEMFD_CREATE 319
-#define SYSCALL_NR(regs) ((regs)->orig_ax)	/* a BTF pointer: a plain load, no helper call */
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_MMAP		222
-#define NR_MEMFD_CREATE 279
-#define SYSCALL_NR(regs) ((regs)->syscallno)
-#else
-#error "procevents.bpf.c: syscall numbers for this architecture"
-#endif
-
-/* memfd_create(SP_CTX_MEMFD_NAME) seen, mmap not yet: tgid -> fd. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __s32);
-} ctx_memfds SEC(".maps");
-
-static __always_inline void memfd_created(struct pt_regs *regs, long ret, __u32 tgid)
+/* One span-table event: the table at [addr, addr + len) in the current process. */
+static __always_inline void table_mapped(__u64 addr, __u64 len)
 {
-	const char want[] = SP_CTX_MEMFD_NAME;
-	char name[sizeof(want)];
-	__s32 fd = ret;
-
-	/* The name was just copied in by the kernel: resident, readable without a fault. */
-	if (ret < 0 || bpf_probe_read_user(name, sizeof(name), (void *)PT_REGS_PARM1_CORE_SYSCALL(regs)))
-		return;
-	for (int i = 0; i < (int)sizeof(want); i++)
-		if (name[i] != want[i])
-			return;
-	bpf_map_update_elem(&ctx_memfds, &tgid, &fd, BPF_ANY);
-}
-
-static __always_inline void mapped(struct pt_regs *regs, long ret, __u32 tgid)
-{
-	__s32 *fd = bpf_map_lookup_elem(&ctx_memfds, &tgid);
 	struct sp_proc_event ev = {};
 
-	if (!fd || (unsigned long)ret >= (unsigned long)-MAX_ERRNO ||
-	    (__s32)PT_REGS_PARM5_CORE_SYSCALL(regs) != *fd)
-		return;
-	bpf_map_delete_elem(&ctx_memfds, &tgid);
+	ev.tgid = bpf_get_current_pid_tgid() >> 32;
 	ev.time_ns = bpf_ktime_get_ns();
-	ev.tgid = tgid;
-	if (!within_budget(tgid, ev.time_ns))
+	if (!within_budget(ev.tgid, ev.time_ns))
 		return;
 	ev.type = SP_EV_CTX_MAPPED;
 	ev.proc_start_ticks = start_ticks(bpf_get_current_task_btf());
-	ev.addr = ret;
-	ev.len = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	ev.addr = addr;
+	ev.len = len;
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* The hook registers its table before its first span: wake the consumer now. */
 	send(&ev, BPF_RB_FORCE_WAKEUP);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+/*
+ * The hook's announcement (SP_PRCTL_ANNOUNCE, bpf/profiler.h): task_prctl_unknown fires only for a
+ * prctl option the kernel does not know, never on another syscall. The first of the two sources
+ * (Linux 6.13+; user space tries it first). A process may announce anything: user space checks
+ * the mapping and the header before it registers a table, and the budget bounds the events.
+ */
+SEC("tp_btf/task_prctl_unknown")
+int BPF_PROG(on_prctl_unknown, int option, unsigned long arg2, unsigned long arg3,
+	     unsigned long arg4, unsigned long arg5)
 {
-	long nr = SYSCALL_NR(regs);
+	if (option == SP_PRCTL_ANNOUNCE && arg4 == SP_CTX_ABI)
+		table_mapped(arg2, arg3);
+	return 0;
+}
 
-	if (nr == NR_MMAP)
-		mapped(regs, ret, bpf_get_current_pid_tgid() >> 32);
-	else if (nr == NR_MEMFD_CREATE)
-		memfd_created(regs, ret, bpf_get_current_pid_tgid() >> 32);
+/*
+ * The second source, for kernels before 6.13 (or a hook that does not announce): the process maps
+ * the memfd it created as SP_CTX_MEMFD_NAME. fexit on
+ * shmem_mmap, the .mmap of every shmem file (memfds included), fires only when such a file is
+ * mapped: no other syscall of any task pays anything. No syscall tracepoint: one on sys_enter or
+ * sys_exit sends every task of the node through the syscall slow path (+85-95 ns per getppid
+ * here, docs/benchmarks.md). Checked against Linux 6.18 (mm/shmem.c, mm/vma.c): shmem has .mmap,
+ * not .mmap_prepare, and __mmap_new_vma calls it with vm_start/vm_end set; the VMA enters the
+ * tree a moment later, and user space retries its maps read until the table is there. The name
+ * is on the file's dentry: MFD_NAME_PREFIX (mm/memfd.c) then the name given to memfd_create.
+ * The function name is the same on every architecture.
+ */
+#define MFD_NAME_PREFIX "memfd:"
+
+SEC("fexit/shmem_mmap")
+int BPF_PROG(on_shmem_mmap, struct file *file, struct vm_area_struct *vma, int ret)
+{
+	const char want[] = MFD_NAME_PREFIX SP_CTX_MEMFD_NAME;
+	char name[sizeof(want) - 1];
+	const unsigned char *dname;
+	struct dentry *d;
+
+	if (ret)
+		return 0;
+	d = BPF_CORE_READ(file, f_path.dentry);
+	if (BPF_CORE_READ(d, d_name.len) != sizeof(name))
+		return 0;
+	dname = BPF_CORE_READ(d, d_name.name);
+	if (bpf_probe_read_kernel(name, sizeof(name), dname))
+		return 0;
+	for (int i = 0; i < (int)sizeof(name); i++)
+		if (name[i] != want[i])
+			return 0;
+	table_mapped(BPF_CORE_READ(vma, vm_start),
+		     BPF_CORE_READ(vma, vm_end) - BPF_CORE_READ(vma, vm_start));
 	return 0;
 }
 

@@ -123,6 +123,14 @@ struct sp_ctx_proc {
  * slot_size bytes; each slot is struct sp_slot_head followed by the OTEP 4947 record.
  */
 #define SP_CTX_MEMFD_NAME "spanprof-ctx"
+/*
+ * Once the table is mapped (and its header written), the hook announces it:
+ * prctl(SP_PRCTL_ANNOUNCE, table address, table length, SP_CTX_ABI, 0). No kernel knows the
+ * option, so the call fails with EINVAL, and the kernel's task_prctl_unknown tracepoint (Linux
+ * 6.13+), which fires on nothing else, tells the sampler at once. "SPCT"; kernel prctl options
+ * are small numbers or other four-letter tags (PR_SET_VMA is "SVMA").
+ */
+#define SP_PRCTL_ANNOUNCE 0x53504354
 #define SP_CTX_MAGIC	  "SPANPROF"	/* 8 bytes, no NUL */
 #define SP_CTX_ABI	  1
 #define SP_CTX_MAX_SLOTS  65536

@@ -4,6 +4,7 @@
 
 #include "idmap.h"
 #include "prefault.h"
+#include "siphash.h"
 
 /* Small to start: every process has one (its frame addresses), most with few frames. */
 #define SLOTS_MIN 32
@@ -23,8 +24,9 @@ struct idmap {
 
 static inline uint32_t home(uint64_t key, uint32_t nslots)
 {
-	/* Fibonacci hashing: the high bits of the product depend on every bit of the key. */
-	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (nslots - 1);
+	/* Keyed: a process chooses its frame addresses (a forged stack can hold any), and any
+	 * unkeyed mix of them it could invert into addresses that share a slot. */
+	return (uint32_t)siphash__table_u64(key) & (nslots - 1);
 }
 
 struct idmap *idmap__new(void)
@@ -131,4 +133,14 @@ uint64_t idmap__bytes(const struct idmap *m)
 {
 	return sizeof(*m) + (uint64_t)m->nslots * sizeof(*m->slots) +
 	       (uint64_t)m->cap * sizeof(*m->keys);
+}
+
+uint32_t idmap__probes(const struct idmap *m, uint64_t key)
+{
+	uint32_t mask = m->nslots - 1, n = 1;
+
+	for (uint32_t i = home(key, m->nslots); m->slots[i].id1 && m->slots[i].key != key;
+	     i = (i + 1) & mask)
+		n++;
+	return n;
 }

@@ -24,5 +24,8 @@ int64_t idmap__find(const struct idmap *m, uint64_t key);
 uint64_t idmap__key(const struct idmap *m, uint32_t id);
 uint32_t idmap__count(const struct idmap *m);
 uint64_t idmap__bytes(const struct idmap *m);	/* memory held, for reports and caps */
+/* Slots a lookup of key visits (present or not): what keys forged to collide would cost, for
+ * tests. */
+uint32_t idmap__probes(const struct idmap *m, uint64_t key);
 
 #endif /* SPANPROF_IDMAP_H */

@@ -1,4 +1,6 @@
-/* intern.c: open-addressing hash table over an append-only arena of byte strings. */
+/* intern.c: open-addressing hash table over an append-only arena of byte strings. Keys are
+ * often what a profiled process chose (stacks, label values, names): they are hashed under the
+ * run's secret key (siphash.h), so that no process can make them collide. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -6,6 +8,7 @@
 
 #include "intern.h"
 #include "prefault.h"
+#include "siphash.h"
 
 /* A table starts small and doubles: every process has a few (its frames, its mappings), and a
  * node has hundreds of processes, most with few frames. */
@@ -31,28 +34,6 @@ struct intern {
 	uint32_t nchunks, chunk_used, chunk_size;
 	uint64_t bytes;		/* arena + tables */
 };
-
-uint64_t intern__hash(const void *key, size_t len)
-{
-	/* FNV-1a over 8-byte words then bytes, with a final avalanche: fast and good enough. */
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
-	uint64_t w;
-
-	while (len >= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-		h ^= h >> 29;
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		h = (h ^ *p++) * 0x100000001b3ull;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
-}
 
 struct intern *intern__new(void)
 {
@@ -87,12 +68,16 @@ static const char *entry_bytes(const struct intern *in, const struct entry *e)
 	return in->chunks[e->off_chunk] + e->off;
 }
 
+/* Id of key, or -ENOENT with *slot the empty slot where it would go; *probes (when non-NULL)
+ * the slots visited. */
 static int64_t lookup(const struct intern *in, const void *key, size_t len, uint64_t h,
-		      uint32_t *slot)
+		      uint32_t *slot, uint32_t *probes)
 {
 	uint32_t mask = in->nslots - 1, i = (uint32_t)h & mask, h32 = (uint32_t)(h >> 32);
 
-	for (;; i = (i + 1) & mask) {
+	for (uint32_t n = 1;; i = (i + 1) & mask, n++) {
+		if (probes)
+			*probes = n;
 		uint64_t v = in->slots[i];
 		const struct entry *e;
 
@@ -118,7 +103,7 @@ static int grow_slots(struct intern *in)
 	prefault__write(slots, n * sizeof(*slots));
 	for (uint32_t id = 0; id < in->n; id++) {
 		const struct entry *e = &in->ents[id];
-		uint64_t h = intern__hash(entry_bytes(in, e), e->len);
+		uint64_t h = siphash__table(entry_bytes(in, e), e->len);
 		uint32_t i = (uint32_t)h & mask;
 
 		while (slots[i])
@@ -169,7 +154,7 @@ static int store(struct intern *in, const void *key, size_t len, struct entry *e
 
 int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 {
-	uint64_t h = intern__hash(key, len);
+	uint64_t h = siphash__table(key, len);
 	uint32_t slot;
 	int64_t id;
 	struct entry e;
@@ -178,13 +163,13 @@ int64_t intern__id(struct intern *in, const void *key, size_t len, int *added)
 		*added = 0;
 	if (len >= UINT32_MAX)
 		return -EINVAL;
-	id = lookup(in, key, len, h, &slot);
+	id = lookup(in, key, len, h, &slot, NULL);
 	if (id >= 0)
 		return id;
 	if ((uint64_t)(in->n + 1) * 4 > (uint64_t)in->nslots * 3) {
 		if (grow_slots(in))
 			return -ENOMEM;
-		lookup(in, key, len, h, &slot);
+		lookup(in, key, len, h, &slot, NULL);
 	}
 	if (in->n == in->cap_ents) {
 		uint32_t cap = in->cap_ents ? in->cap_ents * 2 : ENTS_MIN;
@@ -210,7 +195,7 @@ int64_t intern__find(const struct intern *in, const void *key, size_t len)
 {
 	uint32_t slot;
 
-	return lookup(in, key, len, intern__hash(key, len), &slot);
+	return lookup(in, key, len, siphash__table(key, len), &slot, NULL);
 }
 
 const void *intern__key(const struct intern *in, uint32_t id, size_t *len)
@@ -231,4 +216,12 @@ uint64_t intern__bytes(const struct intern *in)
 {
 	return in->bytes + (uint64_t)in->cap_ents * sizeof(struct entry) +
 	       (uint64_t)in->nslots * sizeof(*in->slots);
+}
+
+uint32_t intern__probes(const struct intern *in, const void *key, size_t len)
+{
+	uint32_t slot, probes;
+
+	lookup(in, key, len, siphash__table(key, len), &slot, &probes);
+	return probes;
 }

@@ -19,7 +19,9 @@ int64_t intern__find(const struct intern *in, const void *key, size_t len);
  * *len (without the NUL) set when non-NULL. NULL for an unknown id. */
 const void *intern__key(const struct intern *in, uint32_t id, size_t *len);
 uint32_t intern__count(const struct intern *in);
-uint64_t intern__hash(const void *key, size_t len);
 uint64_t intern__bytes(const struct intern *in);	/* memory held, for reports and caps */
+/* Slots a lookup of key visits (present or not): what keys forged to collide would cost, for
+ * tests. */
+uint32_t intern__probes(const struct intern *in, const void *key, size_t len);
 
 #endif /* SPANPROF_INTERN_H */

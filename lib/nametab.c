@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
 #include "nametab.h"
+#include "siphash.h"
 
 #define MIN_SLOTS 1024u
 
@@ -79,7 +79,7 @@ static int grow(struct nametab *t)
 
 const char *nametab__get(struct nametab *t, const char *str, size_t len)
 {
-	uint64_t h = intern__hash(str, len);
+	uint64_t h = siphash__table(str, len)	/* names come from processes */;
 	struct nt_entry *e = NULL;
 	uint32_t k, mask;
 

@@ -9,6 +9,7 @@
 
 #include "hexnum.h"
 #include "perfmap_int.h"
+#include "siphash.h"
 #include "symbudget.h"
 #include "util.h"
 
@@ -16,16 +17,6 @@
 #define MAX_TIER_LEN	64
 
 /* ---- hashing and interning ---------------------------------------------------------------- */
-
-static inline uint64_t mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
 
 /*
  * Names are shared by every perfmap of the program (lib/nametab.h): most of a .NET process's
@@ -95,10 +86,13 @@ void perfmap__shared_names(struct nametab_stats *out)
 
 /* ---- twins: one piece of code logged to both files ---------------------------------------- */
 
+/* Keyed (siphash.h): the ranges are what the process wrote in its perf map. */
 static uint64_t twin_hash(const struct perfmap_sym *s)
 {
-	return mix64(s->start ^ mix64(s->size ^ ((uint64_t)(uintptr_t)s->name << 1) ^
-				      ((uint64_t)(uintptr_t)s->tier << 17)));
+	const uint64_t k[4] = { s->start, s->size, (uint64_t)(uintptr_t)s->name,
+				(uint64_t)(uintptr_t)s->tier };
+
+	return siphash__table(k, sizeof(k));
 }
 
 /* Entry id of the index (ids come from it: always there). */

@@ -12,6 +12,7 @@
 #include "intern.h"
 #include "prefault.h"
 #include "r2r.h"
+#include "siphash.h"
 #include "symbudget.h"
 
 /*
@@ -1441,7 +1442,8 @@ static void format_method(const struct r2r_image *img, const struct rfunc *m, st
 static struct named *named_slot(const struct r2r_image *img, const struct rfunc *m)
 {
 	uint32_t mask = img->named_cap - 1;
-	uint32_t i = (uint32_t)(((uint64_t)m->owner_off << 32 | m->rid) * 0x9e3779b97f4a7c15ull >> 32) & mask;
+	/* Keyed (siphash.h): the image is the process's, and so are its row and blob numbers. */
+	uint32_t i = (uint32_t)siphash__table_u64((uint64_t)m->owner_off << 32 | m->rid) & mask;
 
 	while (img->named[i].rid && (img->named[i].rid != m->rid ||
 				     img->named[i].owner_off != m->owner_off))

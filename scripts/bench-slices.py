@@ -15,7 +15,7 @@ LoadGen, where the work per request itself varies by 10-20 % from one second to 
 slices resolve far less.
 
 What a switch leaves running is not in the figures: the hook and perf maps (chosen at start),
-spanprof's process-event programs (a sys_exit hook on every syscall), the profiler's idle poll.
+spanprof's process-event programs (exec and the span table's mmap), the profiler's idle poll.
 Arms: none, spanprof (record -F HZ), spanprof-floor (the same with every part of the sampler off:
 the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
 directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).

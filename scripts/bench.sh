@@ -20,6 +20,18 @@ bench_perfmap() {
 	"$BUILD/bench/bench_perfmap"
 }
 
+# ---- hash: the tables' keyed hash (SipHash-1-3) against the former unkeyed one, per-sample lookups ----
+bench_hash() {
+	section "hash (ns per hash by key length; lookups in a window's stacks and a process's addresses)"
+	"$BUILD/bench/bench_hash"
+}
+
+# ---- collide: record's CPU on a process forging colliding frames, against random ones ------------
+bench_collide() {
+	section "collide (forged_stacks: frames forged to collide under the former hash, against random)"
+	BUILD=$BUILD ./scripts/bench-collide.sh
+}
+
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
@@ -70,8 +82,14 @@ bench_growth() {
 	BUILD=$BUILD ./scripts/bench-growth.sh
 }
 
+# ---- the kernel hooks' cost to processes not profiled: getppid, mmap (about 2 minutes) ----------
+bench_syscall() {
+	section "syscall: an unrelated process's syscalls with no spanprof, agent, record (ratios)"
+	BUILD=$BUILD ./scripts/bench-syscall.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap hash collide syscall sampler parts hook service slices node growth}; do
 	"bench_$b"
 done

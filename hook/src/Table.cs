@@ -25,6 +25,7 @@ namespace SpanProfHook
         public const int KeysSize = 16384;
         public const uint FlagDisabled = 1;     // header.flags: the hook gave up, slots were freed
         public const string MemfdName = "spanprof-ctx"; // SP_CTX_MEMFD_NAME
+        public const int PrctlAnnounce = 0x53504354;    // SP_PRCTL_ANNOUNCE
         public const uint SlotHash = 2654435761u; // SP_SLOT_HASH(tid) = tid * this
 
         // Attribute keys with a fixed index (SP_KEY_*); user label keys follow from KeyUser.
@@ -140,6 +141,9 @@ namespace SpanProfHook
             for (int i = 0; i < 8; i++)
                 h[OffMagic + i] = (byte)Magic[i];
             Interlocked.MemoryBarrier();
+            // Tell a sampler now (bpf/profiler.h, SP_PRCTL_ANNOUNCE): no kernel knows the option, so
+            // it fails with EINVAL by design, and the tracepoint on unknown prctl options fires.
+            Native.prctl(PrctlAnnounce, unchecked((nuint)(nint)p), (nuint)size, Abi, 0);
             return t;
         }
 

@@ -123,6 +123,6 @@ printf '100000000 1000 STALE_EARLIER_PROCESS\n' > "/tmp/perf-$pid.map"
 touch -d '1 hour ago' "/tmp/perf-$pid.map"
 record s.pb.gz -p "$pid" -d 4
 grep -q "pid $pid .*perf map enabled at run time" "$TMP/s.txt" || { cat "$TMP/s.txt"; fail "stale perf map: not enabled"; }
-! grep -q STALE_EARLIER "$TMP/s.pb.gz" || fail "the stale perf map was read"
+! pprof_has STALE_EARLIER "$TMP/s.pb.gz" || fail "the stale perf map was read"
 check_case "stale-perf-map" "$pid" "$TMP/s.pb.gz"
 stop "$pid"

@@ -60,10 +60,8 @@ fi
 stop "$pid"
 
 # 2. JIT: Mix must really be frameless, or the case proves nothing.
-if ! command -v dotnet > /dev/null || [ ! -e "$APP" ]; then
-	note "no dotnet or no LeafCall build: JIT case skipped"
-	exit 0
-fi
+need_cmd dotnet
+need_built "$APP"
 start_app "$TMP/leafjit.out" env DOTNET_PerfMapEnabled=3 "$APP" 30
 pid=$APP_PID
 record jit.pb.gz -p "$pid" -d 5 -F 499

@@ -3,7 +3,7 @@
 #
 # A test fails fast: `set -euo pipefail`, and `fail MSG` exits 1 with the message; any other
 # command that fails outside a condition ends the test too, and the ERR trap says which one.
-# `skip MSG` exits 77, which run-integration.sh reports as skipped (need_root, need_cmd). `pass MSG`
+# `skip MSG` exits 77, which tests/run-all.sh reports as skipped (need_root, need_cmd). `pass MSG`
 # and `note MSG` print; at a successful exit the number of passes is printed.
 #
 # Cleanup happens only here, in the EXIT trap: every process a test starts goes into PIDS_TO_KILL
@@ -50,9 +50,29 @@ check() {
 	if "$@"; then pass "$what"; else fail "$what"; fi
 }
 
-# Compare floating-point numbers: ge A B -> A >= B
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+# Compare floating-point numbers: ge A B -> A >= B. Both must be numbers: an empty or non-numeric
+# value (a metric that is missing, a field the report no longer prints) fails the comparison and
+# says so, instead of comparing as 0.
+is_number() { [[ $1 =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]]; }
+_cmp() {
+	local a=$1 op=$2 b=$3
+	is_number "$a" && is_number "$b" || { echo "  not a number: '$a' $op '$b'" >&2; return 1; }
+	awk -v a="$a" -v b="$b" "BEGIN { exit !(a $op b) }"
+}
+ge() { _cmp "$1" '>=' "$2"; }
+le() { _cmp "$1" '<=' "$2"; }
+
+# pprof_has TEXT FILE.pb.gz: the profile's strings contain TEXT (decompressed first: a grep of the
+# gzip bytes could never find it). Fails, with the cause, on a file that is not gzip.
+pprof_has() {
+	local raw
+	raw=$(mktemp)
+	zcat -- "$2" > "$raw" || { rm -f "$raw"; fail "pprof_has: $2 is not a gzip file"; }
+	grep -aqF -- "$1" "$raw"
+	local rc=$?
+	rm -f "$raw"
+	return $rc
+}
 
 # ---- preconditions -----------------------------------------------------------------------------
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root${1:+ ($1)}"; }

@@ -69,16 +69,16 @@ grep -Eq '^spanprof: [0-9.]+s at 999 Hz \(1\.[0-9]+s of it paused\), ' "$TMP/pau
 pass "SIGUSR1/SIGUSR2: paused ${paused}s, $taken samples taken (at most $max)"
 
 # record -p ends when the process exits, as perf record -p does, and writes what it sampled.
-start_app --pid-line --timeout 30 "$TMP/short.out" "$HOTCHAIN" 2
+start_app --pid-line --timeout 30 "$TMP/short.out" "$HOTCHAIN" 4
 short=$APP_PID
 t0=$(date +%s)
 "$SPANPROF" record -p "$short" -d 60 -o "$TMP/short.pb.gz" > "$TMP/short.txt" 2> "$TMP/short.err" &
 rec=$!
 register "$rec"
-poll 20 gone "$rec" || { cat "$TMP/short.err"; fail "record -p still runs 20 s after a 2 s process"; }
+poll 20 gone "$rec" || { cat "$TMP/short.err"; fail "record -p still runs 20 s after a 4 s process"; }
 wait "$rec" || { cat "$TMP/short.txt" "$TMP/short.err"; fail "record -p of an exiting process: exit code $?"; }
 grep -q 'the process exited: recording ends' "$TMP/short.err" || { cat "$TMP/short.err"; fail "no word of the exit"; }
 decode "$TMP/short.pb.gz"
 n=$(count_samples "$TMP/short.json" --pid "$short")
-[ "$n" -ge 20 ] || fail "only $n samples of a busy process's last 2 s"
+[ "$n" -ge 20 ] || fail "only $n samples of a busy process's last seconds"
 pass "record -p ends when the process exits (after $(($(date +%s) - t0)) s, $n samples)"

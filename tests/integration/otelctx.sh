@@ -193,6 +193,8 @@ time.sleep(60)
 '
 	grep -q '/memfd:OTEL_CTX' "/proc/$APP_PID/maps" || fail "the hostile process has no OTEL_CTX mapping"
 	record hostile.pb.gz -p "$APP_PID" -d 1
+	grep -Eq " pid $APP_PID .* [1-9][0-9]* refused" "$TMP/hostile.txt" ||
+		{ grep "pid $APP_PID" "$TMP/hostile.txt"; fail "the context nested 10000 deep was not refused"; }
 	pass "spanprof survives an OTEL_CTX payload nested 10000 deep (refused before protobuf-c)"
 	stop "$APP_PID"
 fi

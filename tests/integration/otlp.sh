@@ -49,6 +49,13 @@ load() {
 	LOAD_PID=$SPAWNED
 }
 
+# load_done: the load generator's end; it exits 1 when no request succeeded, which fails the test.
+load_done() {
+	local rc=0
+	wait "$LOAD_PID" || rc=$?
+	[ "$rc" = 0 ] || { tail -5 "$TMP"/*.load >&2; fail "the load generator failed (exit $rc): no request succeeded"; }
+}
+
 # start_receiver NAME [receiver args]: sets RX_PORT; JSON lines in $TMP/NAME.rx.jsonl.
 start_receiver() {
 	local name=$1
@@ -122,7 +129,7 @@ start_service rec svc-otlp
 load rec 9
 sleep 2
 record cpu.pb.gz -p "$SVC_PID" -d 5 -o "$TMP/cpu.otlp.pb" -o "$TMP/cpu.otlp.pb.gz"
-wait "$LOAD_PID" || true
+load_done
 stop_service rec
 grep -q 'wrote .*cpu.otlp.pb (OTLP profiles)' "$TMP/cpu.txt" || { cat "$TMP/cpu.txt"; fail "record did not write the OTLP file"; }
 decode "$TMP/cpu.pb.gz"

@@ -37,6 +37,13 @@ load() {
 	LOAD_PID=$SPAWNED
 }
 
+# load_done: the load generator's end; it exits 1 when no request succeeded, which fails the test.
+load_done() {
+	local rc=0
+	wait "$LOAD_PID" || rc=$?
+	[ "$rc" = 0 ] || { tail -5 "$TMP"/*.load >&2; fail "the load generator failed (exit $rc): no request succeeded"; }
+}
+
 # check_spans NAME PROFILE [spancheck args]: the bars of issue 4.
 check_spans() {
 	local name=$1 prof=$2 r
@@ -64,7 +71,7 @@ start_service before
 load before 9
 sleep 2
 record before.pb.gz -p "$SVC_PID" -d 5 --by-span
-wait "$LOAD_PID" || true
+load_done
 stop_service before
 cat "$TMP/before.load"
 grep -q 'span context: with span [1-9]' "$TMP/before.txt" || { cat "$TMP/before.txt"; fail "no span context"; }
@@ -78,7 +85,7 @@ record_bg after.pb.gz -d 20
 sleep 1
 start_service after
 load after 8
-wait "$LOAD_PID" || true
+load_done
 stop_service after
 wait_record
 check_spans after "$TMP/after.pb.gz"
@@ -91,7 +98,7 @@ record container.pb.gz -p "$SVC_PID" -d 5
 for st in /proc/"$SVC_PID"/task/*/status; do
 	awk -v t="$(basename "$(dirname "$st")")" '/^NSpid:/ { print t, $NF }' "$st" 2>/dev/null || true
 done > "$TMP/container.tidmap"
-wait "$LOAD_PID" || true
+load_done
 stop_service container
 check_spans container "$TMP/container.pb.gz" --tidmap "$TMP/container.tidmap"
 
@@ -100,7 +107,7 @@ start_service pyro
 load pyro 9
 sleep 2
 record pyro.pb.gz -p "$SVC_PID" -d 5 --pyroscope-labels
-wait "$LOAD_PID" || true
+load_done
 stop_service pyro
 check_spans pyro "$TMP/pyro.pb.gz" --pyroscope
 
@@ -116,10 +123,13 @@ start_service crowd
 load crowd 10
 sleep 2
 record crowd.pb.gz -d 6 --max-span-tables 16
-wait "$LOAD_PID" || true
+load_done
 stop_service crowd
 registered=$(grep -c 'span table v1' "$TMP/crowd.txt" || true)
 note "crowd: $registered processes with a span table registered at some time in a 16-place table; $(grep -o 'span tables registered again[^(]*' "$TMP/crowd.txt" || echo 'none registered again')"
+# 60 tables and the service's through 16 places: more than 16 registered means those sampled least
+# recently made room.
+[ "$registered" -gt 16 ] || fail "crowd: only $registered span tables registered through a 16-place table"
 grep -q "pid $SVC_PID .*span table v1" "$TMP/crowd.txt" || { grep "pid $SVC_PID " "$TMP/crowd.txt"; fail "crowd: the service's span table was not registered"; }
 check_spans crowd "$TMP/crowd.pb.gz"
 
@@ -130,7 +140,7 @@ start_service capped
 load capped 8
 sleep 2
 record capped.pb.gz -p "$SVC_PID" -d 4 --max-stacks 40
-wait "$LOAD_PID" || true
+load_done
 stop_service capped
 taken=$(grep -o '[0-9]* samples taken' "$TMP/capped.txt" | grep -o '^[0-9]*')
 kept=$(sed -n 's/.*past --max-stacks, \([0-9]*\) samples kept their stack.*/\1/p' "$TMP/capped.txt")

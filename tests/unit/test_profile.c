@@ -392,14 +392,15 @@ static void test_profile_large_tables(void **state)
  * What the profiler does per sample: a 32-frame stack out of 1000 distinct ones, three labels
  * out of 200 spans. Prints ns/op; fails only if something went quadratic.
  */
-static void test_profile_add_speed(void **state)
+/* Many adds over shared stacks and labels: every one counted, samples merged (the cost per add is
+ * not asserted: speed is for benchmarks). */
+static void test_profile_add_many(void **state)
 {
 	struct profile *p = *state;
 	enum { FUNCS = 2000, STACKS = 1000, DEPTH = 32, SPANS = 200, OPS = 200000 };
 	uint32_t (*stacks)[DEPTH] = malloc(sizeof(uint32_t[STACKS][DEPTH]));
 	char name[64], spans[SPANS][24], traces[SPANS][40];
 	uint32_t i, j, seed = 12345;
-	double t0, ns;
 
 	assert_non_null(stacks);
 	for (i = 0; i < FUNCS; i++) {
@@ -416,7 +417,6 @@ static void test_profile_add_speed(void **state)
 		snprintf(spans[i], sizeof(spans[i]), "%016x", i * 2654435761u);
 		snprintf(traces[i], sizeof(traces[i]), "%016x%016x", i, i * 40503u);
 	}
-	t0 = testutil__now_ms() * 1e6;
 	for (i = 0; i < OPS; i++) {
 		uint32_t s = (i * 7919) % STACKS, sp = (i * 104729) % SPANS;
 		struct pf_label l[3] = { { "span_id", spans[sp], 0 }, { "trace_id", traces[sp], 0 },
@@ -424,12 +424,8 @@ static void test_profile_add_speed(void **state)
 
 		assert_int_equal(profile__add(p, stacks[s], DEPTH, l, 3, 1), 0);
 	}
-	ns = (testutil__now_ms() * 1e6 - t0) / OPS;
-	printf("profile__add: %.0f ns/op (32 frames, 3 labels, %zu distinct samples)\n", ns,
-	       profile__sample_count(p));
 	assert_int_equal(profile__total(p), OPS);
 	assert_true(profile__sample_count(p) <= (size_t)STACKS * SPANS);
-	assert_true(ns < 20000);
 	free(stacks);
 }
 
@@ -448,7 +444,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profile_top_self_and_total, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_top_filtered_by_label, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_large_tables, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_profile_add_speed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_add_many, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,6 +27,8 @@
 #include "profile.h"
 #include "pyroscope.h"
 #include "report.h"
+#include "rtversion.h"
+#include "runtime.h"
 #include "symbudget.h"
 #include "util.h"
 
@@ -333,6 +335,7 @@ static void publish_metrics(struct agent *a)
 	struct engine_counters c;
 	struct proctab *pt = engine__procs(a->e);
 	uint32_t dotnet = 0, hooked = 0, maps_held = 0, maps_sparse = 0;
+	uint32_t withheld_by[RTWITHHELD__MAX] = { 0 };
 	uint64_t maps_bytes = 0, frames_bytes = 0, procmaps_bytes = 0;
 	struct symbolizer_stats st;
 	struct nametab_stats names;
@@ -355,6 +358,11 @@ static void publish_metrics(struct agent *a)
 	}
 	C("process_events_throttled_total", "Span-table events left to the ordinary poll here.",
 	  NULL, c.ev_throttled + c.ev_urgent_full);
+	G("process_events_available", "1 when the kind of process event is caught in the kernel "
+	  "(0: span tables found by polling; execs not seen).",
+	  ((const char *[]){ "kind", "exec", NULL }), !c.ev_unavailable);
+	G("process_events_available", NULL, ((const char *[]){ "kind", "span_table", NULL }),
+	  !c.ev_unavailable && !c.ev_ctx_unavailable);
 	C("remote_files_refused_total", "Perf maps / jitdumps refused: on remote or FUSE file "
 	  "systems.", NULL, c.remote_refused);
 	C("samples_received_total", "Samples read from the ring buffer.", NULL, c.received);
@@ -418,6 +426,7 @@ static void publish_metrics(struct agent *a)
 		maps_bytes += ps.held_bytes;
 		maps_held += ps.held_bytes > 0;
 		maps_sparse += dotnetproc__sparse(p);
+		withheld_by[dotnetproc__withheld(p) % RTWITHHELD__MAX]++;
 	}
 	perfmap__shared_names(&names);
 	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
@@ -426,6 +435,22 @@ static void publish_metrics(struct agent *a)
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_sparse", NULL }), maps_sparse);
+	for (int w = RTWITHHELD_NONE + 1; w < RTWITHHELD__MAX; w++)
+		G("dotnet_perf_maps_withheld", w == RTWITHHELD_NONE + 1 ? ".NET processes whose perf "
+		  "maps were not turned on, by reason: a runtime with a known perf map deadlock "
+		  "(dotnet/runtime#128401), or one whose version could not be read." : NULL,
+		  ((const char *[]){ "reason", rtversion__withheld_name(w), NULL }), withheld_by[w]);
+	{
+		static const char *const causes[RT_UNNAMED__MAX] = {
+			[RT_UNNAMED_NO_ENTRY] = "no_entry", [RT_UNNAMED_JITDUMP_STOPPED] = "jitdump_stopped",
+			[RT_UNNAMED_IMAGE] = "image", [RT_UNNAMED_WITHHELD] = "perf_maps_withheld",
+		};
+
+		for (int k = RT_UNNAMED_NOT_OURS + 1; k < RT_UNNAMED__MAX; k++)
+			G("dotnet_frames_unnamed", k == RT_UNNAMED_NOT_OURS + 1 ? "Distinct .NET frames "
+			  "left without a name, by cause." : NULL,
+			  ((const char *[]){ "cause", causes[k], NULL }), st.unnamed_by[k]);
+	}
 	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
 	C("processes_idle_released_total", "Times a process not sampled for two windows had its "
 	  "frames and mappings freed (read again at its next sample).", NULL, c.procs_idle_released);

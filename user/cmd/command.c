@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "pmpolicy.h"
+#include "rtversion.h"
 
 /* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
 static int find_hook(char *buf, size_t len)
@@ -47,7 +48,8 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 	char hook[4096], hooks[8192];
 	const char *old = getenv("DOTNET_STARTUP_HOOKS");
 	struct passwd *pw = NULL;
-	int pfd[2];
+	char why[512];
+	int pfd[2], may_perfmap;
 	pid_t pid;
 
 	if (find_hook(hook, sizeof(hook))) {
@@ -59,6 +61,12 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 		fprintf(stderr, "spanprof: no user %s: give an existing user with --user\n", user);
 		return -2;
 	}
+	/* Perf maps from the start only where the runtime it will load has no known perf map
+	 * deadlock (perfmap/rtversion.h); else they are left to the IPC, which checks the runtime
+	 * the process did load. */
+	may_perfmap = rtversion__command_may_enable(argv[0], why, sizeof(why));
+	if (!may_perfmap)
+		fprintf(stderr, "spanprof: %s: DOTNET_PerfMapEnabled not set: %s\n", argv[0], why);
 	if (pipe2(pfd, O_CLOEXEC)) {
 		fprintf(stderr, "spanprof: pipe: %s\n", strerror(errno));
 		return -1;
@@ -77,7 +85,8 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 		snprintf(hooks, sizeof(hooks), "%s%s%s", old && old[0] ? old : "",
 			 old && old[0] ? ":" : "", hook);
 		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
-		setenv("DOTNET_PerfMapEnabled", PMPOLICY_PERFMAP_TYPE_STR, 0);
+		if (may_perfmap)
+			setenv("DOTNET_PerfMapEnabled", PMPOLICY_PERFMAP_TYPE_STR, 0);
 		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
 			   setuid(pw->pw_uid))) {
 			fprintf(stderr, "spanprof: cannot become %s: %s\n", user, strerror(errno));

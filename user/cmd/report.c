@@ -59,6 +59,9 @@ static void print_events(FILE *f, const struct engine_counters *c)
 			"seen\n", strerror(c->ev_unavailable));
 		return;
 	}
+	if (c->ev_ctx_unavailable)
+		fprintf(f, "  span-table events unavailable (neither the prctl tracepoint nor fexit "
+			"loads: %s): span tables found by polling\n", strerror(c->ev_ctx_unavailable));
 	fprintf(f, "  process events: span tables mapped %" PRIu64 " (read at once %" PRIu64
 		", registered at once %" PRIu64 "), execs %" PRIu64 " (of processes seen: %" PRIu64
 		", samples filed before their exec %" PRIu64 "); left to the poll: throttled %" PRIu64
@@ -228,10 +231,13 @@ void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix)
 		struct proc *p = proctab__at(pt, i);
 		char desc[RT__MAX * (RUNTIME_DESC_MAX + 2)];
 
-		if (!p || !runtime__has(p, RT_DOTNET))
+		if (!p)
 			continue;
 		runtime__describe(p, desc, sizeof(desc));
-		fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+		if (runtime__has(p, RT_DOTNET))
+			fprintf(f, "%s.NET pid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
+		else if (desc[0])	/* a span table or a process context in a process that is not .NET */
+			fprintf(f, "%spid %u (%s): %s\n", prefix, p->pid, p->comm, desc);
 	}
 }
 
@@ -305,9 +311,10 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 	fprintf(f, "\n");
 	if (st.jit_unnamed)
 		fprintf(f, "  .NET unnamed by cause: no perf map or image entry %" PRIu64 ", jitdump stopped %"
-			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 "\n",
+			PRIu64 ", image unreadable or not ReadyToRun %" PRIu64 ", perf maps not turned "
+			"on (runtime with a known perf map hazard) %" PRIu64 "\n",
 			st.unnamed_by[RT_UNNAMED_NO_ENTRY], st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED],
-			st.unnamed_by[RT_UNNAMED_IMAGE]);
+			st.unnamed_by[RT_UNNAMED_IMAGE], st.unnamed_by[RT_UNNAMED_WITHHELD]);
 	report__dotnet_processes(f, e, "  ");
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");

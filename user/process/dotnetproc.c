@@ -24,6 +24,7 @@
 #include "proctab.h"
 #include "r2r.h"
 #include "rootfs.h"
+#include "rtversion.h"
 #include "util.h"
 #include "vec.h"
 
@@ -80,6 +81,13 @@ struct dotnet_state {
 	int over_cap_warned;	/* its own perf map (not ours) passed the cap: said once */
 	int pm_gave_up;		/* a talk for it failed: left as it is */
 	uint32_t cap_restarts, idle_offs, on_agains;
+	/* Its runtime's version and what it allows (perfmap/rtversion.h), read once. */
+	int ver_read;		/* 1 once tried */
+	int ver_err;		/* 0: ver holds it; -errno: not known */
+	struct rtversion ver;
+	struct rtgate gate;
+	int withheld;		/* perf maps not turned on for gate.reason */
+	int warned;		/* the warning about perf maps on in an affected runtime was given */
 };
 
 static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
@@ -93,6 +101,71 @@ static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const ch
 	va_start(ap, fmt);
 	vsnprintf(d->detail, sizeof(d->detail), fmt, ap);
 	va_end(ap);
+}
+
+/* ---- the runtime's version and its perf map hazards -------------------------------------- */
+
+/* The runtime's version, from the libcoreclr.so the process maps, read inside its root once; the
+ * file read must be the very one mapped. Sets d->gate (unknown: every hazard assumed). */
+static void read_version(const struct proc *p, struct dotnet_state *d)
+{
+	const struct vma *v = NULL;
+	struct stat st;
+	int fd;
+
+	if (d->ver_read)
+		return;
+	d->ver_read = 1;
+	d->ver_err = -ENOENT;
+	for (size_t i = 0; i < p->nvmas && !v; i++)
+		if (p->vmas[i].kind == VMA_FILE && dotnet__is_runtime_path(p->vmas[i].path))
+			v = &p->vmas[i];
+	if (v && p->root_fd >= 0) {
+		fd = rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, 0, 0);
+		if (fd < 0)
+			d->ver_err = fd;
+		else if (fstat(fd, &st) ||
+			 ((uint64_t)major(st.st_dev) << 32 | minor(st.st_dev)) != v->dev ||
+			 st.st_ino != v->ino)
+			d->ver_err = -ESTALE;	/* another file at that path now (an upgrade) */
+		else
+			d->ver_err = rtversion__read_fd(fd, &d->ver);
+		if (fd >= 0)
+			close(fd);
+	}
+	rtversion__gate(d->ver_err ? NULL : &d->ver, &d->gate);
+}
+
+/* Whether perf maps may be turned on in it over the diagnostics IPC; when not, the process is
+ * left as it is, with the reason as its state (its JIT frames are then counted as
+ * RT_UNNAMED_WITHHELD; ReadyToRun code and copied stubs are still named). */
+static int gate_allows(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	read_version(p, d);
+	if (d->gate.may_enable)
+		return 1;
+	if (!d->withheld) {
+		d->withheld = 1;
+		set_state(d, DOTNETPROC_WITHHELD, "%s", d->gate.reason);
+		if (o->verbose)
+			fprintf(stderr, "spanprof: pid %u: %s\n", p->pid, d->gate.reason);
+	}
+	return 0;
+}
+
+/* Perf maps on that we did not turn on (its environment, another tool) in a runtime with the
+ * deadlock: read as usual (the user's choice), said once. */
+static void warn_hazard(const struct proc *p, struct dotnet_state *d)
+{
+	if (d->warned || d->enabled_by_us)
+		return;
+	read_version(p, d);
+	if (!(d->gate.hazards & RTHAZ_DEADLOCK_128401))
+		return;
+	d->warned = 1;
+	fprintf(stderr, "spanprof: warning: pid %u (%s) has perf maps on in .NET runtime %s, which has "
+		"a known deadlock with perf maps on (dotnet/runtime#128401): the process may hang; "
+		"10.0.11 and later are fixed\n", p->pid, p->comm, d->ver.text);
 }
 
 static int detect(const struct proc *p)
@@ -488,6 +561,8 @@ static void try_enable(struct proc *p, struct dotnet_state *d, const struct runt
 	/* Perf maps are turned on only in processes we actually sample. */
 	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || p->root_fd < 0 ||
 	    o->talks_held)
+		return;
+	if (!gate_allows(p, d, o))
 		return;
 	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
 	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
@@ -991,6 +1066,8 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
+	if (have)
+		warn_hazard(p, d);
 	if (have && d->state == DOTNETPROC_WAITING)
 		set_state(d, DOTNETPROC_READING, "reading %s%s%s", d->files.map_fd >= 0 ? "perf map" : "",
 			  d->files.map_fd >= 0 && d->files.jitdump_fd >= 0 ? " + " : "",
@@ -1078,6 +1155,8 @@ static int symbolize_image(struct proc *p, struct dotnet_state *d, uint64_t addr
 		perfmap__stats(d->pm, &ps);
 		out->unnamed = ps.jitdump_stopped && d->files.map_fd < 0 ? RT_UNNAMED_JITDUMP_STOPPED :
 									    RT_UNNAMED_NO_ENTRY;
+		if (d->withheld && d->files.map_fd < 0 && d->files.jitdump_fd < 0)
+			out->unnamed = RT_UNNAMED_WITHHELD;
 		return -ENOENT;
 	}
 	im = image_of(p, d, v);
@@ -1256,6 +1335,16 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 				 ss.found, ss.searches, ss.not_found, ss.capped);
 		}
 	}
+	if (d->ver_read) {
+		size_t n = strlen(buf);
+
+		if (d->ver_err)
+			snprintf(buf + n, len - n, "; runtime version unknown (%s)", strerror(-d->ver_err));
+		else
+			snprintf(buf + n, len - n, "; runtime %s%s%.7s%s", d->ver.text,
+				 d->ver.commit[0] ? " (commit " : "", d->ver.commit,
+				 d->ver.commit[0] ? ")" : "");
+	}
 	if (d->stale) {
 		size_t n = strlen(buf);
 
@@ -1332,6 +1421,13 @@ void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out)
 		return;
 	perfmap__stats(d->pm, out);
 	out->held_bytes += d->wanted_cap * sizeof(*d->wanted);
+}
+
+int dotnetproc__withheld(const struct proc *p)
+{
+	const struct dotnet_state *d = runtime__state(p, RT_DOTNET);
+
+	return d && d->withheld ? (int)d->gate.withheld : RTWITHHELD_NONE;
 }
 
 int dotnetproc__sparse(const struct proc *p)

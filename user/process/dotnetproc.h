@@ -17,6 +17,8 @@ enum dotnetproc_state {
 	DOTNETPROC_ENABLED,	/* we enabled its perf map over diagnostics IPC */
 	DOTNETPROC_REFUSED,	/* a file was refused (symlink out of root, not regular) */
 	DOTNETPROC_FAILED,	/* could not reach it (no root, IPC error) */
+	DOTNETPROC_WITHHELD,	/* perf maps not turned on: its runtime has a known perf map hazard,
+				 * or its version could not be read (perfmap/rtversion.h) */
 };
 
 /* Undo what a spanprof that died left on: perf maps it had turned on (written down in
@@ -29,5 +31,8 @@ enum dotnetproc_state dotnetproc__state(const struct proc *p, const char **detai
 void dotnetproc__stats(const struct proc *p, struct perfmap_stats *out);
 /* Whether p is read for its sampled addresses only (sparse: it was idle). */
 int dotnetproc__sparse(const struct proc *p);
+/* Why its perf maps were not turned on (enum rtwithheld, perfmap/rtversion.h): RTWITHHELD_NONE (0)
+ * when they were, or were never withheld. */
+int dotnetproc__withheld(const struct proc *p);
 
 #endif /* SPANPROF_DOTNETPROC_H */

@@ -47,6 +47,8 @@ enum rt_unnamed {
 	RT_UNNAMED_JITDUMP_STOPPED,	/* JIT code, and the jitdump (the only source) stopped early */
 	RT_UNNAMED_IMAGE,		/* a managed image that could not be read, is not R2R, or
 					 * did not fit the symbol budget */
+	RT_UNNAMED_WITHHELD,		/* JIT code of a process whose perf maps were not turned on:
+					 * its runtime has a known perf map hazard (perfmap/rtversion.h) */
 	RT_UNNAMED__MAX,
 };
 

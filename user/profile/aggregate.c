@@ -253,6 +253,24 @@ uint64_t aggregate__open_samples(const struct aggregator *a)
 	return a->cur->samples + a->next->samples;
 }
 
+uint64_t aggregate__window_probes(const struct agg_window *w)
+{
+	const struct intern *t[] = { w->stacks, w->lsets };
+	uint64_t n = 0;
+	size_t len;
+
+	for (size_t i = 0; i < 2; i++) {
+		for (uint32_t id = 0; id < intern__count(t[i]); id++) {
+			const void *key = intern__key(t[i], id, &len);
+
+			n += intern__probes(t[i], key, len);
+		}
+	}
+	for (uint32_t id = 0; id < idmap__count(w->entries); id++)
+		n += idmap__probes(w->entries, idmap__key(w->entries, id));
+	return n;
+}
+
 static uint64_t window_bytes(const struct agg_window *w)
 {
 	return intern__bytes(w->lsets) + intern__bytes(w->stacks) + idmap__bytes(w->entries) +

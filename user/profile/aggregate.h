@@ -69,6 +69,10 @@ struct agg_window_info {
 };
 void aggregate__info(const struct agg_window *w, struct agg_window_info *out);
 
+/* Slots that looking each of w's stacks, label sets and entries up once visits: what stacks or
+ * labels forged to collide would cost (tests). */
+uint64_t aggregate__window_probes(const struct agg_window *w);
+
 /* Whether process proc has samples in w (so its frames must outlive w). */
 int aggregate__uses_proc(const struct agg_window *w, uint32_t proc);
 

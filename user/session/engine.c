@@ -465,6 +465,16 @@ int engine__attach(struct engine *e)
 		procevents__free(e->pe);
 		e->pe = NULL;
 	}
+	if (e->o.verbose && !e->pe)
+		fprintf(stderr, "spanprof: process events unavailable (%s): span tables found by "
+			"polling, execs not seen\n", strerror(e->pe_err ? e->pe_err : EINVAL));
+	else if (e->o.verbose && procevents__ctx_src(e->pe) == PE_CTX_NONE)
+		fprintf(stderr, "spanprof: span-table events unavailable (neither the prctl tracepoint "
+			"nor fexit loads: %s): span tables found by polling\n",
+			strerror(-procevents__ctx_err(e->pe)));
+	else if (e->o.verbose)
+		fprintf(stderr, "spanprof: span-table events from %s\n",
+			procevents__ctx_src_name(procevents__ctx_src(e->pe)));
 	prescan(e);
 	/* The ring buffer is not read before the aggregator exists. */
 	if ((rc = bpfsession__attach(e->bpf)))
@@ -736,6 +746,7 @@ void engine__counters(struct engine *e, struct engine_counters *out)
 	if (e->pe)
 		procevents__counters(e->pe, e->c.ev);
 	e->c.ev_unavailable = e->pe ? 0 : e->pe_err ? e->pe_err : EINVAL;
+	e->c.ev_ctx_unavailable = e->pe ? -procevents__ctx_err(e->pe) : 0;
 	e->c.paused_ns = paused_total + (is_paused ? now_ns() - paused_since : 0);
 	*out = e->c;
 }

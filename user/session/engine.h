@@ -69,6 +69,8 @@ struct engine_counters {
 	/* Process events (procevents.h). */
 	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
 	int ev_unavailable;	/* 0, or the errno that kept them off (span tables then polled) */
+	int ev_ctx_unavailable;	/* 0, or the errno that kept span-table events off (neither source loads):
+				 * span tables polled, execs still events */
 	uint64_t ev_ctx;	/* span-table events handled: maps read at once */
 	uint64_t ev_ctx_at_once;	/* ... whose table was registered then and there */
 	uint64_t ev_urgent_full;	/* ... left to the ordinary poll: too many retried at once, or

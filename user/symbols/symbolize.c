@@ -103,7 +103,7 @@ struct frame {
 };
 
 #define TRUNCATED_ADDR UINT64_MAX	/* the key of a process's [truncated] frame */
-_Static_assert(RT_UNNAMED__MAX <= 4, "symbolizer_stats.unnamed_by is too small");
+_Static_assert(RT_UNNAMED__MAX <= 5, "symbolizer_stats.unnamed_by is too small");
 
 struct proc_syms {
 	struct idmap *keys;	/* addr -> frame index */

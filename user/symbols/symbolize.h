@@ -27,8 +27,9 @@ struct symbolizer_stats {
 	uint64_t jit_named;	/* runtime frames named from a perf map / jitdump */
 	uint64_t jit_unnamed;	/* runtime frames outside every known range */
 	uint64_t jit_copied;	/* runtime frames in a copy of library code, named as that code */
-	uint64_t unnamed_by[4];	/* jit_unnamed by enum rt_unnamed: [1] no perf map / image entry,
-				 * [2] jitdump stopped, [3] image unreadable or not R2R */
+	uint64_t unnamed_by[5];	/* jit_unnamed by enum rt_unnamed: [1] no perf map / image entry,
+				 * [2] jitdump stopped, [3] image unreadable or not R2R,
+				 * [4] perf maps withheld (the runtime has a known hazard) */
 	uint64_t native_named;
 	uint64_t native_function;	/* no symbol: "lib.so!0x<function start>" from .eh_frame */
 	uint64_t native_unnamed;	/* module+offset */

@@ -20,6 +20,7 @@ namespace SpanProfHookTests
             ("SP_CTX_ABI", Table.Abi),
             ("SP_CTX_MAGIC", Table.Magic),
             ("SP_CTX_MEMFD_NAME", Table.MemfdName),
+            ("SP_PRCTL_ANNOUNCE", Table.PrctlAnnounce),
             ("SP_CTX_MAX", Table.RecordMax),
             ("SP_CTX_HEAD", Table.RecordHead),
             ("SP_CTX_OFF_TRACE_ID", RecordEncoder.OffTraceId),
