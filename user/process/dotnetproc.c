@@ -73,8 +73,12 @@ struct dotnet_state {
 	/* Bounded files (pmpolicy.h, "bounded" below). */
 	struct talk *pm_talk;	/* a DisablePerfMap (+ EnablePerfMap) talk, until it ends */
 	struct policy_talk *pm_talk_arg;
-	struct perfmap *prev_pm;	/* before our last start afresh: for frames in flight */
-	uint32_t prev_windows;	/* windows named since */
+	/* Indexes from before our starts afresh (and turning off), newest last: frames sampled
+	 * before them are named from these, until the window after the newest is named (record:
+	 * its one window, at the end). */
+	struct perfmap **prev;
+	size_t nprev, prev_cap;
+	uint32_t prev_windows;	/* windows named since the newest was added */
 	uint64_t base_bytes;	/* the files' size right after our last start afresh */
 	uint64_t off_ns;	/* when we turned them off for idleness */
 	int off_idle;		/* ... and they are still off */
@@ -849,6 +853,28 @@ static uint64_t files_bytes(const struct dotnet_state *d)
 			(o)->perfmap_counts->f++; \
 	} while (0)
 
+/* Keep pm (NULL: nothing) for the frames sampled before it was replaced; out of memory, it goes. */
+static void keep_prev(struct dotnet_state *d, struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	if (VEC_RESERVE(d->prev, d->prev_cap, d->nprev + 1)) {
+		perfmap__free(pm);
+		return;
+	}
+	d->prev[d->nprev++] = pm;
+	d->prev_windows = 0;
+}
+
+static void free_prev(struct dotnet_state *d)
+{
+	for (size_t i = 0; i < d->nprev; i++)
+		perfmap__free(d->prev[i]);
+	free(d->prev);
+	d->prev = NULL;
+	d->nprev = d->prev_cap = 0;
+}
+
 /* A talk for the policy ended with err: act on it. */
 static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
 			  const struct policy_talk *t, int err)
@@ -869,13 +895,10 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		/* The runtime truncated the file and wrote the live methods before it answered:
 		 * read from the start now; the old index stays a window for frames in flight. The
 		 * files are opened again: one removed meanwhile (by another tool) is a new file now. */
-		perfmap__free(d->prev_pm);
-		d->prev_pm = NULL;
 		dotnet__close_jit_files(&d->files);
 		open_files(p, d);
 		if (d->pm && restart_keeping(p, d, &old) >= 0) {
-			d->prev_pm = old;
-			d->prev_windows = 0;
+			keep_prev(d, old);
 		} else {
 			perfmap__free(old);
 		}
@@ -893,9 +916,7 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 	forget_enabled(p);
 	/* Its index had the files' offsets: the new files are read from their start. It stays
 	 * for lookups a window more (record names its frames only at its end). */
-	perfmap__free(d->prev_pm);
-	d->prev_pm = d->pm;
-	d->prev_windows = 0;
+	keep_prev(d, d->pm);
 	d->pm = NULL;
 	d->enabled_by_us = 0;
 	d->off_idle = 1;
@@ -943,10 +964,8 @@ static void end_bounded(struct proc *p, struct dotnet_state *d, const struct run
 /* The index kept for frames in flight goes once the window after our start afresh is named. */
 static void prev_window(struct dotnet_state *d)
 {
-	if (d->prev_pm && ++d->prev_windows > 1) {
-		perfmap__free(d->prev_pm);
-		d->prev_pm = NULL;
-	}
+	if (d->nprev && ++d->prev_windows > 1)
+		free_prev(d);
 }
 
 /* Decide (pmpolicy__decide) and start what it says; at every poll, idle or not. */
@@ -1200,8 +1219,8 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
 	/* Code that was there before our last start afresh (a frame in flight). */
-	if (!s && d->prev_pm)
-		s = perfmap__lookup(d->prev_pm, addr, 0);
+	for (size_t i = d->nprev; !s && i-- > 0;)
+		s = perfmap__lookup(d->prev[i], addr, 0);
 	if (!s) {
 		int err = symbolize_image(p, d, addr, out);
 
@@ -1280,7 +1299,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
 		dotnet__close_jit_files(&d->files);
 		perfmap__free(d->pm);
-		perfmap__free(d->prev_pm);
+		free_prev(d);
 		sparse_end(d);
 		dnstubs__free(d->stubs);
 		free(d);
@@ -1300,7 +1319,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
-	perfmap__free(d->prev_pm);
+	free_prev(d);
 	sparse_end(d);
 	for (size_t i = 0; i < d->nimages; i++)
 		r2r__put(d->images[i].img);
