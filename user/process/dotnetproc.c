@@ -977,7 +977,7 @@ static void bounded(struct proc *p, struct dotnet_state *d, const struct runtime
 								  d->files.jitdump_fd >= 0)),
 		.off_idle = d->off_idle,
 		.busy = d->pm_talk || d->enabling || d->pm_gave_up || p->gone || p->root_fd < 0 ||
-			o->talks_held,
+			o->talks_held || (o->deadline_ns && now_ns() + 1000000000 >= o->deadline_ns),
 		.warned = d->over_cap_warned,
 		.base_bytes = d->base_bytes,
 		.last_sample_ns = p->last_sample_ns,
