@@ -180,7 +180,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(wildcard tests/apps/Shared/*.cs) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
@@ -236,6 +236,7 @@ TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/delivery.
 TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 TEST_OBJS_test_talker   = $(OBJ)/user/process/talker.o
+TEST_OBJS_test_pmpolicy = $(OBJ)/user/process/pmpolicy.o
 TEST_OBJS_test_dotnetstubs = $(OBJ)/user/process/dotnetstubs.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
 TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)

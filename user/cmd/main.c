@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "pmpolicy.h"
 #include "record.h"
 
 static const char usage_main[] =
@@ -67,6 +68,12 @@ static const char usage_record[] =
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files read perf maps and jitdumps on remote or FUSE file systems\n"
 	"                         (refused by default: a server that does not answer stalls us)\n"
+	"      --perfmap-max-mb N a perf map spanprof turned on that passes N MiB is started\n"
+	"                         afresh (perf maps off and on again: the runtime writes the live\n"
+	"                         methods only); 0: no cap (default 32)\n"
+	"      --perfmap-idle SECS  perf maps spanprof turned on in a process not sampled for\n"
+	"                         SECS are turned off and their files removed, on again at its\n"
+	"                         next sample (default 0: never)\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
@@ -125,6 +132,12 @@ static const char usage_agent[] =
 	"                             Pyroscope's span_id = local root span\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files   read perf maps and jitdumps on remote or FUSE file systems\n"
+	"      --perfmap-max-mb N     a perf map spanprof turned on that passes N MiB is started\n"
+	"                             afresh (perf maps off and on again: the runtime writes the\n"
+	"                             live methods only); 0: no cap (default 32)\n"
+	"      --perfmap-idle SECS    perf maps spanprof turned on in a process not sampled for\n"
+	"                             SECS are turned off and their files removed, on again at\n"
+	"                             its next sample; 0: never (default 3600)\n"
 	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
 	"                             CPU, a power of two: 256 KiB on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
@@ -201,7 +214,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
 	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
-	       OPT_MAX_SYMBOL_MB, OPT_REMOTE };
+	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX, OPT_PERFMAP_IDLE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -220,6 +233,8 @@ static int cmd_record(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_MAX_SYMBOL_MB },
+		{ "perfmap-max-mb", required_argument, NULL, OPT_PERFMAP_MAX },
+		{ "perfmap-idle", required_argument, NULL, OPT_PERFMAP_IDLE },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -229,6 +244,7 @@ static int cmd_record(int argc, char **argv)
 		.freq = 99,
 		.enable_perfmap = 1,
 		.ringbuf_mb = 8,
+		.perfmap_max_mb = PMPOLICY_MAX_MB_DEFAULT,
 	};
 	unsigned long v;
 	char *end;
@@ -313,6 +329,16 @@ static int cmd_record(int argc, char **argv)
 				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
 			o.max_symbol_mb = v;
 			break;
+		case OPT_PERFMAP_MAX:
+			if (parse_uint(optarg, 1u << 20, &v))
+				return bad_usage("bad perf map cap (MiB, 0..1048576)", optarg);
+			o.perfmap_max_mb = v;
+			break;
+		case OPT_PERFMAP_IDLE:
+			if (parse_uint(optarg, 100u * 24 * 3600, &v))
+				return bad_usage("bad perf map idle time (seconds, 0..8640000)", optarg);
+			o.perfmap_idle_s = v;
+			break;
 		case OPT_MAX_FRAMES:
 		case OPT_MAX_STACKS:
 		case OPT_MAX_TABLES:
@@ -350,7 +376,8 @@ static int cmd_agent(int argc, char **argv)
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
 	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP, OPT_REMOTE,
-	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
+	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA, OPT_APERFMAP_MAX,
+	       OPT_APERFMAP_IDLE };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -384,6 +411,8 @@ static int cmd_agent(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_AMAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_AMAX_SYMBOL_MB },
+		{ "perfmap-max-mb", required_argument, NULL, OPT_APERFMAP_MAX },
+		{ "perfmap-idle", required_argument, NULL, OPT_APERFMAP_IDLE },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -397,6 +426,8 @@ static int cmd_agent(int argc, char **argv)
 		.queue_bytes = 64u << 20,
 		.flush_timeout_ms = 5000,
 		.ringbuf_mb = 0,	/* sized to the CPUs and -F */
+		.perfmap_max_mb = PMPOLICY_MAX_MB_DEFAULT,
+		.perfmap_idle_s = PMPOLICY_IDLE_S_DEFAULT,
 	};
 	unsigned long v;
 	double d;
@@ -538,6 +569,16 @@ static int cmd_agent(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) || v == 0)
 				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
 			o.max_symbol_mb = v;
+			break;
+		case OPT_APERFMAP_MAX:
+			if (parse_uint(optarg, 1u << 20, &v))
+				return bad_usage("bad perf map cap (MiB, 0..1048576)", optarg);
+			o.perfmap_max_mb = v;
+			break;
+		case OPT_APERFMAP_IDLE:
+			if (parse_uint(optarg, 100u * 24 * 3600, &v))
+				return bad_usage("bad perf map idle time (seconds, 0..8640000)", optarg);
+			o.perfmap_idle_s = v;
 			break;
 		case OPT_REMOTE:
 			o.allow_remote_files = 1;

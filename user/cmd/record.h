@@ -32,6 +32,8 @@ struct record_opts {
 	uint32_t max_stacks;	/* --max-stacks */
 	uint32_t max_span_tables;	/* --max-span-tables (0: the sampler's default) */
 	uint32_t max_symbol_mb;	/* --max-symbol-mb (0: ENGINE_MAX_SYMBOL_MB) */
+	uint32_t perfmap_max_mb;	/* --perfmap-max-mb (0: no cap) */
+	uint32_t perfmap_idle_s;	/* --perfmap-idle (0: never, the default) */
 	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 };
 

@@ -286,6 +286,13 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
 		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
 	print_events(f, &cnt);
+	if (cnt.perfmap.restarts || cnt.perfmap.idle_off || cnt.perfmap.on_again ||
+	    cnt.perfmap.not_ours_over_cap || cnt.perfmap.failed)
+		fprintf(f, "  perf map files: started afresh past the cap %" PRIu64 ", turned off idle "
+			"(files removed) %" PRIu64 ", on again %" PRIu64 ", failed %" PRIu64 "; past the "
+			"cap but not turned on by spanprof (left alone) %" PRIu64 " processes\n",
+			cnt.perfmap.restarts, cnt.perfmap.idle_off, cnt.perfmap.on_again,
+			cnt.perfmap.failed, cnt.perfmap.not_ours_over_cap);
 	if (cnt.remote_refused)
 		fprintf(f, "  refused: %" PRIu64 " perf maps / jitdumps on remote or FUSE file systems "
 			"(a server that does not answer would stall us; --allow-remote-files)\n",

@@ -18,6 +18,7 @@
 #include "dotnet.h"
 #include "dotnetproc.h"
 #include "dotnetstubs.h"
+#include "pmpolicy.h"
 #include "talker.h"
 #include "procfs.h"
 #include "proctab.h"
@@ -69,6 +70,21 @@ struct dotnet_state {
 	uint32_t went_sparse;	/* times its whole index went for that */
 	uint64_t sparse_reads_total;
 	uint32_t went_whole;	/* times it left sparse reading for the whole index */
+	/* Bounded files (pmpolicy.h, "bounded" below). */
+	struct talk *pm_talk;	/* a DisablePerfMap (+ EnablePerfMap) talk, until it ends */
+	struct policy_talk *pm_talk_arg;
+	/* Indexes from before our starts afresh (and turning off), newest last: frames sampled
+	 * before them are named from these, until the window after the newest is named (record:
+	 * its one window, at the end). */
+	struct perfmap **prev;
+	size_t nprev, prev_cap;
+	uint32_t prev_windows;	/* windows named since the newest was added */
+	uint64_t base_bytes;	/* the files' size right after our last start afresh */
+	uint64_t off_ns;	/* when we turned them off for idleness */
+	int off_idle;		/* ... and they are still off */
+	int over_cap_warned;	/* its own perf map (not ours) passed the cap: said once */
+	int pm_gave_up;		/* a talk for it failed: left as it is */
+	uint32_t cap_restarts, idle_offs, on_agains;
 	/* Its runtime's version and what it allows (perfmap/rtversion.h), read once. */
 	int ver_read;		/* 1 once tried */
 	int ver_err;		/* 0: ver holds it; -errno: not known */
@@ -586,7 +602,15 @@ static int sparse_filter(struct dotnet_state *d, struct perfmap *pm)
  * was read was freed while the process was idle. A sparse process's perfmap keeps the ranges at
  * its filter's addresses only.
  */
+static int64_t restart_keeping(struct proc *p, struct dotnet_state *d, struct perfmap **keep);
+
 static int64_t restart(struct proc *p, struct dotnet_state *d)
+{
+	return restart_keeping(p, d, NULL);
+}
+
+/* keep: the old perfmap is handed over there, whole, rather than freed. */
+static int64_t restart_keeping(struct proc *p, struct dotnet_state *d, struct perfmap **keep)
 {
 	struct perfmap *pm = perfmap__new(NULL);
 	uint64_t t0 = now_ns();
@@ -598,14 +622,18 @@ static int64_t restart(struct proc *p, struct dotnet_state *d)
 		perfmap__free(pm);
 		return -ENOMEM;
 	}
-	perfmap__free_ranges(d->pm);
+	if (!keep)
+		perfmap__free_ranges(d->pm);
 	if (d->files.jitdump_fd >= 0)	/* first, as in poll */
 		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
 	if (n >= 0 && d->files.map_fd >= 0)
 		n = perfmap__read_map_fd(pm, d->files.map_fd);
 	/* The old names go only now: those read again are found, a reference taken and one put
 	 * back, not a string freed and allocated again. */
-	perfmap__free(d->pm);
+	if (keep)
+		*keep = d->pm;
+	else
+		perfmap__free(d->pm);
 	d->pm = pm;
 	d->read_last_ns = now_ns() - t0;
 	if (d->read_last_ns > d->read_max_ns)
@@ -752,6 +780,255 @@ static int64_t restart_paced(struct proc *p, struct dotnet_state *d)
 	return n;
 }
 
+/* ---- bounded: what our perf maps cost the pod (pmpolicy.h) -------------------------------- */
+
+/*
+ * A perf map we turned on that passed env->perfmap_max_bytes is started afresh: DisablePerfMap
+ * then EnablePerfMap over the IPC, and the runtime (checked on 10.0.12: perfmap/README.md)
+ * truncates the file in place and writes the methods live now. One unsampled for
+ * env->perfmap_idle_ns is turned off and its files removed; its next sample turns it on again.
+ * The talks run on a worker, as EnablePerfMap does; the entry in the state directory stays while
+ * perf maps may be on, so a spanprof killed meanwhile is undone by the next one.
+ */
+struct policy_talk {
+	int dir_fd, root_fd, pid, nspid;
+	uint32_t type;		/* EnablePerfMap after DisablePerfMap; 0: DisablePerfMap only */
+	uint32_t hr;
+	int stage;		/* 1 when DisablePerfMap was answered */
+};
+
+static int policy_talk_run(void *arg)
+{
+	struct policy_talk *t = arg;
+	int err = diagipc__disable_perfmap(t->dir_fd, t->root_fd, t->pid, t->nspid, &t->hr);
+
+	if (err || !t->type)
+		return err;
+	t->stage = 1;
+	return diagipc__enable_perfmap(t->dir_fd, t->root_fd, t->pid, t->nspid, t->type, &t->hr);
+}
+
+static void policy_talk_free(void *arg)
+{
+	struct policy_talk *t = arg;
+
+	if (t->dir_fd >= 0)
+		close(t->dir_fd);
+	if (t->root_fd >= 0)
+		close(t->root_fd);
+	free(t);
+}
+
+static int start_policy_talk(struct proc *p, struct dotnet_state *d, uint32_t type)
+{
+	struct policy_talk *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	*t = (struct policy_talk){ .dir_fd = fcntl(p->dir_fd, F_DUPFD_CLOEXEC, 0),
+				   .root_fd = fcntl(p->root_fd, F_DUPFD_CLOEXEC, 0), .pid = p->pid,
+				   .nspid = p->nspid, .type = type };
+	if (t->dir_fd < 0 || t->root_fd < 0 ||
+	    !(d->pm_talk = talk__start(policy_talk_run, t, policy_talk_free))) {
+		int err = -errno;
+
+		policy_talk_free(t);
+		return err;
+	}
+	d->pm_talk_arg = t;
+	return 0;
+}
+
+/* What the perf map holds now (a jitdump beside it is none of ours: type 3 writes none). */
+static uint64_t files_bytes(const struct dotnet_state *d)
+{
+	struct stat st;
+
+	return d->files.map_fd >= 0 && !fstat(d->files.map_fd, &st) ? (uint64_t)st.st_size : 0;
+}
+
+#define COUNT(o, f)                          \
+	do {                                 \
+		if ((o)->perfmap_counts)     \
+			(o)->perfmap_counts->f++; \
+	} while (0)
+
+/* Keep pm (NULL: nothing) for the frames sampled before it was replaced; out of memory, it goes. */
+static void keep_prev(struct dotnet_state *d, struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	if (VEC_RESERVE(d->prev, d->prev_cap, d->nprev + 1)) {
+		perfmap__free(pm);
+		return;
+	}
+	d->prev[d->nprev++] = pm;
+	d->prev_windows = 0;
+}
+
+static void free_prev(struct dotnet_state *d)
+{
+	for (size_t i = 0; i < d->nprev; i++)
+		perfmap__free(d->prev[i]);
+	free(d->prev);
+	d->prev = NULL;
+	d->nprev = d->prev_cap = 0;
+}
+
+/* A talk for the policy ended with err: act on it. */
+static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
+			  const struct policy_talk *t, int err)
+{
+	if (err) {
+		/* Left as it is now: on (the disable failed) or off (the enable did; the entry in
+		 * the state directory and detach turn it off again and remove the files). */
+		d->pm_gave_up = 1;
+		COUNT(o, failed);
+		set_state(d, DOTNETPROC_FAILED, "could not %s its perf map: %s (hresult 0x%08x)",
+			  !t->type ? "turn off" : t->stage ? "turn on again" : "start afresh",
+			  strerror(err < 0 ? -err : EIO), t->hr);
+		return;
+	}
+	if (t->type) {
+		struct perfmap *old = NULL;
+
+		/* The runtime truncated the file and wrote the live methods before it answered:
+		 * read from the start now; the old index stays a window for frames in flight. The
+		 * files are opened again: one removed meanwhile (by another tool) is a new file now. */
+		dotnet__close_jit_files(&d->files);
+		open_files(p, d);
+		if (d->pm && restart_keeping(p, d, &old) >= 0) {
+			keep_prev(d, old);
+		} else {
+			perfmap__free(old);
+		}
+		d->base_bytes = files_bytes(d);
+		d->cap_restarts++;
+		COUNT(o, restarts);
+		if (o->verbose)
+			fprintf(stderr, "spanprof: pid %u: perf map past the cap: started afresh "
+				"(%" PRIu64 " bytes now)\n", p->pid, d->base_bytes);
+		return;
+	}
+	/* Off: the files we had it write go, and nothing is left to undo. */
+	remove_files(p, d);
+	dotnet__close_jit_files(&d->files);
+	forget_enabled(p);
+	/* Its index had the files' offsets: the new files are read from their start. It stays
+	 * for lookups a window more (record names its frames only at its end). */
+	keep_prev(d, d->pm);
+	d->pm = NULL;
+	d->enabled_by_us = 0;
+	d->off_idle = 1;
+	d->off_ns = now_ns();
+	d->base_bytes = 0;
+	d->idle_offs++;
+	COUNT(o, idle_off);
+	set_state(d, DOTNETPROC_WAITING, "perf maps turned off after %" PRIu64 " s unsampled, "
+		  "files removed; on again at its next sample", o->perfmap_idle_ns / 1000000000);
+	if (o->verbose)
+		fprintf(stderr, "spanprof: pid %u: %s\n", p->pid, d->detail);
+}
+
+/* Take back the policy's talk once it ended (wait: also while it runs). */
+static void take_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
+			 int wait)
+{
+	struct policy_talk *t = d->pm_talk_arg;
+	int err = -ECANCELED;
+
+	if (!d->pm_talk || (!wait && !talk__poll(d->pm_talk, NULL)))
+		return;
+	if (talk__finish(d->pm_talk, &err))
+		bounded_ended(p, d, o, t, err);
+	d->pm_talk = NULL;
+	d->pm_talk_arg = NULL;
+	policy_talk_free(t);
+}
+
+/* The process is being left: a queued talk dropped, a running one waited for (its timeout
+ * bounds it), or left to end on its own when told to stop at once. */
+static void end_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (!d->pm_talk)
+		return;
+	if (o && o->talks_held) {
+		talk__abandon(d->pm_talk);
+		d->pm_talk = NULL;
+		d->pm_talk_arg = NULL;
+		return;
+	}
+	take_bounded(p, d, o, 1);
+}
+
+/* The index kept for frames in flight goes once the window after our start afresh is named. */
+static void prev_window(struct dotnet_state *d)
+{
+	if (d->nprev && ++d->prev_windows > 1)
+		free_prev(d);
+}
+
+/* Decide (pmpolicy__decide) and start what it says; at every poll, idle or not. */
+static void bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	struct pmpolicy_cfg cfg = { o->perfmap_max_bytes, o->perfmap_idle_ns };
+	struct pmpolicy_proc s = {
+		.ours = d->enabled_by_us || (o->perfmaps_ours && (d->files.map_fd >= 0 ||
+								  d->files.jitdump_fd >= 0)),
+		.off_idle = d->off_idle,
+		.busy = d->pm_talk || d->enabling || d->pm_gave_up || p->gone || p->root_fd < 0 ||
+			o->talks_held || (o->deadline_ns && now_ns() + 1000000000 >= o->deadline_ns),
+		.warned = d->over_cap_warned,
+		.base_bytes = d->base_bytes,
+		.last_sample_ns = p->last_sample_ns,
+		.off_ns = d->off_ns,
+	};
+	int err = 0;
+
+	take_bounded(p, d, o, 0);
+	s.busy |= d->pm_talk != NULL;
+	if (!cfg.max_bytes && !cfg.idle_ns)
+		return;
+	s.bytes = files_bytes(d);
+	switch (pmpolicy__decide(&cfg, &s, now_ns())) {
+	case PMPOLICY_NONE:
+		return;
+	case PMPOLICY_WARN:
+		d->over_cap_warned = 1;
+		COUNT(o, not_ours_over_cap);
+		fprintf(stderr, "spanprof: pid %u: its perf map (%" PRIu64 " MiB) is past "
+			"--perfmap-max-mb, but it was not turned on by spanprof: left alone\n", p->pid,
+			s.bytes >> 20);
+		return;
+	case PMPOLICY_RESTART:
+		err = start_policy_talk(p, d, o->perfmap_type);
+		break;
+	case PMPOLICY_OFF:
+		err = start_policy_talk(p, d, 0);
+		break;
+	case PMPOLICY_ON:
+		/* As the first time (try_enable): written down first, its answer taken by poll. */
+		d->off_idle = 0;
+		d->on_agains++;
+		COUNT(o, on_again);
+		note_enabled(p);
+		set_state(d, DOTNETPROC_WAITING, "sampled again: asking it to turn its perf map on");
+		if ((err = start_enable(p, d, o->perfmap_type, o->deadline_ns)))
+			enable_ended(p, d, o->perfmap_type, err, 0);
+		return;
+	}
+	if (err) {
+		d->pm_gave_up = 1;
+		COUNT(o, failed);
+	}
+}
+
+/* Idle enough to have its mappings freed: perf maps off after long idleness all the same. */
+static void idle_poll(struct proc *p, void *state, const struct runtime_env *o)
+{
+	bounded(p, state, o);
+}
+
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
@@ -761,14 +1038,17 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
 	if (d->enabling)
 		take_enable(p, d, 0);
+	bounded(p, d, o);
 	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
 	if (!p->sampled || idle(p, d, o))
 		return RT_WAIT;
 	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0 &&
 	    !d->enabling)
 		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
-	if (o->naming_next)
+	if (o->naming_next) {
 		quiet_window(p, d, o);
+		prev_window(d);
+	}
 	if (d->sparse && (o->naming_next || p->gone)) {
 		d->sparse_read_now = 0;
 		if ((n = sparse_read(p, d)) < 0)
@@ -938,6 +1218,9 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
 	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
+	/* Code that was there before our last start afresh (a frame in flight). */
+	for (size_t i = d->nprev; !s && i-- > 0;)
+		s = perfmap__lookup(d->prev[i], addr, 0);
 	if (!s) {
 		int err = symbolize_image(p, d, addr, out);
 
@@ -1010,11 +1293,13 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	uint32_t hr;
 
 	end_enabling(p, d, o);
+	end_bounded(p, d, o);
 	/* Told to stop at once: no talk. The entry in the state directory stays, so the next
 	 * spanprof start turns its perf maps off (as after a kill -9). */
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
 		dotnet__close_jit_files(&d->files);
 		perfmap__free(d->pm);
+		free_prev(d);
 		sparse_end(d);
 		dnstubs__free(d->stubs);
 		free(d);
@@ -1034,6 +1319,7 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 		remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
+	free_prev(d);
 	sparse_end(d);
 	for (size_t i = 0; i < d->nimages; i++)
 		r2r__put(d->images[i].img);
@@ -1103,6 +1389,13 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 			 d->sparse_reads_total, d->sparse ? nfilter(d) : 0, d->went_whole,
 			 d->went_sparse);
 	}
+	if (d->cap_restarts || d->idle_offs || d->over_cap_warned) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; perf map started afresh %u times past the cap, turned "
+			 "off %u times idle, on again %u%s", d->cap_restarts, d->idle_offs, d->on_agains,
+			 d->over_cap_warned ? "; its own perf map past the cap (not ours: left alone)" : "");
+	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);
 
@@ -1118,6 +1411,7 @@ const struct runtime_ops dotnet_runtime = {
 	.detect = detect,
 	.attach = attach,
 	.poll = poll,
+	.idle_poll = idle_poll,
 	.claims = claims,
 	.symbolize = symbolize,
 	.prefetch = prefetch,

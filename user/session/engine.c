@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "hookproc.h"
 #include "perfmap.h"
+#include "pmpolicy.h"
 #include "procevents.h"
 #include "proctab.h"
 #include "symbudget.h"
@@ -73,7 +74,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	e->o = *o;
 	e->env = (struct runtime_env){ .runtimes = runtime_registry,
 				       .enable_perfmap = o->enable_perfmap,
-				       .perfmap_type = o->perfmap_type ? o->perfmap_type : 1,
+				       .perfmap_type = o->perfmap_type ? o->perfmap_type :
+								       PMPOLICY_PERFMAP_TYPE,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
 				       .perfmaps_ours = o->perfmaps_ours,
 				       .allow_remote_files = o->allow_remote_files,
@@ -83,6 +85,9 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	e->env.idle_release_ns = 2 * o->interval_ns;
 	symbudget__set((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB) << 20);
 	e->env.remote_refused = &e->c.remote_refused;
+	e->env.perfmap_max_bytes = (uint64_t)o->perfmap_max_mb << 20;
+	e->env.perfmap_idle_ns = (uint64_t)o->perfmap_idle_s * 1000000000ull;
+	e->env.perfmap_counts = &e->c.perfmap;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");
