@@ -6,7 +6,8 @@
 # perf maps on in all N at once; the run goes on POST seconds. LoadGen's per-second figures
 # (--per-second: requests ended in each wall-clock second, their p99) give the seconds before,
 # during and after. "During" runs from the enabler's start until every process's perf map exists
-# and the files stopped growing (polled every 0.1 s).
+# (polled every 0.1 s). Check the enabler's log (enabler-N.log in OUT) for processes it could not
+# enable: on a loaded machine the runtime can answer the IPC after spanprof stopped waiting.
 #
 #   scripts/bench-enable.sh                     # NS="1 10 50", ENABLER=record
 #   NS=50 ENABLER=agent scripts/bench-enable.sh
@@ -84,48 +85,39 @@ for n in $NS; do
 	*) bl_die "ENABLER: record, agent or ipc" ;;
 	esac
 	bl_track "${prof[@]}"
-	# The enable ends when every process has its perf map and the files stopped growing.
-	t_all="" t_settled="" last=-1
-	for _ in $(seq 300); do
-		sizes=0 have=0
-		for p in "${svcs[@]}"; do
-			if [ -e "/tmp/perf-$p.map" ]; then
-				have=$((have + 1))
-				sizes=$((sizes + $(stat -c %s "/tmp/perf-$p.map") + $(stat -c %s "/tmp/jit-$p.dump" 2> /dev/null || echo 0)))
-			fi
-		done
-		now=$(date +%s.%N)
-		if [ "$have" = "$n" ]; then
-			[ -n "$t_all" ] || t_all=$now
-			if [ "$sizes" = "$last" ]; then t_settled=$now; break; fi
-		fi
-		last=$sizes
+	# The enable has reached every process when each has its perf map (the runtime creates it
+	# and then writes every loaded method into it); polled every 0.1 s until the run's last seconds.
+	t_all="" have=0
+	for _ in $(seq $(((POST - 2) * 10))); do
+		have=$(for p in "${svcs[@]}"; do [ ! -e "/tmp/perf-$p.map" ] || echo; done | wc -l)
+		[ "$have" != "$n" ] || { t_all=$(date +%s.%N); break; }
 		sleep 0.1
 	done
-	[ -n "$t_settled" ] || bl_say "N=$n: the perf maps did not all appear and settle within 30 s ($have of $n)"
-	t_settled=${t_settled:-$now}
+	[ -n "$t_all" ] || bl_say "N=$n: only $have of $n perf maps appeared within $((POST - 2)) s"
+	echo "$t_start ${t_all:-}" > "$OUT/enable-$n.times"
 	wait "$gen" || { cat "$OUT/loadgen-$n.err" >&2; bl_die "LoadGen failed"; }
 	[ ${#prof[@]} = 0 ] || bl_stop -t 15 "${prof[@]}"
 	[ "$ENABLER" != ipc ] || for p in "${svcs[@]}"; do "$IPC" -d "$p" > /dev/null 2>&1 || true; done
 	# The table: seconds relative to the enabler's start.
-	awk -F, -v n="$n" -v ts="$t_start" -v ta="${t_all:-0}" -v te="$t_settled" -v rate="$RATE" '
+	awk -F, -v n="$n" -v ts="$t_start" -v ta="${t_all:-0}" -v post="$POST" '
 		NR == 1 { next }
-		{ s = $1 - int(ts); rows[s] = $0; if (s < lo) lo = s; if (s > hi) hi = s }
+		{ s = $1 - int(ts); rows[s] = $0; if (s > hi) hi = s }
 		END {
-			e = int(te) - int(ts)
-			printf "bench-enable: N=%d: all perf maps there %.2f s after the start, settled at %.2f s (seconds %d..%d are \"during\")\n", n, (ta > 0 ? ta - ts : -1), te - ts, 0, e
+			e = ta > 0 ? int(ta) - int(ts) : post
+			printf "bench-enable: N=%d: every perf map there %s after the start (seconds 0..%d are \"during\"; the last, partial second left out)\n", n, (ta > 0 ? sprintf("%.2f s", ta - ts) : "NOT within the run"), e
 			printf "bench-enable: N=%-3d %4s  %-6s %8s %9s %9s %9s\n", n, "sec", "phase", "req/s", "p50 ms", "p99 ms", "max ms"
-			for (s = -5; s <= e + 5; s++) {
+			for (s = -5; s <= e + 5 && s < hi; s++) {
 				if (!(s in rows)) continue
 				split(rows[s], f, ",")
 				ph = s < 0 ? "before" : s <= e ? "during" : "after"
 				printf "bench-enable: N=%-3d %+4d  %-6s %8d %9.2f %9.2f %9.2f\n", n, s, ph, f[2], f[4], f[5], f[6]
-				if (s < 0) { if (s >= -5) { bp += f[5]; bk++ } b1 = f[5]; br = f[2] }
+				if (s < 0) { bp += f[5]; bk++; b1 = f[5]; br = f[2] }
 				else if (s <= e) { if (f[5] > dp) dp = f[5]; if (dmin == "" || f[2] < dmin) dmin = f[2] }
-				else if (s == e + 1) { ap = f[5]; ar = f[2] }
+				else if (s == e + 1) { ap = f[5]; ar = f[2]; have_after = 1 }
 			}
-			printf "bench-enable: RESULT N=%-3d p99 before %.2f ms (5 s mean %.2f), during max %.2f ms, after %.2f ms; req/s before %d, during min %d, after %d%s\n",
-				n, b1, (bk ? bp / bk : 0), dp, ap, br, dmin, ar, (dp > 2 * b1 ? "  PAUSE: p99 during > 2x before" : "")
+			printf "bench-enable: RESULT N=%-3d p99 before %.2f ms (5 s mean %.2f), during max %.2f ms, after %s; req/s before %d, during min %d, after %s%s\n",
+				n, b1, (bk ? bp / bk : 0), dp, (have_after ? sprintf("%.2f ms", ap) : "n/a"), br, dmin, (have_after ? ar : "n/a"),
+				(dp > 2 * b1 ? "  PAUSE: p99 during > 2x before" : "")
 		}' "$OUT/enable-$n.csv" | tee -a "$OUT/summary.txt"
 	bl_stop "${svcs[@]}"
 	rm -rf "$OUT/windows-$n"

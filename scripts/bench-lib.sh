@@ -34,6 +34,7 @@ bl_fds() { ls "/proc/$1/fd" 2> /dev/null | wc -l; }
 bl_cpu() { sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | awk -v hz="$TICK" '{ printf "%.2f\n", ($12 + $13) / hz }'; }	# seconds
 # bl_starttime PID: the start time (clock ticks after boot): a pid and this name one process.
 bl_starttime() { sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | awk '{ print $20 }'; }
+bl_ns_init() { awk '/^NSpid:/ { exit !(NF > 2 && $NF == 1) }' "/proc/$1/status" 2> /dev/null; }
 bl_alive() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -d' ' -f1)" != Z ]; }
 
 # ---- processes started here --------------------------------------------------------------------
@@ -51,6 +52,9 @@ bl_stop() {
 		live=0
 		for p; do bl_alive "$p" && { live=1; break; }; done
 		[ "$live" = 1 ] || break
+		# pid 1 of a pid namespace (a pod's app): the kernel drops the default-action SIGTERM the
+		# .NET runtime re-raises, so it gets SIGKILL after a second.
+		[ "$i" != 10 ] || for p; do ! bl_ns_init "$p" || kill -KILL "$p" 2> /dev/null || true; done
 		sleep 0.1
 	done
 	for p; do bl_alive "$p" && kill -KILL "$p" 2> /dev/null || true; done
@@ -66,6 +70,8 @@ bl_stop_all() {
 	exit "$rc"
 }
 bl_init() {
+	set -E
+	trap 'echo "$BL_NAME: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 	trap bl_stop_all EXIT
 	trap 'exit 130' INT TERM
 }

@@ -51,11 +51,12 @@ for _ in $(seq 600); do [ -s "$SHARED/ready.json" ] && break; bl_alive "$launche
 [ -s "$SHARED/ready.json" ] || { cat "$OUT/service.log" >&2; bl_die "the service is not ready"; }
 APP=$(pgrep -P "$launcher" | head -1)
 [ -n "$APP" ] || bl_die "no process under nsrun's unshare"
+bl_track "$APP"
 PODTMP=/proc/$APP/root/tmp
 port=$(node -pe "JSON.parse(require('fs').readFileSync('$SHARED/ready.json')).port")
 
 cap_args=() capped="no (this agent has no --perfmap-max-mb)"
-if bl_agent_has -- --perfmap-max-mb; then cap_args=(--perfmap-max-mb "$CAP_MB"); capped="--perfmap-max-mb $CAP_MB"; fi
+if bl_agent_has --perfmap-max-mb; then cap_args=(--perfmap-max-mb "$CAP_MB"); capped="--perfmap-max-mb $CAP_MB"; fi
 bl_say "SpanService (pid $APP on the host, private /tmp) under $RATE req/s of /work/codegen; agent at $HZ Hz, windows of ${INTERVAL}s, cap: $capped; ${DURATION_MIN} min; out $OUT"
 dotnet "$GEN_DLL" --url "http://127.0.0.1:$port" --concurrency "$CONCURRENCY" --rate "$RATE" \
 	--duration $((DURATION_MIN * 60 + 120)) --paths /work/codegen --progress "$OUT/progress" > "$OUT/loadgen.json" 2> "$OUT/loadgen.err" &
@@ -74,13 +75,20 @@ tmp_bytes() {
 		$2 ~ /^perfinfo-[0-9]+\.map$/ { i += $1; next } { o += $1 }
 		END { printf "%d %d %d %d %d\n", t, m, j, i, o }'
 }
-# names FILE: "samples leaves leaf_frac frames frame_frac" of one window.
+# names: "window samples leaves leaf_frac frames frame_frac" of the app (by its pid label) in the
+# newest window the agent wrote (any service directory: the name it finds is its own business).
 names() {
-	local j=$OUT/window.json
-	node tests/tools/pprof-json.js "$1" > "$j" 2> /dev/null || { echo "0 0 0 0 0"; return; }
-	node tests/integration/query.js dotnet "$j" | node -e '
-		let s = ""; process.stdin.on("data", d => s += d).on("end", () => { const o = JSON.parse(s);
-		console.log(o.total, o.leaves, o.leaf_frac.toFixed(4), o.frames, o.frame_frac.toFixed(4)); });'
+	local j=$OUT/window.json stamp f r
+	stamp=$(find "$WIN" -name '*.pb.gz' -printf '%f\n' 2> /dev/null | cut -c1-41 | sort | tail -n 1 || true)
+	[ -n "$stamp" ] || { echo "none 0 0 0 0 0"; return; }
+	for f in $(find "$WIN" -name "$stamp*.pb.gz"); do
+		node tests/tools/pprof-json.js "$f" > "$j" 2> /dev/null || continue
+		r=$(node tests/integration/query.js dotnet "$j" --pid "$APP" | node -e '
+			let s = ""; process.stdin.on("data", d => s += d).on("end", () => { const o = JSON.parse(s);
+			if (o.total) console.log(o.total, o.leaves, o.leaf_frac.toFixed(4), o.frames, o.frame_frac.toFixed(4)); });')
+		[ -z "$r" ] || { echo "$stamp $r"; return; }
+	done
+	echo "$stamp 0 0 0 0 0"
 }
 echo "minute,t_s,tmp_bytes,perf_map_bytes,jitdump_bytes,perfinfo_bytes,other_bytes,requests,window,window_samples,dotnet_leaves,leaf_named,dotnet_frames,frame_named,app_rss_kib,agent_rss_kib" > "$OUT/pod.csv"
 end=$((t0 + DURATION_MIN * 60)) next=$((t0 + SAMPLE_S))
@@ -90,11 +98,10 @@ while :; do
 	bl_alive "$AGENT_PID" || { tail -20 "$OUT/agent.log" >&2; bl_die "the agent exited"; }
 	bl_alive "$APP" || { tail -20 "$OUT/service.log" >&2; bl_die "the service exited"; }
 	if [ "$now" -ge "$next" ]; then
-		win=$(find "$WIN/codegen" -name '*.pb.gz' 2> /dev/null | sort | tail -n 1)
 		read -r tot map jit info other < <(tmp_bytes)
-		read -r smp lv lf fr ff < <( [ -n "$win" ] && names "$win" || echo "0 0 0 0 0")
-		reqs=$(tail -n 1 "$OUT/progress" 2> /dev/null | cut -d' ' -f2)
-		echo "$(awk -v t=$((now - t0)) 'BEGIN { printf "%.2f", t / 60 }'),$((now - t0)),$tot,$map,$jit,$info,$other,${reqs:-0},$(basename "${win:-none}"),$smp,$lv,$lf,$fr,$ff,$(bl_rss "$APP"),$(bl_rss "$AGENT_PID")" >> "$OUT/pod.csv"
+		read -r win smp lv lf fr ff < <(names)
+		reqs=$(tail -n 1 "$OUT/progress" 2> /dev/null | cut -d' ' -f2 || true)
+		echo "$(awk -v t=$((now - t0)) 'BEGIN { printf "%.2f", t / 60 }'),$((now - t0)),$tot,$map,$jit,$info,$other,${reqs:-0},$win,$smp,$lv,$lf,$fr,$ff,$(bl_rss "$APP"),$(bl_rss "$AGENT_PID")" >> "$OUT/pod.csv"
 		tail -n 1 "$OUT/pod.csv" | awk -F, '{ printf "bench-pod: %5.1f min  /tmp %.2f MiB (perf map %.2f, jitdump %.2f, other %.2f)  requests %d  window: %d samples, .NET leaves named %.4f, frames %.4f\n", $1, $3 / 1048576, $4 / 1048576, $5 / 1048576, ($6 + $7) / 1048576, $8, $10, $12, $14 }'
 		next=$((next + SAMPLE_S))
 	fi
@@ -104,9 +111,11 @@ bl_stop -t 30 "$AGENT_PID"
 bl_say "agent: $(grep 'agent stopped' "$OUT/agent.log" || echo 'no stop line')"
 bl_say "pod /tmp after the agent stopped: $(tmp_bytes | awk '{ printf "%.2f MiB", $1 / 1048576 }')"
 awk -F, -v cap="$CAP_MB" -v capped="$capped" 'NR > 1 { n++; if ($3 > mx) mx = $3; last = $3; r = $8; t = $2
+		if (n == 1) { b0 = $3; r0 = $8; t0 = $2 }
 		if (n > 1 && $11 > 0) { k++; if (lo == "" || $12 < lo) lo = $12; fs += $14; ls += $12 } }
 	END { if (!n) { print "bench-pod: no rows"; exit }
-	      printf "bench-pod: %d rows; %d requests (%.1f/s, each a new compiled Expression); /tmp bytes max %.2f MiB, at the end %.2f MiB (%.2f MiB per hour)\n", n, r, r / t, mx / 1048576, last / 1048576, last / 1048576 / t * 3600
+	      d = t - t0
+	      printf "bench-pod: %d rows; %.1f requests/s (each a new compiled Expression); /tmp bytes max %.2f MiB, at the end %.2f MiB; growth after the first row %.2f MiB per hour\n", n, (d > 0 ? (r - r0) / d : 0), mx / 1048576, last / 1048576, (d > 0 ? (last - b0) / 1048576 / d * 3600 : 0)
 	      printf "bench-pod: BAR /tmp bytes stay under the cap of %d MiB (agent cap: %s): %s\n", cap, capped, (mx <= cap * 1048576 ? "PASS" : "FAIL")
 	      if (k) printf "bench-pod: windows after the first row: .NET leaves named min %.4f, mean %.4f; frames named mean %.4f\n", lo, ls / k, fs / k
 	      printf "bench-pod: BAR names stay right (.NET leaves named >= 0.98 in every window after the first row): %s\n", (k && lo >= 0.98 ? "PASS" : "FAIL") }' "$OUT/pod.csv" | tee "$OUT/summary.txt"

@@ -75,7 +75,7 @@ echo "minute,t_s,rss_kib,fds,cpu_s,windows_built,window_files,export_sent,export
 sample() {
 	local m=$OUT/metrics.txt t=$(($(date +%s) - t0)) files
 	bl_scrape "$m"
-	files=$(find "$WIN" -name '*.pb.gz' 2> /dev/null | wc -l)
+	files=$(find "$WIN" -name '*.pb.gz' 2> /dev/null | wc -l || true)
 	echo "$(awk -v t="$t" 'BEGIN { printf "%.2f", t / 60 }'),$t,$(bl_rss "$AGENT_PID"),$(bl_fds "$AGENT_PID"),$(bl_cpu "$AGENT_PID"),$(bl_metric "$m" spanprof_windows_total),$files,$(bl_metric "$m" spanprof_export_sent_total),$(bl_metric "$m" spanprof_export_failed_total),$(bl_metric "$m" spanprof_export_dropped_total),$(bl_metric "$m" spanprof_sampler_events_total 'outcome="samples"'),$(bl_metric "$m" spanprof_sampler_events_total 'outcome="sent"'),$(bl_metric "$m" spanprof_samples_lost_total 'cause="ringbuf_full"'),$(bl_metric "$m" spanprof_samples_lost_total 'cause="scratch"'),$(bl_metric "$m" spanprof_samples_received_total),$(bl_metric "$m" spanprof_window_samples_total),$(bl_metric "$m" spanprof_samples_not_target_total),$(( $(bl_metric "$m" spanprof_samples_lost_total) - $(bl_metric "$m" spanprof_samples_lost_total 'cause="ringbuf_full"') - $(bl_metric "$m" spanprof_samples_lost_total 'cause="scratch"') )),$(bl_metric "$m" spanprof_processes 'kind="dotnet"'),$(bl_metric "$m" spanprof_processes 'kind="span_table"'),$(bl_metric "$m" spanprof_processes_pruned_total),$STARTS,$EXITS,$REUSED" >> "$OUT/soak.csv"
 }
 
