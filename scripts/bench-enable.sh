@@ -18,7 +18,7 @@
 #   once, PERFMAP_TYPE 1 all or 3 map only: the runtime's own part, no profiler starting).
 # Settings (environment): NS ("1 10 50"), ENABLER (record), RATE (200), CONCURRENCY (2 per
 #   process, at least 16), PRE (10), POST (20), WARMUP (15), HZ (99), CHUNK_US (100), PERFMAP_TYPE
-#   (1, ipc only), OUT, BUILD.
+#   (1, ipc only), OUT, BUILD. REPORT=DIR prints the tables of the run whose data is in DIR again.
 # Output in OUT: per N, enable-N.csv (LoadGen's seconds) and a table; summary.txt. A p99 in the
 # enable seconds over twice the second before is noted ("PAUSE"); nothing exits non-zero for it.
 set -euo pipefail
@@ -35,15 +35,48 @@ HZ=${HZ:-99}
 CHUNK_US=${CHUNK_US:-100}
 PERFMAP_TYPE=${PERFMAP_TYPE:-1}
 IPC=$BUILD/tools/diagipc-enable
-OUT=${OUT:-$(mktemp -d /tmp/bench-enable.XXXXXX)}
+OUT=${REPORT:-${OUT:-$(mktemp -d /tmp/bench-enable.XXXXXX)}}
 mkdir -p "$OUT"
 bl_need "$SPANPROF" "$SVC_DLL" "$GEN_DLL" "$HOOK_DLL"
 [ "$ENABLER" != ipc ] || bl_need "$IPC"
 bl_init
-: > "$OUT/summary.txt"
-bl_say "$(bl_machine)" | tee -a "$OUT/summary.txt"
-bl_say "enabler $ENABLER$([ "$ENABLER" != ipc ] || echo " (type $PERFMAP_TYPE)"); $RATE req/s in all (/work/a, /work/b; ${CHUNK_US} us chunks); enable ${PRE}s into the run, ${POST}s after" | tee -a "$OUT/summary.txt"
+[ -n "${REPORT:-}" ] || : > "$OUT/summary.txt"
+[ -n "${REPORT:-}" ] || bl_say "$(bl_machine)" | tee -a "$OUT/summary.txt"
+[ -n "${REPORT:-}" ] || bl_say "enabler $ENABLER$([ "$ENABLER" != ipc ] || echo " (type $PERFMAP_TYPE)"); $RATE req/s in all (/work/a, /work/b; ${CHUNK_US} us chunks); enable ${PRE}s into the run, ${POST}s after" | tee -a "$OUT/summary.txt"
 
+# table N: the seconds around the enable, relative to the enabler's start, from enable-N.csv and
+# enable-N.times ("start all_there" as Unix seconds); RESULT: the p99 before (the last second, and
+# the mean of the 5 before), the largest during, the second after.
+table() {
+	local n=$1 t_start t_all
+	read -r t_start t_all < "$OUT/enable-$n.times"
+	awk -F, -v n="$n" -v ts="$t_start" -v ta="${t_all:-0}" -v post="$POST" '
+		NR == 1 { next }
+		{ s = $1 - int(ts); rows[s] = $0; if (s > hi) hi = s }
+		END {
+			e = ta > 0 ? int(ta) - int(ts) : post
+			printf "bench-enable: N=%d: every perf map there %s after the start (seconds 0..%d are \"during\"; the last, partial second left out)\n", n, (ta > 0 ? sprintf("%.2f s", ta - ts) : "NOT within the run"), e
+			printf "bench-enable: N=%-3d %4s  %-6s %8s %9s %9s %9s\n", n, "sec", "phase", "req/s", "p50 ms", "p99 ms", "max ms"
+			for (s = -5; s <= e + 5 && s < hi; s++) {
+				if (!(s in rows)) continue
+				split(rows[s], f, ",")
+				ph = s < 0 ? "before" : s <= e ? "during" : "after"
+				printf "bench-enable: N=%-3d %+4d  %-6s %8d %9.2f %9.2f %9.2f\n", n, s, ph, f[2], f[4], f[5], f[6]
+				if (s < 0) { bp += f[5]; bk++; b1 = f[5]; br = f[2] }
+				else if (s <= e) { if (f[5] > dp) dp = f[5]; if (dmin == "" || f[2] < dmin) dmin = f[2] }
+				else if (s == e + 1) { ap = f[5]; ar = f[2]; have_after = 1 }
+			}
+			printf "bench-enable: RESULT N=%-3d p99 before %.2f ms (5 s mean %.2f), during max %.2f ms, after %s; req/s before %d, during min %d, after %s%s\n",
+				n, b1, (bk ? bp / bk : 0), dp, (have_after ? sprintf("%.2f ms", ap) : "n/a"), br, dmin, (have_after ? ar : "n/a"),
+				(bk && dp > 2 * bp / bk ? "  PAUSE: p99 during > 2x the 5 s before" : "")
+		}' "$OUT/enable-$n.csv"
+}
+
+# REPORT=DIR: print the tables of an earlier run's data again, run nothing.
+if [ -n "${REPORT:-}" ]; then
+	for n in $NS; do [ ! -e "$OUT/enable-$n.times" ] || table "$n"; done
+	exit 0
+fi
 for n in $NS; do
 	svcs=() urls=()
 	rm -f "$OUT"/ready.*
@@ -98,27 +131,7 @@ for n in $NS; do
 	wait "$gen" || { cat "$OUT/loadgen-$n.err" >&2; bl_die "LoadGen failed"; }
 	[ ${#prof[@]} = 0 ] || bl_stop -t 15 "${prof[@]}"
 	[ "$ENABLER" != ipc ] || for p in "${svcs[@]}"; do "$IPC" -d "$p" > /dev/null 2>&1 || true; done
-	# The table: seconds relative to the enabler's start.
-	awk -F, -v n="$n" -v ts="$t_start" -v ta="${t_all:-0}" -v post="$POST" '
-		NR == 1 { next }
-		{ s = $1 - int(ts); rows[s] = $0; if (s > hi) hi = s }
-		END {
-			e = ta > 0 ? int(ta) - int(ts) : post
-			printf "bench-enable: N=%d: every perf map there %s after the start (seconds 0..%d are \"during\"; the last, partial second left out)\n", n, (ta > 0 ? sprintf("%.2f s", ta - ts) : "NOT within the run"), e
-			printf "bench-enable: N=%-3d %4s  %-6s %8s %9s %9s %9s\n", n, "sec", "phase", "req/s", "p50 ms", "p99 ms", "max ms"
-			for (s = -5; s <= e + 5 && s < hi; s++) {
-				if (!(s in rows)) continue
-				split(rows[s], f, ",")
-				ph = s < 0 ? "before" : s <= e ? "during" : "after"
-				printf "bench-enable: N=%-3d %+4d  %-6s %8d %9.2f %9.2f %9.2f\n", n, s, ph, f[2], f[4], f[5], f[6]
-				if (s < 0) { bp += f[5]; bk++; b1 = f[5]; br = f[2] }
-				else if (s <= e) { if (f[5] > dp) dp = f[5]; if (dmin == "" || f[2] < dmin) dmin = f[2] }
-				else if (s == e + 1) { ap = f[5]; ar = f[2]; have_after = 1 }
-			}
-			printf "bench-enable: RESULT N=%-3d p99 before %.2f ms (5 s mean %.2f), during max %.2f ms, after %s; req/s before %d, during min %d, after %s%s\n",
-				n, b1, (bk ? bp / bk : 0), dp, (have_after ? sprintf("%.2f ms", ap) : "n/a"), br, dmin, (have_after ? ar : "n/a"),
-				(dp > 2 * b1 ? "  PAUSE: p99 during > 2x before" : "")
-		}' "$OUT/enable-$n.csv" | tee -a "$OUT/summary.txt"
+	table "$n" | tee -a "$OUT/summary.txt"
 	bl_stop "${svcs[@]}"
 	rm -rf "$OUT/windows-$n"
 done
