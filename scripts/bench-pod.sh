@@ -15,7 +15,8 @@
 # Settings (environment): DURATION_MIN (30), RATE (100 requests/s), CONCURRENCY (8), CAP_MB (32:
 #   the cap the bar holds the bytes to, and the value of --perfmap-max-mb), SAMPLE_S (60), HZ (99:
 #   enough samples of one process per window to judge the names), INTERVAL (15), CHUNK_US (100:
-#   the hot work per request), AGENT_ARGS, OUT (default: a new dir in /tmp), BUILD.
+#   the hot work per request), AGENT_ARGS, OUT (default: a new dir in /tmp), BUILD. REPORT=DIR
+#   prints the summary of the run whose data is in DIR again.
 # Output in OUT: pod.csv, summary.txt, agent.log. Bars print PASS/FAIL; exit non-zero only when
 # the run itself failed.
 set -euo pipefail
@@ -32,6 +33,27 @@ INTERVAL=${INTERVAL:-15}
 CHUNK_US=${CHUNK_US:-100}
 OUT=${OUT:-$(mktemp -d /tmp/bench-pod.XXXXXX)}
 mkdir -p "$OUT"
+# summary: the figures and bars from pod.csv. Names: the app's .NET leaves in the windows read
+# after the first row, pooled (a window holds a few dozen of them: one unnamed is 3 %), and the
+# lowest share in one window.
+summary() {
+	awk -F, -v cap="$CAP_MB" -v capped="$capped" 'NR > 1 { n++; if ($3 > mx) mx = $3; last = $3; r = $8; t = $2
+		if (n == 1) { b0 = $3; r0 = $8; t0 = $2 }
+		if (n > 1 && $11 > 0) { k++; if (lo == "" || $12 < lo) lo = $12; lv += $11; ln += $11 * $12; fv += $13; fn += $13 * $14 } }
+	END { if (!n) { print "bench-pod: no rows"; exit }
+	      d = t - t0
+	      printf "bench-pod: %d rows; %.1f requests/s (each a new compiled Expression); /tmp bytes max %.2f MiB, at the end %.2f MiB; growth after the first row %.2f MiB per hour\n", n, (d > 0 ? (r - r0) / d : 0), mx / 1048576, last / 1048576, (d > 0 ? (last - b0) / 1048576 / d * 3600 : 0)
+	      printf "bench-pod: BAR /tmp bytes stay under the cap of %d MiB (agent cap: %s): %s\n", cap, capped, (mx <= cap * 1048576 ? "PASS" : "FAIL")
+	      if (k) printf "bench-pod: %d windows after the first row: .NET leaves named %.4f of %d (lowest in one window %.4f); .NET frames named %.4f of %d\n", k, ln / lv, lv, lo, fn / fv, fv
+	      printf "bench-pod: BAR names stay right (.NET leaves named >= 0.98, pooled over those windows): %s\n", (k && ln / lv >= 0.98 ? "PASS" : "FAIL") }' "$OUT/pod.csv"
+}
+# REPORT=DIR: print the summary of the run whose data is in DIR again, run nothing.
+if [ -n "${REPORT:-}" ]; then
+	OUT=$REPORT
+	capped=$(cat "$OUT/cap" 2> /dev/null || echo '?')
+	summary
+	exit 0
+fi
 bl_need "$SPANPROF" "$SVC_DLL" "$GEN_DLL" "$HOOK_DLL"
 bl_init
 WIN=$OUT/windows
@@ -57,6 +79,7 @@ port=$(node -pe "JSON.parse(require('fs').readFileSync('$SHARED/ready.json')).po
 
 cap_args=() capped="no (this agent has no --perfmap-max-mb)"
 if bl_agent_has --perfmap-max-mb; then cap_args=(--perfmap-max-mb "$CAP_MB"); capped="--perfmap-max-mb $CAP_MB"; fi
+echo "$capped" > "$OUT/cap"
 bl_say "SpanService (pid $APP on the host, private /tmp) under $RATE req/s of /work/codegen; agent at $HZ Hz, windows of ${INTERVAL}s, cap: $capped; ${DURATION_MIN} min; out $OUT"
 dotnet "$GEN_DLL" --url "http://127.0.0.1:$port" --concurrency "$CONCURRENCY" --rate "$RATE" \
 	--duration $((DURATION_MIN * 60 + 120)) --paths /work/codegen --progress "$OUT/progress" > "$OUT/loadgen.json" 2> "$OUT/loadgen.err" &
@@ -110,13 +133,5 @@ done
 bl_stop -t 30 "$AGENT_PID"
 bl_say "agent: $(grep 'agent stopped' "$OUT/agent.log" || echo 'no stop line')"
 bl_say "pod /tmp after the agent stopped: $(tmp_bytes | awk '{ printf "%.2f MiB", $1 / 1048576 }')"
-awk -F, -v cap="$CAP_MB" -v capped="$capped" 'NR > 1 { n++; if ($3 > mx) mx = $3; last = $3; r = $8; t = $2
-		if (n == 1) { b0 = $3; r0 = $8; t0 = $2 }
-		if (n > 1 && $11 > 0) { k++; if (lo == "" || $12 < lo) lo = $12; fs += $14; ls += $12 } }
-	END { if (!n) { print "bench-pod: no rows"; exit }
-	      d = t - t0
-	      printf "bench-pod: %d rows; %.1f requests/s (each a new compiled Expression); /tmp bytes max %.2f MiB, at the end %.2f MiB; growth after the first row %.2f MiB per hour\n", n, (d > 0 ? (r - r0) / d : 0), mx / 1048576, last / 1048576, (d > 0 ? (last - b0) / 1048576 / d * 3600 : 0)
-	      printf "bench-pod: BAR /tmp bytes stay under the cap of %d MiB (agent cap: %s): %s\n", cap, capped, (mx <= cap * 1048576 ? "PASS" : "FAIL")
-	      if (k) printf "bench-pod: windows after the first row: .NET leaves named min %.4f, mean %.4f; frames named mean %.4f\n", lo, ls / k, fs / k
-	      printf "bench-pod: BAR names stay right (.NET leaves named >= 0.98 in every window after the first row): %s\n", (k && lo >= 0.98 ? "PASS" : "FAIL") }' "$OUT/pod.csv" | tee "$OUT/summary.txt"
+summary | tee "$OUT/summary.txt"
 bl_say "data in $OUT (pod.csv, summary.txt, agent.log)"
