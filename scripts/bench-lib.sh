@@ -42,7 +42,8 @@ bl_track() { BL_PIDS+=("$@"); }
 # bl_rm_perfmaps PID...: what the runtime writes for perf maps and never removes.
 bl_rm_perfmaps() { local p; for p; do rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump" "/tmp/perfinfo-$p.map"; done; }
 # bl_stop [-t SECS] PID...: SIGTERM, up to SECS (5) for all to exit, SIGKILL, reap, remove their
-# perf maps. Only processes of this shell are given (their pids cannot be reused before the reap).
+# perf maps, forget them. Only processes of this shell (or a pod's pid 1, tracked while it runs)
+# are given: their pids cannot go to another process before the reap.
 bl_stop() {
 	local secs=5 p i live
 	if [ "${1:-}" = -t ]; then secs=$2; shift 2; fi
@@ -60,6 +61,17 @@ bl_stop() {
 	for p; do bl_alive "$p" && kill -KILL "$p" 2> /dev/null || true; done
 	for p; do wait "$p" 2> /dev/null || true; done
 	bl_rm_perfmaps "$@"
+	bl_untrack "$@"
+}
+# bl_untrack PID...: reaped, so no longer ours: the pid may go to another process now.
+bl_untrack() {
+	local keep=() p q gone
+	for p in "${BL_PIDS[@]}"; do
+		gone=""
+		for q; do [ "$p" != "$q" ] || gone=1; done
+		[ -n "$gone" ] || keep+=("$p")
+	done
+	BL_PIDS=(${keep[@]+"${keep[@]}"})
 }
 bl_stop_all() {
 	local rc=$?

@@ -65,7 +65,7 @@ SHARED=$(mktemp -d "$BUILD/tmp/bench-pod.XXXXXX" 2> /dev/null || { mkdir -p "$BU
 BL_AT_EXIT='rm -rf "$SHARED"'
 
 bl_say "$(bl_machine)"
-OTEL_SERVICE_NAME=codegen SPANSERVICE_READY="$SHARED/ready.json" SPANSERVICE_BG_DUTY=0 SPANSERVICE_CHUNK_US="$CHUNK_US" \
+OTEL_SERVICE_NAME=codegen SPANSERVICE_SERVICE_NAME=codegen SPANSERVICE_READY="$SHARED/ready.json" SPANSERVICE_BG_DUTY=0 SPANSERVICE_CHUNK_US="$CHUNK_US" \
 	DOTNET_STARTUP_HOOKS=$HOOK_DLL tests/integration/nsrun.sh dotnet "$SVC_DLL" --port 0 > "$OUT/service.log" 2>&1 &
 launcher=$!
 bl_track "$launcher"
