@@ -88,8 +88,26 @@ bench_syscall() {
 	BUILD=$BUILD ./scripts/bench-syscall.sh
 }
 
+# ---- the agent under an hour of churn: 50 .NET processes restarting (60 minutes; docs/benchmarks.md) ----
+bench_soak() {
+	section "soak: the agent for DURATION_MIN (60) minutes with N (50) .NET processes restarting"
+	BUILD=$BUILD ./scripts/bench-soak.sh
+}
+
+# ---- one pod that generates code all the time: its /tmp bytes and names (30 minutes) -----------
+bench_pod() {
+	section "pod: /tmp bytes and names of an app compiling an Expression per request"
+	BUILD=$BUILD ./scripts/bench-pod.sh
+}
+
+# ---- the pause when perf maps are turned on late, in 1, 10, 50 busy services (about 5 minutes) --
+bench_enable() {
+	section "enable: p99 and req/s per second around turning perf maps on"
+	BUILD=$BUILD ./scripts/bench-enable.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap hash collide syscall sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap hash collide syscall sampler parts hook service slices node growth enable pod soak}; do
 	"bench_$b"
 done
