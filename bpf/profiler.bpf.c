@@ -17,6 +17,7 @@ const volatile bool filter_pids = false;
 const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
+const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -51,17 +52,39 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/*
+ * Off-CPU (--off-cpu): a profiled thread that blocked, as it was when it switched out: when, and
+ * the record (stacks, span) its wake-up sends if the block lasted long enough.
+ */
+struct offcpu_block {
+	__u64 start_ns;		/* 0: not blocked */
+	__u64 size;		/* bytes of rec to send */
+	__u8 buf[SP_SAMPLE_MAX];	/* struct sp_sample and its data */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_block);
+} offcpu_blocks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);	/* resized by user space */
 } events SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_add(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
-		*c += 1;
+		*c += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	count_add(which, 1);
 }
 
 /*
@@ -189,11 +212,11 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
  * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
  * walk does. x86-64 only for now: elsewhere the flags stay clear.
  */
-static __always_inline void read_leaf(struct sp_sample *s)
+static __always_inline void read_leaf(struct sp_sample *s, struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* A BTF pointer: plain loads. In user mode these are the interrupted registers. */
-	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
 
 	if (!ur) {
 		count(SP_CNT_LEAF_REGS_ERR);
@@ -228,30 +251,20 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("perf_event")
-int sample(struct bpf_perf_event_data *ctx)
+/*
+ * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
+ * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
+ * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU wake-up, both
+ * in the thread's own context: its user stack and its span record are its own.
+ */
+static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,
+					 __u32 tgid, __u32 tid, bool user_mode, __u32 kskip)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	struct task_struct *task, *leader;
+	struct task_struct *leader;
 	struct sp_ctx_proc *cp;
-	struct sp_sample *s;
-	__u64 off, size, wake;
-	bool user_mode;
+	__u64 off, size;
 	long n;
 
-	if (tid == 0)
-		return 0;	/* the idle task */
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
-		return 0;
-	count(SP_CNT_SAMPLES);
-
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s) {
-		count(SP_CNT_LOST_SCRATCH);
-		return 0;
-	}
-	task = bpf_get_current_task_btf();	/* its fields, and its leader's, are plain loads */
 	s->time_ns = bpf_ktime_get_ns();
 	s->tgid = tgid;
 	s->tid = tid;
@@ -261,6 +274,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	s->n_kernel = 0;
 	s->ctx_len = 0;
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
+	s->off_ns = 0;
 	leader = task->group_leader;
 	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
 	/* Plain loads, like the rest of the task's fields. A load that faults reads as zero: an
@@ -270,7 +284,6 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	/* User stack, leaf first. Kernel threads have none. */
 	off = 0;
-	user_mode = in_user_mode(ctx);
 	if (!(task->flags & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
 		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
 		if (n < 0) {
@@ -285,7 +298,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		s->n_user = n / 8;
 		off = s->n_user * 8;
 		if (s->n_user && !(variant & SP_VAR_NO_LEAF))
-			read_leaf(s);
+			read_leaf(s, task);
 	}
 
 	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
@@ -293,7 +306,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (off > STACK_BYTES)
 		return 0;	/* unreachable; keeps the verifier's bounds */
 	n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
-		bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
+		bpf_get_stack(ctx, s->data + off, STACK_BYTES, kskip & BPF_F_SKIP_FIELD_MASK);
 	if (n < 0) {
 		s->flags |= SP_F_KSTACK_ERR;
 		count(SP_CNT_KSTACK_ERR);
@@ -309,23 +322,118 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
 	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
 		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
-	count(s->ctx_status);
 
 	size = sizeof(*s) + off + s->ctx_len;
-	if (size > SP_SAMPLE_MAX)
-		size = SP_SAMPLE_MAX;
-	/*
-	 * No wake-up per record: user space drains the ring every poll interval, and a wake-up is
-	 * an irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
-	 */
-	if (variant & SP_VAR_NO_OUTPUT)
-		return 0;
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									  : BPF_RB_NO_WAKEUP;
+	return size > SP_SAMPLE_MAX ? SP_SAMPLE_MAX : size;
+}
+
+/*
+ * No wake-up per record: user space drains the ring every poll interval, and a wake-up is an
+ * irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
+ */
+static __always_inline int send_record(struct sp_sample *s, __u64 size)
+{
+	__u64 wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			     BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+
 	if (bpf_ringbuf_output(&events, s, size, wake)) {
 		count(SP_CNT_LOST_RINGBUF);
-		return 0;
+		return -1;
 	}
 	count(SP_CNT_SENT);
+	return 0;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct sp_sample *s;
+	__u64 size;
+
+	if (tid == 0)
+		return 0;	/* the idle task */
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
+	count(SP_CNT_SAMPLES);
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count(SP_CNT_LOST_SCRATCH);
+		return 0;
+	}
+	/* the task's fields, and its leader's, are plain loads */
+	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), 0);
+	count(s->ctx_status);
+	if (variant & SP_VAR_NO_OUTPUT)
+		return 0;
+	send_record(s, size);
+	return 0;
+}
+
+/*
+ * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
+ * is still the current task, so its user stack, kernel stack and span record are read there (its
+ * own context), into its task storage, with the time; at switch-in (the `next` side, another
+ * thread's context) the blocked time is known: a block at or above the threshold is sent, a
+ * shorter one only counted (count and nanoseconds). The wake-up side cannot take the user stack
+ * (not its context), and fexit/schedule, which would run in the woken thread, is refused by the
+ * kernel's deny list for tracing programs.
+ *
+ * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed.
+ * Threads of unprofiled processes leave at the pid filter (switch-out) and at the storage lookup,
+ * which allocates nothing (switch-in).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = prev->tgid;
+	struct offcpu_block *b;
+	struct sp_sample *rec;
+	__u64 now, delta, size;
+
+	b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
+	if (b && b->start_ns) {
+		now = bpf_ktime_get_ns();
+		delta = now - b->start_ns;
+		b->start_ns = 0;
+		if (delta < offcpu_threshold_ns) {
+			count(SP_CNT_OFFCPU_SHORT);
+			count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+		} else {
+			count(SP_CNT_OFFCPU_LONG);
+			count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+			rec = (struct sp_sample *)b->buf;
+			rec->off_ns = delta;
+			rec->time_ns = now;
+			size = b->size;
+			if (size > SP_SAMPLE_MAX)
+				size = SP_SAMPLE_MAX;
+			if (size >= sizeof(*rec))
+				send_record(rec, size);
+		}
+	}
+
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;	/* the first check: an unprofiled thread leaves here */
+	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
+		return 0;
+	if (preempt || prev_state == 0 /* TASK_RUNNING */) {
+		count(SP_CNT_OFFCPU_PREEMPT);
+		return 0;
+	}
+	b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!b) {
+		count(SP_CNT_OFFCPU_NO_STORAGE);
+		return 0;
+	}
+	/* prev is the current task here: the record is its own. The kernel stack skips this
+	 * program and bpf_trace_run4: it starts at __schedule. */
+	rec = (struct sp_sample *)b->buf;
+	b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 2);
+	rec->flags |= SP_F_OFFCPU;
+	b->start_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -229,7 +229,10 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		else
 			nl += n;
 	}
-	if (aggregate__add(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl))
+	if (smp->flags & SP_F_OFFCPU ?
+		    aggregate__add_off_cpu(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl,
+					   smp->off_ns) :
+		    aggregate__add(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl))
 		goto nomem;
 	return 0;
 nomem:
