@@ -180,7 +180,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop OffCpu,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(wildcard tests/apps/Shared/*.cs) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))

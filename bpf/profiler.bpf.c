@@ -375,15 +375,16 @@ int sample(struct bpf_perf_event_data *ctx)
 /*
  * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
  * is still the current task, so its user stack, kernel stack and span record are read there (its
- * own context), into its task storage, with the time; at switch-in (the `next` side, another
- * thread's context) the blocked time is known: a block at or above the threshold is sent, a
- * shorter one only counted (count and nanoseconds). The wake-up side cannot take the user stack
- * (not its context), and fexit/schedule, which would run in the woken thread, is refused by the
- * kernel's deny list for tracing programs.
+ * own context), into its task storage, with the time. The block ends when the thread is woken
+ * (sched_wakeup, in the waker's context): a block at or above the threshold is sent then, a
+ * shorter one only counted (count and nanoseconds). The time is blocked time, switch-out to
+ * wake-up: the run-queue wait after it is CPU contention, like preemption, not blocking. The
+ * wake-up side could not take the user stack (not the thread's context), and fexit/schedule,
+ * which would run in the woken thread, is refused by the kernel for tracing programs.
  *
  * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed.
- * Threads of unprofiled processes leave at the pid filter (switch-out) and at the storage lookup,
- * which allocates nothing (switch-in).
+ * A thread of an unprofiled process leaves at the pid filter (switch-out) and at the task
+ * storage lookup, which allocates nothing (wake-up).
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -392,29 +393,6 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	__u32 tgid = prev->tgid;
 	struct offcpu_block *b;
 	struct sp_sample *rec;
-	__u64 now, delta, size;
-
-	b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
-	if (b && b->start_ns) {
-		now = bpf_ktime_get_ns();
-		delta = now - b->start_ns;
-		b->start_ns = 0;
-		if (delta < offcpu_threshold_ns) {
-			count(SP_CNT_OFFCPU_SHORT);
-			count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
-		} else {
-			count(SP_CNT_OFFCPU_LONG);
-			count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-			rec = (struct sp_sample *)b->buf;
-			rec->off_ns = delta;
-			rec->time_ns = now;
-			size = b->size;
-			if (size > SP_SAMPLE_MAX)
-				size = SP_SAMPLE_MAX;
-			if (size >= sizeof(*rec))
-				send_record(rec, size);
-		}
-	}
 
 	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;	/* the first check: an unprofiled thread leaves here */
@@ -435,5 +413,35 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 2);
 	rec->flags |= SP_F_OFFCPU;
 	b->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(offcpu_wakeup, struct task_struct *p)
+{
+	struct offcpu_block *b = bpf_task_storage_get(&offcpu_blocks, p, 0, 0);
+	struct sp_sample *rec;
+	__u64 now, delta, size;
+
+	if (!b || !b->start_ns)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now - b->start_ns;
+	b->start_ns = 0;
+	if (delta < offcpu_threshold_ns) {
+		count(SP_CNT_OFFCPU_SHORT);
+		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+		return 0;
+	}
+	count(SP_CNT_OFFCPU_LONG);
+	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+	rec = (struct sp_sample *)b->buf;
+	rec->off_ns = delta;
+	rec->time_ns = now;
+	size = b->size;
+	if (size > SP_SAMPLE_MAX)
+		size = SP_SAMPLE_MAX;
+	if (size >= sizeof(*rec))
+		send_record(rec, size);
 	return 0;
 }

@@ -81,7 +81,7 @@ enum sp_counter {
 #define SP_F_LEAF_REGS	 (1u << 4)	/* leaf_ip/sp/bp hold the user registers */
 #define SP_F_LEAF_WORDS	 (1u << 5)	/* leaf_words hold the user stack from leaf_sp */
 #define SP_F_OFFCPU	 (1u << 6)	/* an off-CPU block, not a CPU sample: off_ns holds its length,
-					 * time_ns the switch-in, the stacks where it blocked */
+					 * time_ns the wake-up, the stacks where it blocked */
 
 /*
  * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
@@ -109,7 +109,7 @@ struct sp_sample {
 	 * address, which the frame-pointer walk skips. */
 	__u64 leaf_ip, leaf_sp, leaf_bp;
 	__u64 leaf_words[SP_LEAF_WORDS];
-	__u64 off_ns;		/* SP_F_OFFCPU: blocked time (switch-out to switch-in), else 0 */
+	__u64 off_ns;		/* SP_F_OFFCPU: blocked time (switch-out to wake-up), else 0 */
 	__u8 data[];
 };
 

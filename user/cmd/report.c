@@ -110,14 +110,15 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
 		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); preempted or "
-		"yielding switches (runnable, not off-CPU time) %" PRIu64 "; lost: no per-thread record %"
+		"yielding switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
 		PRIu64 "\n", c[SP_CNT_OFFCPU_LONG],
 		c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_PREEMPT],
 		c[SP_CNT_OFFCPU_NO_STORAGE]);
-	if (!bpfsession__offcpu_run_time(engine__bpf(e), &run_ns, &runs))
-		fprintf(f, "  off-CPU cost: %.3f us of BPF run time per context switch (%" PRIu64
-			" switches)\n", run_ns / 1e3 / runs, runs);
+	for (int wakeup = 0; wakeup < 2; wakeup++)
+		if (!bpfsession__offcpu_run_time(engine__bpf(e), wakeup, &run_ns, &runs))
+			fprintf(f, "  off-CPU cost: %.3f us of BPF run time per %s (%" PRIu64 " runs)\n",
+				run_ns / 1e3 / runs, wakeup ? "wake-up" : "context switch", runs);
 }
 
 struct span_cpu {
