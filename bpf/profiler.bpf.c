@@ -251,6 +251,111 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+#define SCAN_WORDS   64		/* user stack words searched for a frame pointer */
+#define SCAN_TRIES   12		/* candidates checked */
+#define SCAN_DEPTH   3		/* frame records a candidate must lead through */
+#define USER_TOP     (1ull << 47)	/* x86-64 user addresses are below it */
+
+/* Whether fp looks like a frame record: 16-byte aligned (the x86-64 ABI's stack alignment after
+ * push rbp), holding an older frame pointer further up (within 1 MiB) or 0, and a return address
+ * in user space. */
+static __always_inline bool frame_record(__u64 fp, __u64 rec[2])
+{
+	if ((fp & 15) || bpf_probe_read_user(rec, 16, (void *)fp))
+		return false;
+	return (rec[0] == 0 || (rec[0] > fp && rec[0] < fp + (1 << 20) && !(rec[0] & 15))) &&
+	       rec[1] > 4096 && rec[1] < USER_TOP;
+}
+
+/* Per-CPU room of the scan: the words at the user sp, then the frames walked. */
+struct scan_buf {
+	__u64 words[SCAN_WORDS];
+	__u64 frames[SP_MAX_FRAMES + 1];	/* one more: a power of two the index is masked by */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scan_buf);
+} scan_bufs SEC(".maps");
+
+struct scan_ctx {
+	struct scan_buf *b;
+	__u64 sp, fp;
+	__u32 tries, n;
+};
+
+/* bpf_loop callbacks (the verifier checks a callback once, not every turn of a loop). */
+static long scan_word(__u64 i, struct scan_ctx *c)
+{
+	__u64 slot = c->sp + i * 8, v, f, rec[2];
+	__u32 d;
+
+	if (i >= SCAN_WORDS || c->tries >= SCAN_TRIES)
+		return 1;
+	v = c->b->words[i];
+	if (v <= slot || v > slot + 65536 || (v & 15))
+		return 0;
+	c->tries++;
+	for (d = 0, f = v; d < SCAN_DEPTH; d++) {
+		if (!frame_record(f, rec) || rec[0] == 0)
+			return 0;	/* a real chain does not end this close to a blocked leaf */
+		f = rec[0];
+	}
+	c->fp = v;
+	return 1;
+}
+
+static long walk_frame(__u64 i, struct scan_ctx *c)
+{
+	__u64 rec[2];
+
+	if (c->n >= SP_MAX_FRAMES || !frame_record(c->fp, rec))
+		return 1;
+	c->b->frames[c->n & SP_MAX_FRAMES /* 127: bounds the index for the verifier */] = rec[1];
+	c->n++;
+	if (rec[0] == 0)
+		return 1;
+	c->fp = rec[0];
+	return 0;
+}
+
+/*
+ * A blocked thread's user stack usually starts in libc's futex or syscall wrappers, built without
+ * frame pointers: they use rbp for data, so the frame-pointer walk stops after the leaf and the
+ * managed code that blocked is lost. Their callers (libcoreclr, JIT code) keep frames, and the
+ * wrappers' frames hold pointers to them. So: search the SCAN_WORDS words at the user sp for the
+ * first one that looks like a frame pointer (a 16-byte aligned address further up this stack that
+ * starts a chain of frame records), then walk the frames from there, after the n frames the walk
+ * found. A pointer to a local buffer can pass for one and give a first frame or two that are
+ * data: user space drops those (it knows the mappings). The wrappers' direct caller, whose return
+ * address lies below the first frame record, is not found. Returns the frames added.
+ */
+static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
+{
+	struct scan_ctx c = { .sp = s->leaf_sp };
+	__u32 zero = 0, room = SP_MAX_FRAMES - n;
+
+	if (!(s->flags & SP_F_LEAF_REGS) || n >= SP_MAX_FRAMES)
+		return 0;
+	c.b = bpf_map_lookup_elem(&scan_bufs, &zero);
+	if (!c.b || bpf_probe_read_user(c.b->words, sizeof(c.b->words), (void *)c.sp))
+		return 0;
+	/* A candidate must start a chain of SCAN_DEPTH frame records: a pointer into the stack that
+	 * is data, not a saved frame pointer, rarely does. */
+	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	if (!c.fp)
+		return 0;
+	bpf_loop(SP_MAX_FRAMES, walk_frame, &c, 0);
+	if (c.n > room)
+		c.n = room;
+	if (c.n == 0 || n > SP_MAX_FRAMES - 1 ||
+	    bpf_probe_read_kernel(s->data + n * 8, c.n * 8, c.b->frames))
+		return 0;
+	return c.n;
+}
+
 /*
  * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
  * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
@@ -258,11 +363,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
  * in the thread's own context: its user stack and its span record are its own.
  */
 static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,
-					 __u32 tgid, __u32 tid, bool user_mode, __u32 kskip)
+					 __u32 tgid, __u32 tid, bool user_mode, __u32 kskip,
+					 bool rescue)
 {
 	struct task_struct *leader;
 	struct sp_ctx_proc *cp;
-	__u64 off, size;
+	__u64 off, size, nu;
 	long n;
 
 	s->time_ns = bpf_ktime_get_ns();
@@ -275,6 +381,7 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 	s->ctx_len = 0;
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
 	s->off_ns = 0;
+	s->user_scan_at = 0;
 	leader = task->group_leader;
 	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
 	/* Plain loads, like the rest of the task's fields. A load that faults reads as zero: an
@@ -295,10 +402,18 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 			n = STACK_BYTES;
 		if (n == STACK_BYTES)
 			s->flags |= SP_F_USTACK_TRUNC;
-		s->n_user = n / 8;
-		off = s->n_user * 8;
-		if (s->n_user && !(variant & SP_VAR_NO_LEAF))
+		nu = n / 8;
+		if (nu && !(variant & SP_VAR_NO_LEAF))
 			read_leaf(s, task);
+		if (rescue && nu && nu <= 2 && (n = rescue_user_stack(s, nu))) {
+			s->user_scan_at = nu;
+			nu += n;
+			s->flags |= SP_F_USTACK_SCAN;
+		}
+		if (nu > SP_MAX_FRAMES)
+			nu = SP_MAX_FRAMES;
+		s->n_user = nu;
+		off = nu * 8;
 	}
 
 	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
@@ -364,7 +479,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	/* the task's fields, and its leader's, are plain loads */
-	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), 0);
+	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), 0, false);
 	count(s->ctx_status);
 	if (variant & SP_VAR_NO_OUTPUT)
 		return 0;
@@ -408,9 +523,9 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		return 0;
 	}
 	/* prev is the current task here: the record is its own. The kernel stack skips this
-	 * program and bpf_trace_run4: it starts at __schedule. */
+	 * program, bpf_trace_run4 and __traceiter_sched_switch: it starts at __schedule. */
 	rec = (struct sp_sample *)b->buf;
-	b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 2);
+	b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
 	rec->flags |= SP_F_OFFCPU;
 	b->start_ns = bpf_ktime_get_ns();
 	return 0;

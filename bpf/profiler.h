@@ -80,6 +80,9 @@ enum sp_counter {
 #define SP_F_USTACK_TRUNC (1u << 3)	/* user stack hit SP_MAX_FRAMES */
 #define SP_F_LEAF_REGS	 (1u << 4)	/* leaf_ip/sp/bp hold the user registers */
 #define SP_F_LEAF_WORDS	 (1u << 5)	/* leaf_words hold the user stack from leaf_sp */
+#define SP_F_USTACK_SCAN (1u << 7)	/* user frames from user_scan_at on come from a frame
+					 * pointer found on the stack (off-CPU records: libc wrappers
+					 * without frames); its first ones may be data */
 #define SP_F_OFFCPU	 (1u << 6)	/* an off-CPU block, not a CPU sample: off_ns holds its length,
 					 * time_ns the wake-up, the stacks where it blocked */
 
@@ -110,6 +113,9 @@ struct sp_sample {
 	__u64 leaf_ip, leaf_sp, leaf_bp;
 	__u64 leaf_words[SP_LEAF_WORDS];
 	__u64 off_ns;		/* SP_F_OFFCPU: blocked time (switch-out to wake-up), else 0 */
+	__u16 user_scan_at;	/* SP_F_USTACK_SCAN: user frames from this index on were walked
+				 * from a frame pointer found on the stack */
+	__u16 reserved[3];
 	__u8 data[];
 };
 
@@ -209,7 +215,7 @@ enum sp_ev_counter {
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct sp_proc_event) == 56, "sp_proc_event layout is ABI");
-_Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS + 8, "sp_sample layout is ABI");
+_Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS + 16, "sp_sample layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_proc) == 24, "sp_ctx_proc layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_header) == 80, "sp_ctx_header layout is ABI");
 _Static_assert(sizeof(struct sp_slot_head) == SP_SLOT_HEAD, "sp_slot_head layout is ABI");

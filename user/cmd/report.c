@@ -104,17 +104,18 @@ static void print_cost(FILE *f, struct engine *e, const struct engine_counters *
 }
 
 /* --off-cpu: what the off-CPU programs saw and cost. */
-static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof, const uint64_t *c)
+static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof, const uint64_t *c,
+			  uint64_t scan_dropped)
 {
 	uint64_t run_ns, runs;
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
 		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); preempted or "
 		"yielding switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
-		PRIu64 "\n", c[SP_CNT_OFFCPU_LONG],
+		PRIu64 "; frames found by a frame-pointer scan that were data, dropped %" PRIu64 "\n", c[SP_CNT_OFFCPU_LONG],
 		c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_PREEMPT],
-		c[SP_CNT_OFFCPU_NO_STORAGE]);
+		c[SP_CNT_OFFCPU_NO_STORAGE], scan_dropped);
 	for (int wakeup = 0; wakeup < 2; wakeup++)
 		if (!bpfsession__offcpu_run_time(engine__bpf(e), wakeup, &run_ns, &runs))
 			fprintf(f, "  off-CPU cost: %.3f us of BPF run time per %s (%" PRIu64 " runs)\n",
@@ -332,7 +333,7 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 			st.unnamed_by[RT_UNNAMED_IMAGE]);
 	report__dotnet_processes(f, e, "  ");
 	if (ri->off_cpu)
-		print_off_cpu(f, e, prof, c);
+		print_off_cpu(f, e, prof, c, cnt.scan_dropped);
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");
 	print_top(f, prof, NULL, NULL, 10, period_ns, "  ");
