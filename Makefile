@@ -271,7 +271,7 @@ NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
                $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall \
                $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
-               $(BUILD)/apps/native/memfd_flood
+               $(BUILD)/apps/native/memfd_flood $(BUILD)/apps/native/pingpong
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -291,6 +291,10 @@ $(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/na
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
+$(BUILD)/apps/native/pingpong: tests/apps/native/pingpong.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) $< -o $@
 $(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

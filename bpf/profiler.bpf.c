@@ -59,6 +59,7 @@ struct {
 struct offcpu_block {
 	__u64 start_ns;		/* 0: not blocked */
 	__u64 size;		/* bytes of rec to send */
+	__u64 site[4];		/* user ip, sp, bp and syscall number the stacks in buf were taken at */
 	__u8 buf[SP_SAMPLE_MAX];	/* struct sp_sample and its data */
 };
 
@@ -357,6 +358,29 @@ static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
 }
 
 /*
+ * The span record of the current thread after the stacks (off bytes of data), if its process is
+ * hooked (same process, not a reused pid). Returns the record's bytes to send.
+ */
+static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *task, __u32 tgid,
+				       __u64 off)
+{
+	struct sp_ctx_proc *cp;
+	__u64 size;
+
+	s->ctx_len = 0;
+	s->ctx_status = SP_CNT_CTX_UNHOOKED;
+	if (off > 2 * STACK_BYTES)
+		return sizeof(*s);	/* unreachable; keeps the verifier's bounds */
+	barrier_var(off);
+	cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
+	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
+	    (cp->slot_count & (cp->slot_count - 1)) == 0)
+		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
+	size = sizeof(*s) + off + s->ctx_len;
+	return size > SP_SAMPLE_MAX ? SP_SAMPLE_MAX : size;
+}
+
+/*
  * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
  * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
  * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU wake-up, both
@@ -367,8 +391,7 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 					 bool rescue)
 {
 	struct task_struct *leader;
-	struct sp_ctx_proc *cp;
-	__u64 off, size, nu;
+	__u64 off, nu;
 	long n;
 
 	s->time_ns = bpf_ktime_get_ns();
@@ -432,14 +455,7 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 	s->n_kernel = n / 8;
 	off += s->n_kernel * 8;
 
-	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
-	cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
-	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
-	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
-		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
-
-	size = sizeof(*s) + off + s->ctx_len;
-	return size > SP_SAMPLE_MAX ? SP_SAMPLE_MAX : size;
+	return fill_span(s, task, tgid, off);
 }
 
 /*
@@ -508,6 +524,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	__u32 tgid = prev->tgid;
 	struct offcpu_block *b;
 	struct sp_sample *rec;
+	struct pt_regs *ur;
+	__u64 site[4];
 
 	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;	/* the first check: an unprofiled thread leaves here */
@@ -522,11 +540,37 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		count(SP_CNT_OFFCPU_NO_STORAGE);
 		return 0;
 	}
-	/* prev is the current task here: the record is its own. The kernel stack skips this
-	 * program, bpf_trace_run4 and __traceiter_sched_switch: it starts at __schedule. */
 	rec = (struct sp_sample *)b->buf;
-	b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
-	rec->flags |= SP_F_OFFCPU;
+	/*
+	 * The stacks cost microseconds; most blocks are short and are only counted. A thread that
+	 * blocks again where it blocked last (the same user ip, sp, bp and syscall) keeps the stacks
+	 * taken then: only its span record is read again. Two call paths that reach the same leaf
+	 * with the same stack depth and frame pointer would share stacks: rare, and told apart by
+	 * any difference in the four.
+	 */
+	__builtin_memset(site, 0, sizeof(site));	/* sp 0: no reuse (other architectures) */
+#if defined(__TARGET_ARCH_x86)
+	ur = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (ur) {
+		site[0] = ur->ip;
+		site[1] = ur->sp;
+		site[2] = ur->bp;
+		site[3] = ur->orig_ax;
+	}
+#endif
+	if (b->size && site[1] && site[0] == b->site[0] && site[1] == b->site[1] &&
+	    site[2] == b->site[2] && site[3] == b->site[3] && rec->n_user <= SP_MAX_FRAMES &&
+	    rec->n_kernel <= SP_MAX_FRAMES) {
+		count(SP_CNT_OFFCPU_SAME_SITE);
+		b->size = fill_span(rec, prev, tgid, (rec->n_user + rec->n_kernel) * 8);
+	} else {
+		/* prev is the current task here: the record is its own. The kernel stack skips
+		 * this program, bpf_trace_run4 and __traceiter_sched_switch: it starts at
+		 * __schedule. */
+		b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
+		rec->flags |= SP_F_OFFCPU;
+		__builtin_memcpy(b->site, site, sizeof(site));
+	}
 	b->start_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -64,7 +64,9 @@
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads switched out runnable (preempted, "   \
 	  "yielded): not blocking, counted only")                                                   \
-	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")
+	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")\
+	X(OFFCPU_SAME_SITE, "offcpu_same_site", "blocks where the thread blocked last: stacks kept, "  \
+	  "span read again")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,
