@@ -70,8 +70,14 @@ bench_growth() {
 	BUILD=$BUILD ./scripts/bench-growth.sh
 }
 
+# ---- off-CPU: BPF time per context switch, unprofiled and profiled; throughput with --off-cpu ----
+bench_offcpu() {
+	section "offcpu: --off-cpu at a high context-switch rate (pipe ping-pong between two threads)"
+	BUILD=$BUILD ./scripts/bench-offcpu.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap sampler parts hook service slices node growth}; do
+for b in ${BENCH:-perfmap sampler parts offcpu hook service slices node growth}; do
 	"bench_$b"
 done
