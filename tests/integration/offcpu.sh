@@ -21,7 +21,8 @@ pass "--value off-cpu needs --off-cpu"
 # The app waits before its first span, while spanprof attaches and reads the hook's table.
 start_app --ready ' ready$' "$TMP/app.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
 	dotnet "$OFFCPU" --truth "$TMP/truth.json" --blocks 40 --block-ms 20 --delay-ms 3000
-record offcpu.pb.gz -p "$APP_PID" --off-cpu --by-span -o "$TMP/offcpu.folded" --value off-cpu
+record offcpu.pb.gz -p "$APP_PID" --off-cpu --by-span -o "$TMP/offcpu.folded" --value off-cpu \
+	-o "$TMP/offcpu.otlp.pb"
 [ -s "$TMP/truth.json" ] || { cat "$TMP/app.out"; fail "the app wrote no truth file"; }
 note "$(grep -E '^  off-CPU' "$TMP/offcpu.txt")"
 grep -q '^  off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/offcpu.txt" ||
@@ -54,6 +55,23 @@ for h in hold serve; do
 	[ "$(field "$s" with_span_ms)" = 0 ] || fail "$h blocks outside any span, yet $(field "$s" with_span_ms) ms carry a span"
 	pass "$h (outside any span): $(field "$s" off_ms) ms off-CPU, none with a span"
 done
+
+# OTLP: a second profile, off_cpu/nanoseconds, with the pprof's off-CPU total and span links.
+node "$TOOLS/otlp-receiver.js" --decode "$TMP/offcpu.otlp.pb" > "$TMP/offcpu.otlp.json" ||
+	fail "the OTLP file does not decode"
+o=$(node -e '
+const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const p = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const off = j.resources.flatMap((r) => r.profiles).filter((x) => x.sampleType === "off_cpu/nanoseconds");
+const cpu = j.resources.flatMap((r) => r.profiles).filter((x) => x.sampleType === "samples/count");
+console.log(JSON.stringify({ off: off.length, cpu: cpu.length, off_total: off.reduce((t, x) => t + x.total, 0),
+  pprof_off_total: Number(p.totals[2]), off_linked: off.reduce((t, x) => t + x.linked, 0) }));
+' "$TMP/offcpu.otlp.json" "$TMP/offcpu.json")
+note "otlp: $o"
+[ "$(field "$o" off)" = 1 ] && [ "$(field "$o" cpu)" = 1 ] || fail "OTLP profiles: $o (want one CPU and one off-CPU)"
+[ "$(field "$o" off_total)" = "$(field "$o" pprof_off_total)" ] || fail "OTLP off-CPU total differs from the pprof's: $o"
+[ "$(field "$o" off_linked)" -gt 0 ] || fail "no off-CPU sample links a span in OTLP: $o"
+pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as in the pprof, span links"
 
 # The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there.
 grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" ||
