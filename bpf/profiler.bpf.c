@@ -383,7 +383,7 @@ static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *
 /*
  * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
  * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
- * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU wake-up, both
+ * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU switch-out, both
  * in the thread's own context: its user stack and its span record are its own.
  */
 static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,

@@ -82,11 +82,11 @@ enum sp_counter {
 #define SP_F_USTACK_TRUNC (1u << 3)	/* user stack hit SP_MAX_FRAMES */
 #define SP_F_LEAF_REGS	 (1u << 4)	/* leaf_ip/sp/bp hold the user registers */
 #define SP_F_LEAF_WORDS	 (1u << 5)	/* leaf_words hold the user stack from leaf_sp */
+#define SP_F_OFFCPU	 (1u << 6)	/* an off-CPU block, not a CPU sample: off_ns holds its length,
+					 * time_ns the wake-up, the stacks where it blocked */
 #define SP_F_USTACK_SCAN (1u << 7)	/* user frames from user_scan_at on come from a frame
 					 * pointer found on the stack (off-CPU records: libc wrappers
 					 * without frames); its first ones may be data */
-#define SP_F_OFFCPU	 (1u << 6)	/* an off-CPU block, not a CPU sample: off_ns holds its length,
-					 * time_ns the wake-up, the stacks where it blocked */
 
 /*
  * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
