@@ -180,7 +180,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen OffCpu,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(wildcard tests/apps/Shared/*.cs) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
@@ -275,7 +275,7 @@ NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
                $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall \
                $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
-               $(BUILD)/apps/native/memfd_flood
+               $(BUILD)/apps/native/memfd_flood $(BUILD)/apps/native/pingpong
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -295,6 +295,10 @@ $(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/na
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
+$(BUILD)/apps/native/pingpong: tests/apps/native/pingpong.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) $< -o $@
 $(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -106,8 +106,14 @@ bench_enable() {
 	BUILD=$BUILD ./scripts/bench-enable.sh
 }
 
+# ---- off-CPU: BPF time per context switch, unprofiled and profiled; throughput with --off-cpu ----
+bench_offcpu() {
+	section "offcpu: --off-cpu at a high context-switch rate (pipe ping-pong between two threads)"
+	BUILD=$BUILD ./scripts/bench-offcpu.sh
+}
+
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap hash collide syscall sampler parts hook service slices node growth enable pod soak}; do
+for b in ${BENCH:-perfmap hash collide syscall sampler parts offcpu hook service slices node growth enable pod soak}; do
 	"bench_$b"
 done

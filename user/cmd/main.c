@@ -63,7 +63,14 @@ static const char usage_record[] =
 	"      --format F         pprof | folded | svg | otlp (default from the suffix: .pb.gz\n"
 	"                         pprof, .otlp.pb or .otlp.pb.gz OTLP profiles, .svg flame graph,\n"
 	"                         anything else folded stacks)\n"
-	"      --by-span          print CPU time and top functions per local root span\n"
+	"      --by-span          print CPU time and top functions per local root span (with\n"
+	"                         --off-cpu: off-CPU time and top blocking functions too)\n"
+	"      --off-cpu          also time how long profiled threads block (off the CPU, not\n"
+	"                         runnable), with the stack and span they blocked in: pprof\n"
+	"                         sample type off_cpu/nanoseconds beside the CPU ones\n"
+	"      --off-cpu-threshold MS  blocks this long or longer get stacks (default 1); shorter\n"
+	"                         ones are only counted, with their total time\n"
+	"      --value V          cpu | off-cpu: what folded and SVG outputs show (default cpu)\n"
 	"      --pyroscope-labels span labels in Pyroscope's convention (span_id = local root)\n"
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files read perf maps and jitdumps on remote or FUSE file systems\n"
@@ -214,9 +221,13 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
 	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
-	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX, OPT_PERFMAP_IDLE };
+	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX, OPT_PERFMAP_IDLE, OPT_OFF_CPU,
+	       OPT_OFF_THRESHOLD, OPT_VALUE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-threshold", required_argument, NULL, OPT_OFF_THRESHOLD },
+		{ "value", required_argument, NULL, OPT_VALUE },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
@@ -301,6 +312,28 @@ static int cmd_record(int argc, char **argv)
 		case OPT_BY_SPAN:
 			o.by_span = 1;
 			break;
+		case OPT_OFF_CPU:
+			o.off_cpu = 1;
+			break;
+		case OPT_OFF_THRESHOLD: {
+			double ms;
+
+			errno = 0;
+			ms = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(ms > 0) || ms > 1e6)
+				return bad_usage("bad off-CPU threshold (milliseconds > 0, e.g. 1 or 0.5)",
+						 optarg);
+			o.off_cpu_threshold_ns = (uint64_t)(ms * 1e6);
+			break;
+		}
+		case OPT_VALUE:
+			if (!strcmp(optarg, "cpu"))
+				o.value_off_cpu = 0;
+			else if (!strcmp(optarg, "off-cpu"))
+				o.value_off_cpu = 1;
+			else
+				return bad_usage("unknown value (cpu or off-cpu)", optarg);
+			break;
 		case OPT_PYRO:
 			o.pyroscope_labels = 1;
 			break;
@@ -365,6 +398,8 @@ static int cmd_record(int argc, char **argv)
 		return bad_usage("give -p PID or a COMMAND, not both", NULL);
 	if (o.user && !o.command)
 		return bad_usage("--user goes with a COMMAND", NULL);
+	if ((o.value_off_cpu || o.off_cpu_threshold_ns) && !o.off_cpu)
+		return bad_usage("--value off-cpu and --off-cpu-threshold go with --off-cpu", NULL);
 	if (!o.noutputs)
 		o.outputs[o.noutputs++] = "spanprof.pb.gz";
 	return record__run(&o);

@@ -23,6 +23,9 @@ struct record_opts {
 	int enable_perfmap;	/* --no-enable-perfmap clears it */
 	int show_tiers;
 	int by_span;
+	int off_cpu;		/* --off-cpu */
+	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */
+	int value_off_cpu;	/* --value off-cpu: folded and SVG show off-CPU time */
 	int pyroscope_labels;
 	uint32_t ringbuf_mb;
 	int bpf_stats;		/* measure the sampler's run time (BPF_ENABLE_STATS) */

@@ -413,8 +413,8 @@ static int link_of(struct dict *d, const struct pf_sample_view *s, int32_t *link
  * Every sample of p into b, its tables into b->d. *proc_name: the one process_name label of
  * every sample, NULL when there are several (for a default service.name).
  */
-static int add_profile(struct build *b, const struct profile *p, struct otlp_encode_info *info,
-		       const char **proc_name, int *proc_many)
+static int add_profile(struct build *b, const struct profile *p, int off_cpu,
+		       struct otlp_encode_info *info, const char **proc_name, int *proc_many)
 {
 	struct remap r = { 0 };
 	size_t n = profile__sample_count(p), i, j;
@@ -438,8 +438,8 @@ static int add_profile(struct build *b, const struct profile *p, struct otlp_enc
 			err = -EINVAL;
 			goto free_remap;
 		}
-		if (!s.count)
-			continue;
+		if (off_cpu ? !s.off_ns : !s.count)
+			continue;	/* only the other value */
 		if (VEC_RESERVE(b->smp, b->cap_smp, b->n_smp + 1) ||
 		    VEC_RESERVE(b->locs, b->cap_locs, s.n_locs + 1) ||
 		    VEC_RESERVE(b->attrs, b->cap_attrs, b->n_attrs + s.n_labels + 1)) {
@@ -489,14 +489,20 @@ static int add_profile(struct build *b, const struct profile *p, struct otlp_enc
 				b->attrs[b->n_attrs++] = a;
 		}
 		o->n_attr = b->n_attrs - o->attr_off;
-		o->value = s.count > INT64_MAX ? INT64_MAX : (int64_t)s.count;
+		if (off_cpu) {
+			o->value = s.off_ns > INT64_MAX ? INT64_MAX : (int64_t)s.off_ns;
+			info->off_samples++;
+			info->off_total_ns += s.off_ns;
+		} else {
+			o->value = s.count > INT64_MAX ? INT64_MAX : (int64_t)s.count;
+			info->samples++;
+			info->total += s.count;
+		}
 		pn = profile__label(&s, "process_name");
 		if (pn && !*proc_name)
 			*proc_name = pn;
 		else if (!pn || strcmp(pn, *proc_name))
 			*proc_many = 1;
-		info->samples++;
-		info->total += s.count;
 		b->n_smp++;
 	}
 free_remap:
@@ -511,6 +517,8 @@ free_remap:
 /* Where each series' samples and resource attributes are. */
 struct series_out {
 	size_t first, n;	/* samples in b->smp */
+	size_t off_first, off_n;	/* its off-CPU profile's samples in b->smp */
+	uint8_t off_id[16];
 	pb_kv *kv;
 	pb_kv **kv_p;
 	pb_any *any;
@@ -891,6 +899,7 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 	pb_scope scope = OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
 	pb_value_type st = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__VALUE_TYPE__INIT;
 	pb_value_type pt = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__VALUE_TYPE__INIT;
+	pb_value_type ot = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__VALUE_TYPE__INIT;
 	pb_rprofiles *rp = NULL, **rp_p = NULL;
 	pb_sprofiles *sp = NULL, **sp_p = NULL;
 	pb_profile *pp = NULL, **pp_p = NULL;
@@ -912,8 +921,12 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 	st.unit_strindex = dict_str(&bd.d, "count");
 	pt.type_strindex = dict_str(&bd.d, "cpu");
 	pt.unit_strindex = dict_str(&bd.d, "nanoseconds");
+	ot.unit_strindex = pt.unit_strindex;
+	for (i = 0; i < b->n && ot.type_strindex == 0; i++)
+		if (b->series[i].prof && profile__opts(b->series[i].prof)->off_cpu)
+			ot.type_strindex = dict_str(&bd.d, "off_cpu");
 	if (st.type_strindex < 0 || st.unit_strindex < 0 || pt.type_strindex < 0 ||
-	    pt.unit_strindex < 0) {
+	    pt.unit_strindex < 0 || ot.type_strindex < 0) {
 		err = -ENOMEM;
 		goto free_all;
 	}
@@ -932,11 +945,16 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 			goto free_all;
 		}
 		so[n_res].first = bd.n_smp;
-		err = add_profile(&bd, s->prof, info, &proc_name, &proc_many);
+		err = add_profile(&bd, s->prof, 0, info, &proc_name, &proc_many);
 		if (err)
 			goto free_all;
 		so[n_res].n = bd.n_smp - so[n_res].first;
-		if (!so[n_res].n) {
+		so[n_res].off_first = bd.n_smp;
+		if (profile__opts(s->prof)->off_cpu &&
+		    (err = add_profile(&bd, s->prof, 1, info, &proc_name, &proc_many)))
+			goto free_all;
+		so[n_res].off_n = bd.n_smp - so[n_res].off_first;
+		if (!so[n_res].n && !so[n_res].off_n) {
 			info->series_empty++;	/* nothing to say about this service in this window */
 			continue;
 		}
@@ -944,6 +962,7 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 		if (err)
 			goto free_all;
 		new_profile_id(so[n_res].id);
+		new_profile_id(so[n_res].off_id);
 		so[n_res].prof = s->prof;
 		n_res++;
 	}
@@ -954,8 +973,8 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 	rp_p = calloc(n_res + 1, sizeof(*rp_p));
 	sp = calloc(n_res + 1, sizeof(*sp));
 	sp_p = calloc(n_res + 1, sizeof(*sp_p));
-	pp = calloc(n_res + 1, sizeof(*pp));
-	pp_p = calloc(n_res + 1, sizeof(*pp_p));
+	pp = calloc(2 * n_res + 1, sizeof(*pp));	/* CPU, off-CPU */
+	pp_p = calloc(2 * n_res + 1, sizeof(*pp_p));
 	res = calloc(n_res + 1, sizeof(*res));
 	if (!rp || !rp_p || !sp || !sp_p || !pp || !pp_p || !res) {
 		err = -ENOMEM;
@@ -964,20 +983,34 @@ int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *
 	scope.name = SCOPE_NAME;
 	scope.version = SPANPROF_VERSION;
 	for (i = 0; i < n_res; i++) {
-		opentelemetry__proto__profiles__v1development__profile__init(&pp[i]);
-		pp[i].sample_type = &st;
-		pp[i].period_type = &pt;
-		pp[i].n_samples = so[i].n;
-		pp[i].samples = m.samples_p + so[i].first;
-		pp[i].profile_id.data = so[i].id;
-		pp[i].profile_id.len = sizeof(so[i].id);
-		pp[i].period = (int64_t)profile__opts(so[i].prof)->period_ns;
-		profile_times(so[i].prof, b, &pp[i]);
-		pp_p[i] = &pp[i];
+		pb_profile *cpu = &pp[2 * i], *off = &pp[2 * i + 1];
+		size_t np = 0;
+
+		opentelemetry__proto__profiles__v1development__profile__init(cpu);
+		cpu->sample_type = &st;
+		cpu->period_type = &pt;
+		cpu->n_samples = so[i].n;
+		cpu->samples = m.samples_p + so[i].first;
+		cpu->profile_id.data = so[i].id;
+		cpu->profile_id.len = sizeof(so[i].id);
+		cpu->period = (int64_t)profile__opts(so[i].prof)->period_ns;
+		profile_times(so[i].prof, b, cpu);
+		/* Off-CPU time is measured, not sampled: no period. */
+		opentelemetry__proto__profiles__v1development__profile__init(off);
+		off->sample_type = &ot;
+		off->n_samples = so[i].off_n;
+		off->samples = m.samples_p + so[i].off_first;
+		off->profile_id.data = so[i].off_id;
+		off->profile_id.len = sizeof(so[i].off_id);
+		profile_times(so[i].prof, b, off);
+		if (so[i].n || !so[i].off_n)
+			pp_p[2 * i + np++] = cpu;
+		if (so[i].off_n)
+			pp_p[2 * i + np++] = off;
 		opentelemetry__proto__profiles__v1development__scope_profiles__init(&sp[i]);
 		sp[i].scope = &scope;
-		sp[i].n_profiles = 1;
-		sp[i].profiles = &pp_p[i];
+		sp[i].n_profiles = np;
+		sp[i].profiles = &pp_p[2 * i];
 		sp_p[i] = &sp[i];
 		opentelemetry__proto__resource__v1__resource__init(&res[i]);
 		res[i].n_attributes = so[i].n_kv;

@@ -65,6 +65,7 @@ struct engine_counters {
 	uint64_t procs_idle_released;	/* idle processes whose frames and mappings were freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
 	uint64_t chains_cut;	/* samples whose user stack walk left code: cut there, marked */
+	uint64_t scan_dropped;	/* off-CPU frames from a scanned frame pointer that were data */
 	uint64_t ctx_reregistered;	/* span tables put back after the sampler's LRU dropped them */
 	/* Process events (procevents.h). */
 	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
