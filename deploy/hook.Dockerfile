@@ -8,7 +8,7 @@
 #
 # Unlike the agent image it needs no BTF kernel and no C toolchain: only the .NET SDK stage.
 
-# Any .NET SDK >= 6 image (the hook targets net6.0: hook/SpanProf.Hook.csproj says why).
+# Any .NET SDK >= 8 image (the hook targets net6.0: hook/SpanProf.Hook.csproj says why).
 ARG DOTNET_SDK_IMAGE=mcr.microsoft.com/dotnet/sdk:10.0
 # Anything with a POSIX `cp` at /bin/cp that runs as uid 65532 (busybox: ~4 MB).
 ARG HOOK_BASE_IMAGE=docker.io/library/busybox:1.37
