@@ -241,7 +241,8 @@ TEST_OBJS_test_dotnetstubs = $(OBJ)/user/process/dotnetstubs.o $(TEST_OBJS_test_
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
 TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)
 TEST_OBJS_test_leafunwind = $(OBJ)/user/symbols/leafunwind.o $(LIB_OBJS)
-TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/elfsym.o \
+TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/symfiles.o \
+                          $(OBJ)/user/symbols/symleaf.o $(OBJ)/user/symbols/elfsym.o \
                           $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/leafunwind.o \
                           $(OBJ)/user/symbols/kallsyms.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_output   = $(OBJ)/user/export/output.o $(TEST_OBJS_test_otlp)
