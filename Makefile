@@ -209,7 +209,10 @@ TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
 TEST_OBJS_test_rtversion = $(PERFMAP_OBJS)
-TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
+# The ELF symbol reader, in four files (elfsym.c and the three it calls).
+ELFSYM_SRCS := user/symbols/elfsym.c user/symbols/elffile.c user/symbols/elfehframe.c user/symbols/elfdebug.c
+ELFSYM_OBJS := $(ELFSYM_SRCS:%.c=$(OBJ)/%.o)
+TEST_OBJS_test_elfsym   = $(ELFSYM_OBJS) $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
@@ -239,10 +242,10 @@ TEST_OBJS_test_talker   = $(OBJ)/user/process/talker.o
 TEST_OBJS_test_pmpolicy = $(OBJ)/user/process/pmpolicy.o
 TEST_OBJS_test_dotnetstubs = $(OBJ)/user/process/dotnetstubs.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
-TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)
+TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(ELFSYM_OBJS) $(LIB_OBJS)
 TEST_OBJS_test_leafunwind = $(OBJ)/user/symbols/leafunwind.o $(LIB_OBJS)
 TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/symfiles.o \
-                          $(OBJ)/user/symbols/symleaf.o $(OBJ)/user/symbols/elfsym.o \
+                          $(OBJ)/user/symbols/symleaf.o $(ELFSYM_OBJS) \
                           $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/leafunwind.o \
                           $(OBJ)/user/symbols/kallsyms.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_output   = $(OBJ)/user/export/output.o $(TEST_OBJS_test_otlp)
@@ -343,7 +346,7 @@ FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c $(LIB_SRCS)
 FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_kallsyms  = -lz
-FUZZ_SRCS_fuzz_elfsym    = user/symbols/elfsym.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_elfsym    = $(ELFSYM_SRCS) $(LIB_SRCS)
 FUZZ_LIBS_fuzz_elfsym    = -ldw -lelf -lz -lstdc++
 FUZZ_SRCS_fuzz_diagipc   = perfmap/diagipc.c perfmap/dotnet.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_diagipc   = -lpthread
