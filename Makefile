@@ -328,9 +328,11 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c \
+# The ReadyToRun reader, in four files (r2r.c and the three it calls).
+R2R_SRCS     := perfmap/r2r.c perfmap/pe.c perfmap/ecma335.c perfmap/r2rnames.c
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c $(R2R_SRCS) lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c \
                 lib/siphash.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h \
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h \
                      lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
@@ -345,7 +347,7 @@ OTELCTX_GEN := $(patsubst $(BUILD)/obj/gen/%.o,$(BUILD)/gen/%.c,$(OTELCTX_PROTO_
 
 FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
-FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_r2r       = $(R2R_SRCS) $(LIB_SRCS)
 FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_kallsyms  = -lz
 FUZZ_SRCS_fuzz_elfsym    = $(ELFSYM_SRCS) $(LIB_SRCS)
