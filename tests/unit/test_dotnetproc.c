@@ -25,7 +25,6 @@
 #include <cmocka.h>
 
 #include "dotnetproc.h"
-#include "procfs.h"
 #include "proctab.h"
 #include "runtime.h"
 #include "testutil.h"
@@ -238,41 +237,21 @@ static enum dotnetproc_state poll_until_answered(struct fx *f, void *d)
 	}
 }
 
-static char *log_of(struct fx *f)
+/* Asserts that the fake runtime got these commands, in this order ("enable 3\n", "disable\n"). */
+static void assert_log(struct fx *f, const char *want)
 {
 	char path[PATH_MAX + 8];
 	char *s;
 
 	snprintf(path, sizeof(path), "%s/log", f->dir);
 	s = testutil__slurp(path, NULL);
-	return s ? s : strdup("");
+	assert_string_equal(s ? s : "", want);
+	free(s);
 }
 
 static int map_exists(struct fx *f)
 {
 	return testutil__exists("%s/perf-%d.map", f->dir, (int)f->child);
-}
-
-static uint64_t self_start(void)
-{
-	uint64_t ticks = 0;
-	int fd = procfs__open(getpid());
-
-	assert_true(fd >= 0);
-	assert_int_equal(procfs__starttime(fd, &ticks), 0);
-	close(fd);
-	return ticks;
-}
-
-static uint64_t start_of(pid_t pid)
-{
-	uint64_t ticks = 0;
-	int fd = procfs__open(pid);
-
-	assert_true(fd >= 0);
-	assert_int_equal(procfs__starttime(fd, &ticks), 0);
-	close(fd);
-	return ticks;
 }
 
 /* An entry of the state directory, as a spanprof (owner, its start) writes before it enables. */
@@ -315,15 +294,13 @@ static pid_t dead_pid(void)
 static void test_dotnetproc_sweep_undoes_a_dead_owners_perf_maps(void **state)
 {
 	struct fx *f = *state;
-	char name[256], *log;
+	char name[256];
 
 	f->child = start_fake(f, "map");
 	assert_true(map_exists(f));
-	write_entry(f, dead_pid(), 12345, f->child, start_of(f->child), name, sizeof(name));
+	write_entry(f, dead_pid(), 12345, f->child, testutil__start_ticks(f->child), name, sizeof(name));
 	assert_int_equal(dotnetproc__sweep(), 1);
-	log = log_of(f);
-	assert_string_equal(log, "disable\n");	/* turned off ... */
-	free(log);
+	assert_log(f, "disable\n");		/* turned off ... */
 	assert_false(map_exists(f));		/* ... its file removed ... */
 	assert_false(testutil__exists("%s/%s", f->state, name));	/* ... nothing left to undo */
 	assert_int_equal(entries(f), 0);
@@ -332,15 +309,13 @@ static void test_dotnetproc_sweep_undoes_a_dead_owners_perf_maps(void **state)
 static void test_dotnetproc_sweep_leaves_a_live_owners_entries(void **state)
 {
 	struct fx *f = *state;
-	char name[256], *log;
+	char name[256];
 
 	f->child = start_fake(f, "map");
-	write_entry(f, getpid(), self_start(), f->child, start_of(f->child), name, sizeof(name));
+	write_entry(f, getpid(), testutil__start_ticks(getpid()), f->child, testutil__start_ticks(f->child), name, sizeof(name));
 	testutil__write_file(f->state, "enabled/not-an-entry", "");
 	assert_int_equal(dotnetproc__sweep(), 0);
-	log = log_of(f);
-	assert_string_equal(log, "");
-	free(log);
+	assert_log(f, "");
 	assert_true(map_exists(f));
 	assert_true(testutil__exists("%s/%s", f->state, name));
 	assert_true(testutil__exists("%s/enabled/not-an-entry", f->state));
@@ -351,14 +326,12 @@ static void test_dotnetproc_sweep_leaves_a_live_owners_entries(void **state)
 static void test_dotnetproc_sweep_passes_over_a_reused_pid(void **state)
 {
 	struct fx *f = *state;
-	char name[256], *log;
+	char name[256];
 
 	f->child = start_fake(f, "map");
-	write_entry(f, dead_pid(), 12345, f->child, start_of(f->child) + 1, name, sizeof(name));
+	write_entry(f, dead_pid(), 12345, f->child, testutil__start_ticks(f->child) + 1, name, sizeof(name));
 	assert_int_equal(dotnetproc__sweep(), 0);
-	log = log_of(f);
-	assert_string_equal(log, "");
-	free(log);
+	assert_log(f, "");
 	assert_true(map_exists(f));
 	assert_int_equal(entries(f), 0);
 }
@@ -382,7 +355,6 @@ static void test_dotnetproc_enable_then_detach_undoes(void **state)
 	struct rt_symbol rs = { 0 };
 	const char *detail;
 	void *d;
-	char *log;
 
 	f->env.enable_perfmap = 1;
 	d = open_proc(f, "");
@@ -392,9 +364,7 @@ static void test_dotnetproc_enable_then_detach_undoes(void **state)
 	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
 	dotnetproc__state(f->p, &detail);
 	assert_string_equal(detail, "perf map enabled at run time (type 3)");
-	log = log_of(f);
-	assert_string_equal(log, "enable 3\n");
-	free(log);
+	assert_log(f, "enable 3\n");
 	poll_once(f, d);	/* reads what it wrote */
 	dotnetproc__stats(f->p, &ps);
 	assert_int_equal(ps.entries, METHODS);
@@ -402,9 +372,7 @@ static void test_dotnetproc_enable_then_detach_undoes(void **state)
 	assert_string_equal(rs.system_name, "[Fake] Fake.Type::Method5()");
 
 	runtime__detach_all(f->p);	/* leaves it as found */
-	log = log_of(f);
-	assert_string_equal(log, "enable 3\ndisable\n");
-	free(log);
+	assert_log(f, "enable 3\ndisable\n");
 	assert_false(map_exists(f));
 	assert_int_equal(entries(f), 0);
 }
@@ -415,7 +383,6 @@ static void test_dotnetproc_perf_maps_not_ours_left_alone(void **state)
 	struct fx *f = *state;
 	struct perfmap_stats ps;
 	void *d;
-	char *log;
 
 	f->env.enable_perfmap = 1;
 	d = open_proc(f, "map");
@@ -425,9 +392,7 @@ static void test_dotnetproc_perf_maps_not_ours_left_alone(void **state)
 	assert_int_equal(ps.entries, METHODS);
 	assert_int_equal(entries(f), 0);
 	runtime__detach_all(f->p);
-	log = log_of(f);
-	assert_string_equal(log, "");
-	free(log);
+	assert_log(f, "");
 	assert_true(map_exists(f));
 }
 
