@@ -1,6 +1,6 @@
 /* pmpolicy.h: what a process's perf maps cost its pod, kept bounded: when to start a perf map
  * afresh (size cap), when to turn perf maps off (idle) and on again. A pure decision on state and
- * time, so that it is tested without a runtime; dotnetproc.c carries it out. */
+ * time, so that it is tested without a runtime; dotnetbounded.c carries it out. */
 #ifndef SPANPROF_PMPOLICY_H
 #define SPANPROF_PMPOLICY_H
 
