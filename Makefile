@@ -180,7 +180,7 @@ $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 		-o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
-APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop,$(BUILD)/apps/$(a)/$(a).dll)
+APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen OffCpu,$(BUILD)/apps/$(a)/$(a).dll)
 $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(wildcard tests/apps/Shared/*.cs) $(HOOK_DLL)
 	$(call msg,DOTNET,$@)
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
@@ -240,7 +240,10 @@ TEST_OBJS_test_addrindex = $(PERFMAP_OBJS)
 TEST_OBJS_test_diagipc  = $(PERFMAP_OBJS)
 TEST_OBJS_test_dotnet   = $(PERFMAP_OBJS)
 TEST_OBJS_test_rtversion = $(PERFMAP_OBJS)
-TEST_OBJS_test_elfsym   = $(OBJ)/user/symbols/elfsym.o $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
+# The ELF symbol reader, in four files (elfsym.c and the three it calls).
+ELFSYM_SRCS := user/symbols/elfsym.c user/symbols/elffile.c user/symbols/elfehframe.c user/symbols/elfdebug.c
+ELFSYM_OBJS := $(ELFSYM_SRCS:%.c=$(OBJ)/%.o)
+TEST_OBJS_test_elfsym   = $(ELFSYM_OBJS) $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
@@ -255,6 +258,10 @@ TEST_OBJS_test_r2r     = $(PERFMAP_OBJS)
 TEST_OBJS_test_aotname = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
+TEST_OBJS_test_dotnetproc = $(TEST_OBJS_test_proctab)
+# The engine with its BPF session and process events faked in the test itself.
+TEST_OBJS_test_engine = $(sort $(OBJ)/user/session/engine.o $(TEST_OBJS_test_aggregate) $(TEST_OBJS_test_symbolize) \
+                          $(PROCESS_OBJS) $(OTELCTX_PROTO_OBJS))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
@@ -264,15 +271,18 @@ TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_delivery = $(TEST_OBJS_test_pyroscope)
-TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/otlpdict.o $(OBJ)/user/export/otlpconfig.o \
+                          $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 TEST_OBJS_test_talker   = $(OBJ)/user/process/talker.o
+TEST_OBJS_test_pmpolicy = $(OBJ)/user/process/pmpolicy.o
 TEST_OBJS_test_dotnetstubs = $(OBJ)/user/process/dotnetstubs.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_runtime  = $(OBJ)/user/process/runtime.o $(OBJ)/user/process/proctab.o $(PERFMAP_OBJS)
-TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/elfsym.o $(LIB_OBJS)
+TEST_OBJS_test_symsrv   = $(OBJ)/user/symbols/symsrv.o $(ELFSYM_OBJS) $(LIB_OBJS)
 TEST_OBJS_test_leafunwind = $(OBJ)/user/symbols/leafunwind.o $(LIB_OBJS)
-TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/elfsym.o \
+TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/symfiles.o \
+                          $(OBJ)/user/symbols/symleaf.o $(ELFSYM_OBJS) \
                           $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/leafunwind.o \
                           $(OBJ)/user/symbols/kallsyms.o $(TEST_OBJS_test_runtime)
 TEST_OBJS_test_output   = $(OBJ)/user/export/output.o $(TEST_OBJS_test_otlp)
@@ -306,7 +316,7 @@ NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
                $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall \
                $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
-               $(BUILD)/apps/native/memfd_flood
+               $(BUILD)/apps/native/memfd_flood $(BUILD)/apps/native/pingpong
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -326,6 +336,10 @@ $(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/na
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
+$(BUILD)/apps/native/pingpong: tests/apps/native/pingpong.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) $< -o $@
 $(BUILD)/apps/native/forged_stacks: tests/apps/native/forged_stacks.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -349,9 +363,12 @@ unit: $(TESTS)
 # FUZZ_SRCS_ line. `make fuzz` builds them, `make fuzzcheck` (part of `make test`) runs each over
 # its corpus plus FUZZ_CHECK_RUNS mutations, `make fuzz-run` runs each for FUZZ_TIME seconds
 # (FUZZ_TARGETS=fuzz_X picks some; FUZZ_ARGS adds libFuzzer flags, e.g. -runs=10000000).
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/r2r.c perfmap/r2rcomposite.c lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c lib/rootfs.c \
+# The ReadyToRun reader, in five files (r2r.c and the four it calls; composite images in
+# r2rcomposite.c, which opens component assemblies with lib/rootfs.c).
+R2R_SRCS     := perfmap/r2r.c perfmap/pe.c perfmap/ecma335.c perfmap/r2rnames.c perfmap/r2rcomposite.c
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/addrlookup.c $(R2R_SRCS) lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c lib/rootfs.c \
                 lib/siphash.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h lib/rootfs.h \
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/addrindex_int.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h lib/rootfs.h \
                      lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
@@ -366,11 +383,11 @@ OTELCTX_GEN := $(patsubst $(BUILD)/obj/gen/%.o,$(BUILD)/gen/%.c,$(OTELCTX_PROTO_
 
 FUZZ_SRCS_fuzz_perfmap   = $(PERFMAP_CORE)
 FUZZ_SRCS_fuzz_jitdump   = $(PERFMAP_CORE)
-FUZZ_SRCS_fuzz_r2r       = perfmap/r2r.c perfmap/r2rcomposite.c $(LIB_SRCS)
-FUZZ_SRCS_fuzz_r2rcomposite = perfmap/r2r.c perfmap/r2rcomposite.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_r2r       = $(R2R_SRCS) $(LIB_SRCS)
+FUZZ_SRCS_fuzz_r2rcomposite = $(R2R_SRCS) $(LIB_SRCS)
 FUZZ_SRCS_fuzz_kallsyms  = user/symbols/kallsyms.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_kallsyms  = -lz
-FUZZ_SRCS_fuzz_elfsym    = user/symbols/elfsym.c $(LIB_SRCS)
+FUZZ_SRCS_fuzz_elfsym    = $(ELFSYM_SRCS) $(LIB_SRCS)
 FUZZ_LIBS_fuzz_elfsym    = -ldw -lelf -lz -lstdc++
 FUZZ_SRCS_fuzz_diagipc   = perfmap/diagipc.c perfmap/dotnet.c $(LIB_SRCS)
 FUZZ_LIBS_fuzz_diagipc   = -lpthread

@@ -17,6 +17,7 @@ const volatile bool filter_pids = false;
 const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
+const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -51,17 +52,40 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/*
+ * Off-CPU (--off-cpu): a profiled thread that blocked, as it was when it switched out: when, and
+ * the record (stacks, span) its wake-up sends if the block lasted long enough.
+ */
+struct offcpu_block {
+	__u64 start_ns;		/* 0: not blocked */
+	__u64 size;		/* bytes of rec to send */
+	__u64 site[4];		/* user ip, sp, bp and syscall number the stacks in buf were taken at */
+	__u8 buf[SP_SAMPLE_MAX];	/* struct sp_sample and its data */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_block);
+} offcpu_blocks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);	/* resized by user space */
 } events SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_add(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
-		*c += 1;
+		*c += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	count_add(which, 1);
 }
 
 /*
@@ -189,11 +213,11 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
  * in the kernel uses the registers saved at the syscall or interrupt entry, like the user stack
  * walk does. x86-64 only for now: elsewhere the flags stay clear.
  */
-static __always_inline void read_leaf(struct sp_sample *s)
+static __always_inline void read_leaf(struct sp_sample *s, struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* A BTF pointer: plain loads. In user mode these are the interrupted registers. */
-	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(task);
 
 	if (!ur) {
 		count(SP_CNT_LEAF_REGS_ERR);
@@ -228,17 +252,236 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+#define SCAN_WORDS   64		/* user stack words searched for a frame pointer */
+#define SCAN_TRIES   12		/* candidates checked */
+#define SCAN_DEPTH   3		/* frame records a candidate must lead through */
+#define USER_TOP     (1ull << 47)	/* x86-64 user addresses are below it */
+
+/* Whether fp looks like a frame record: 16-byte aligned (the x86-64 ABI's stack alignment after
+ * push rbp), holding an older frame pointer further up (within 1 MiB) or 0, and a return address
+ * in user space. */
+static __always_inline bool frame_record(__u64 fp, __u64 rec[2])
+{
+	if ((fp & 15) || bpf_probe_read_user(rec, 16, (void *)fp))
+		return false;
+	return (rec[0] == 0 || (rec[0] > fp && rec[0] < fp + (1 << 20) && !(rec[0] & 15))) &&
+	       rec[1] > 4096 && rec[1] < USER_TOP;
+}
+
+/* Per-CPU room of the scan: the words at the user sp, then the frames walked. */
+struct scan_buf {
+	__u64 words[SCAN_WORDS];
+	__u64 frames[SP_MAX_FRAMES + 1];	/* one more: a power of two the index is masked by */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scan_buf);
+} scan_bufs SEC(".maps");
+
+struct scan_ctx {
+	struct scan_buf *b;
+	__u64 sp, fp;
+	__u32 tries, n;
+};
+
+/* bpf_loop callbacks (the verifier checks a callback once, not every turn of a loop). */
+static long scan_word(__u64 i, struct scan_ctx *c)
+{
+	__u64 slot = c->sp + i * 8, v, f, rec[2];
+	__u32 d;
+
+	if (i >= SCAN_WORDS || c->tries >= SCAN_TRIES)
+		return 1;
+	v = c->b->words[i];
+	if (v <= slot || v > slot + 65536 || (v & 15))
+		return 0;
+	c->tries++;
+	for (d = 0, f = v; d < SCAN_DEPTH; d++) {
+		if (!frame_record(f, rec) || rec[0] == 0)
+			return 0;	/* a real chain does not end this close to a blocked leaf */
+		f = rec[0];
+	}
+	c->fp = v;
+	return 1;
+}
+
+static long walk_frame(__u64 i, struct scan_ctx *c)
+{
+	__u64 rec[2];
+
+	if (c->n >= SP_MAX_FRAMES || !frame_record(c->fp, rec))
+		return 1;
+	c->b->frames[c->n & SP_MAX_FRAMES /* 127: bounds the index for the verifier */] = rec[1];
+	c->n++;
+	if (rec[0] == 0)
+		return 1;
+	c->fp = rec[0];
+	return 0;
+}
+
+/*
+ * A blocked thread's user stack usually starts in libc's futex or syscall wrappers, built without
+ * frame pointers: they use rbp for data, so the frame-pointer walk stops after the leaf and the
+ * managed code that blocked is lost. Their callers (libcoreclr, JIT code) keep frames, and the
+ * wrappers' frames hold pointers to them. So: search the SCAN_WORDS words at the user sp for the
+ * first one that looks like a frame pointer (a 16-byte aligned address further up this stack that
+ * starts a chain of frame records), then walk the frames from there, after the n frames the walk
+ * found. A pointer to a local buffer can pass for one and give a first frame or two that are
+ * data: user space drops those (it knows the mappings). The wrappers' direct caller, whose return
+ * address lies below the first frame record, is not found. Returns the frames added.
+ */
+static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
+{
+	struct scan_ctx c = { .sp = s->leaf_sp };
+	__u32 zero = 0, room = SP_MAX_FRAMES - n;
+
+	if (!(s->flags & SP_F_LEAF_REGS) || n >= SP_MAX_FRAMES)
+		return 0;
+	c.b = bpf_map_lookup_elem(&scan_bufs, &zero);
+	if (!c.b || bpf_probe_read_user(c.b->words, sizeof(c.b->words), (void *)c.sp))
+		return 0;
+	/* A candidate must start a chain of SCAN_DEPTH frame records: a pointer into the stack that
+	 * is data, not a saved frame pointer, rarely does. */
+	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	if (!c.fp)
+		return 0;
+	bpf_loop(SP_MAX_FRAMES, walk_frame, &c, 0);
+	if (c.n > room)
+		c.n = room;
+	if (c.n == 0 || n > SP_MAX_FRAMES - 1 ||
+	    bpf_probe_read_kernel(s->data + n * 8, c.n * 8, c.b->frames))
+		return 0;
+	return c.n;
+}
+
+/*
+ * The span record of the current thread after the stacks (off bytes of data), if its process is
+ * hooked (same process, not a reused pid). Returns the record's bytes to send.
+ */
+static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *task, __u32 tgid,
+				       __u64 off)
+{
+	struct sp_ctx_proc *cp;
+	__u64 size;
+
+	s->ctx_len = 0;
+	s->ctx_status = SP_CNT_CTX_UNHOOKED;
+	if (off > 2 * STACK_BYTES)
+		return sizeof(*s);	/* unreachable; keeps the verifier's bounds */
+	barrier_var(off);
+	cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
+	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
+	    (cp->slot_count & (cp->slot_count - 1)) == 0)
+		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
+	size = sizeof(*s) + off + s->ctx_len;
+	return size > SP_SAMPLE_MAX ? SP_SAMPLE_MAX : size;
+}
+
+/*
+ * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
+ * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
+ * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU switch-out, both
+ * in the thread's own context: its user stack and its span record are its own.
+ */
+static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,
+					 __u32 tgid, __u32 tid, bool user_mode, __u32 kskip,
+					 bool rescue)
+{
+	struct task_struct *leader;
+	__u64 off, nu;
+	long n;
+
+	s->time_ns = bpf_ktime_get_ns();
+	s->tgid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	s->n_user = 0;
+	s->n_kernel = 0;
+	s->ctx_len = 0;
+	s->ctx_status = SP_CNT_CTX_UNHOOKED;
+	s->off_ns = 0;
+	s->user_scan_at = 0;
+	leader = task->group_leader;
+	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
+	/* Plain loads, like the rest of the task's fields. A load that faults reads as zero: an
+	 * empty name, which user space fills in from /proc. */
+	__builtin_memcpy(s->comm, task->comm, sizeof(s->comm));
+	__builtin_memcpy(s->pcomm, leader->comm, sizeof(s->pcomm));
+
+	/* User stack, leaf first. Kernel threads have none. */
+	off = 0;
+	if (!(task->flags & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
+		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
+		if (n < 0) {
+			s->flags |= SP_F_USTACK_ERR;
+			count(SP_CNT_USTACK_ERR);
+			n = 0;
+		}
+		if (n > STACK_BYTES)
+			n = STACK_BYTES;
+		if (n == STACK_BYTES)
+			s->flags |= SP_F_USTACK_TRUNC;
+		nu = n / 8;
+		if (nu && !(variant & SP_VAR_NO_LEAF))
+			read_leaf(s, task);
+		if (rescue && nu && nu <= 2 && (n = rescue_user_stack(s, nu))) {
+			s->user_scan_at = nu;
+			nu += n;
+			s->flags |= SP_F_USTACK_SCAN;
+		}
+		if (nu > SP_MAX_FRAMES)
+			nu = SP_MAX_FRAMES;
+		s->n_user = nu;
+		off = nu * 8;
+	}
+
+	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
+	 * find that out). */
+	if (off > STACK_BYTES)
+		return 0;	/* unreachable; keeps the verifier's bounds */
+	n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
+		bpf_get_stack(ctx, s->data + off, STACK_BYTES, kskip & BPF_F_SKIP_FIELD_MASK);
+	if (n < 0) {
+		s->flags |= SP_F_KSTACK_ERR;
+		count(SP_CNT_KSTACK_ERR);
+		n = 0;
+	}
+	if (n > STACK_BYTES)
+		n = STACK_BYTES;
+	s->n_kernel = n / 8;
+	off += s->n_kernel * 8;
+
+	return fill_span(s, task, tgid, off);
+}
+
+/*
+ * No wake-up per record: user space drains the ring every poll interval, and a wake-up is an
+ * irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
+ */
+static __always_inline int send_record(struct sp_sample *s, __u64 size)
+{
+	__u64 wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+			     BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_output(&events, s, size, wake)) {
+		count(SP_CNT_LOST_RINGBUF);
+		return -1;
+	}
+	count(SP_CNT_SENT);
+	return 0;
+}
+
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	struct task_struct *task, *leader;
-	struct sp_ctx_proc *cp;
 	struct sp_sample *s;
-	__u64 off, size, wake;
-	bool user_mode;
-	long n;
+	__u64 size;
 
 	if (tid == 0)
 		return 0;	/* the idle task */
@@ -251,81 +494,113 @@ int sample(struct bpf_perf_event_data *ctx)
 		count(SP_CNT_LOST_SCRATCH);
 		return 0;
 	}
-	task = bpf_get_current_task_btf();	/* its fields, and its leader's, are plain loads */
-	s->time_ns = bpf_ktime_get_ns();
-	s->tgid = tgid;
-	s->tid = tid;
-	s->cpu = bpf_get_smp_processor_id();
-	s->flags = 0;
-	s->n_user = 0;
-	s->n_kernel = 0;
-	s->ctx_len = 0;
-	s->ctx_status = SP_CNT_CTX_UNHOOKED;
-	leader = task->group_leader;
-	s->proc_start_ticks = leader->start_boottime / SP_NSEC_PER_TICK;
-	/* Plain loads, like the rest of the task's fields. A load that faults reads as zero: an
-	 * empty name, which user space fills in from /proc. */
-	__builtin_memcpy(s->comm, task->comm, sizeof(s->comm));
-	__builtin_memcpy(s->pcomm, leader->comm, sizeof(s->pcomm));
-
-	/* User stack, leaf first. Kernel threads have none. */
-	off = 0;
-	user_mode = in_user_mode(ctx);
-	if (!(task->flags & PF_KTHREAD) && !(variant & SP_VAR_NO_USTACK)) {
-		n = bpf_get_stack(ctx, s->data, STACK_BYTES, BPF_F_USER_STACK);
-		if (n < 0) {
-			s->flags |= SP_F_USTACK_ERR;
-			count(SP_CNT_USTACK_ERR);
-			n = 0;
-		}
-		if (n > STACK_BYTES)
-			n = STACK_BYTES;
-		if (n == STACK_BYTES)
-			s->flags |= SP_F_USTACK_TRUNC;
-		s->n_user = n / 8;
-		off = s->n_user * 8;
-		if (s->n_user && !(variant & SP_VAR_NO_LEAF))
-			read_leaf(s);
-	}
-
-	/* Kernel stack after it; none when the event interrupted user mode (the walk would only
-	 * find that out). */
-	if (off > STACK_BYTES)
-		return 0;	/* unreachable; keeps the verifier's bounds */
-	n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
-		bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
-	if (n < 0) {
-		s->flags |= SP_F_KSTACK_ERR;
-		count(SP_CNT_KSTACK_ERR);
-		n = 0;
-	}
-	if (n > STACK_BYTES)
-		n = STACK_BYTES;
-	s->n_kernel = n / 8;
-	off += s->n_kernel * 8;
-
-	/* The span record of this thread, if its process is hooked (same process, not a reused pid). */
-	cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
-	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
-	    (cp->slot_count & (cp->slot_count - 1)) == 0 && off <= 2 * STACK_BYTES)
-		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
+	/* the task's fields, and its leader's, are plain loads */
+	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), 0, false);
 	count(s->ctx_status);
-
-	size = sizeof(*s) + off + s->ctx_len;
-	if (size > SP_SAMPLE_MAX)
-		size = SP_SAMPLE_MAX;
-	/*
-	 * No wake-up per record: user space drains the ring every poll interval, and a wake-up is
-	 * an irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
-	 */
 	if (variant & SP_VAR_NO_OUTPUT)
 		return 0;
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									  : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, s, size, wake)) {
-		count(SP_CNT_LOST_RINGBUF);
+	send_record(s, size);
+	return 0;
+}
+
+/*
+ * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
+ * is still the current task, so its user stack, kernel stack and span record are read there (its
+ * own context), into its task storage, with the time. The block ends when the thread is woken
+ * (sched_wakeup, in the waker's context): a block at or above the threshold is sent then, a
+ * shorter one only counted (count and nanoseconds). The time is blocked time, switch-out to
+ * wake-up: the run-queue wait after it is CPU contention, like preemption, not blocking. The
+ * wake-up side could not take the user stack (not the thread's context), and fexit/schedule,
+ * which would run in the woken thread, is refused by the kernel for tracing programs.
+ *
+ * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed.
+ * A thread of an unprofiled process leaves at the pid filter (switch-out) and at the task
+ * storage lookup, which allocates nothing (wake-up).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = prev->tgid;
+	struct offcpu_block *b;
+	struct sp_sample *rec;
+	struct pt_regs *ur;
+	__u64 site[4];
+
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;	/* the first check: an unprofiled thread leaves here */
+	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
+		return 0;
+	if (preempt || prev_state == 0 /* TASK_RUNNING */) {
+		count(SP_CNT_OFFCPU_PREEMPT);
 		return 0;
 	}
-	count(SP_CNT_SENT);
+	b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!b) {
+		count(SP_CNT_OFFCPU_NO_STORAGE);
+		return 0;
+	}
+	rec = (struct sp_sample *)b->buf;
+	/*
+	 * The stacks cost microseconds; most blocks are short and are only counted. A thread that
+	 * blocks again where it blocked last (the same user ip, sp, bp and syscall) keeps the stacks
+	 * taken then: only its span record is read again. Two call paths that reach the same leaf
+	 * with the same stack depth and frame pointer would share stacks: rare, and told apart by
+	 * any difference in the four.
+	 */
+	__builtin_memset(site, 0, sizeof(site));	/* sp 0: no reuse (other architectures) */
+#if defined(__TARGET_ARCH_x86)
+	ur = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (ur) {
+		site[0] = ur->ip;
+		site[1] = ur->sp;
+		site[2] = ur->bp;
+		site[3] = ur->orig_ax;
+	}
+#endif
+	if (b->size && site[1] && site[0] == b->site[0] && site[1] == b->site[1] &&
+	    site[2] == b->site[2] && site[3] == b->site[3] && rec->n_user <= SP_MAX_FRAMES &&
+	    rec->n_kernel <= SP_MAX_FRAMES) {
+		count(SP_CNT_OFFCPU_SAME_SITE);
+		b->size = fill_span(rec, prev, tgid, (rec->n_user + rec->n_kernel) * 8);
+	} else {
+		/* prev is the current task here: the record is its own. The kernel stack skips
+		 * this program, bpf_trace_run4 and __traceiter_sched_switch: it starts at
+		 * __schedule. */
+		b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
+		rec->flags |= SP_F_OFFCPU;
+		__builtin_memcpy(b->site, site, sizeof(site));
+	}
+	b->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(offcpu_wakeup, struct task_struct *p)
+{
+	struct offcpu_block *b = bpf_task_storage_get(&offcpu_blocks, p, 0, 0);
+	struct sp_sample *rec;
+	__u64 now, delta, size;
+
+	if (!b || !b->start_ns)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now - b->start_ns;
+	b->start_ns = 0;
+	if (delta < offcpu_threshold_ns) {
+		count(SP_CNT_OFFCPU_SHORT);
+		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+		return 0;
+	}
+	count(SP_CNT_OFFCPU_LONG);
+	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+	rec = (struct sp_sample *)b->buf;
+	rec->off_ns = delta;
+	rec->time_ns = now;
+	size = b->size;
+	if (size > SP_SAMPLE_MAX)
+		size = SP_SAMPLE_MAX;
+	if (size >= sizeof(*rec))
+		send_record(rec, size);
 	return 0;
 }

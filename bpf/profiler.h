@@ -57,7 +57,16 @@
 	X(CTX_OK, "ctx_ok", "valid record with a span: labels attached")                        \
 	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")  \
 	X(LEAF_REGS_ERR, "leaf_regs_err", "user registers unavailable: leaf caller not recoverable")\
-	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")
+	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")\
+	X(OFFCPU_LONG, "offcpu_long", "off-CPU blocks at or above the threshold: sent with stacks")  \
+	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
+	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \
+	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
+	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads switched out runnable (preempted, "   \
+	  "yielded): not blocking, counted only")                                                   \
+	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")\
+	X(OFFCPU_SAME_SITE, "offcpu_same_site", "blocks where the thread blocked last: stacks kept, "  \
+	  "span read again")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,
@@ -73,6 +82,11 @@ enum sp_counter {
 #define SP_F_USTACK_TRUNC (1u << 3)	/* user stack hit SP_MAX_FRAMES */
 #define SP_F_LEAF_REGS	 (1u << 4)	/* leaf_ip/sp/bp hold the user registers */
 #define SP_F_LEAF_WORDS	 (1u << 5)	/* leaf_words hold the user stack from leaf_sp */
+#define SP_F_OFFCPU	 (1u << 6)	/* an off-CPU block, not a CPU sample: off_ns holds its length,
+					 * time_ns the wake-up, the stacks where it blocked */
+#define SP_F_USTACK_SCAN (1u << 7)	/* user frames from user_scan_at on come from a frame
+					 * pointer found on the stack (off-CPU records: libc wrappers
+					 * without frames); its first ones may be data */
 
 /*
  * Ring buffer record. The header is followed by data[]: n_user u64 user frames (leaf first),
@@ -100,6 +114,10 @@ struct sp_sample {
 	 * address, which the frame-pointer walk skips. */
 	__u64 leaf_ip, leaf_sp, leaf_bp;
 	__u64 leaf_words[SP_LEAF_WORDS];
+	__u64 off_ns;		/* SP_F_OFFCPU: blocked time (switch-out to wake-up), else 0 */
+	__u16 user_scan_at;	/* SP_F_USTACK_SCAN: user frames from this index on were walked
+				 * from a frame pointer found on the stack */
+	__u16 reserved[3];
 	__u8 data[];
 };
 
@@ -207,7 +225,7 @@ enum sp_ev_counter {
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct sp_proc_event) == 56, "sp_proc_event layout is ABI");
-_Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS, "sp_sample layout is ABI");
+_Static_assert(sizeof(struct sp_sample) == 72 + 24 + 8 * SP_LEAF_WORDS + 16, "sp_sample layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_proc) == 24, "sp_ctx_proc layout is ABI");
 _Static_assert(sizeof(struct sp_ctx_header) == 80, "sp_ctx_header layout is ABI");
 _Static_assert(sizeof(struct sp_slot_head) == SP_SLOT_HEAD, "sp_slot_head layout is ABI");

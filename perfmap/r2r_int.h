@@ -1,11 +1,16 @@
-/* r2r_int.h: private state shared by the ReadyToRun reader (r2r.c) and its composite images
- * (r2rcomposite.c). */
+/* r2r_int.h: what the files of the ReadyToRun reader (r2r.c) share: the image, its bounded
+ * input, the metadata tables it keeps, the name builder, and the calls between its parts. Not for
+ * use outside perfmap/r2r.c, pe.c, ecma335.c, r2rnames.c and r2rcomposite.c; the API is r2r.h. */
 #ifndef SPANPROF_R2R_INT_H
 #define SPANPROF_R2R_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "r2r.h"
+
+struct intern;
+struct symbudget;
 
 #define PE_MAX_SECTIONS	96
 #define R2R_SIGNATURE	0x00525452u	/* "RTR" */
@@ -31,6 +36,15 @@ enum {	/* READYTORUN_METHOD_SIG_* */
 	MSIG_UPDATE_CONTEXT = 0x80,
 };
 
+enum {	/* CorElementType, and the runtime's zap signature extensions */
+	ET_END = 0x00, ET_VOID = 0x01, ET_BOOLEAN, ET_CHAR, ET_I1, ET_U1, ET_I2, ET_U2, ET_I4,
+	ET_U4, ET_I8, ET_U8, ET_R4, ET_R8, ET_STRING, ET_PTR = 0x0f, ET_BYREF = 0x10,
+	ET_VALUETYPE = 0x11, ET_CLASS = 0x12, ET_VAR = 0x13, ET_ARRAY = 0x14, ET_GENERICINST = 0x15,
+	ET_TYPEDBYREF = 0x16, ET_I = 0x18, ET_U = 0x19, ET_FNPTR = 0x1b, ET_OBJECT = 0x1c,
+	ET_SZARRAY = 0x1d, ET_MVAR = 0x1e, ET_CMOD_REQD = 0x1f, ET_CMOD_OPT = 0x20,
+	ET_INTERNAL = 0x21, ET_SENTINEL = 0x41, ET_PINNED = 0x45,
+	ET_NATIVE_VALUETYPE_ZAPSIG = 0x3d, ET_CANON_ZAPSIG = 0x3e, ET_MODULE_ZAPSIG = 0x3f,
+};
 
 enum {	/* metadata tables used by name */
 	T_MODULE = 0x00, T_TYPEREF = 0x01, T_TYPEDEF = 0x02, T_METHODDEF = 0x06,
@@ -113,7 +127,6 @@ struct src {
 	uint64_t size;
 };
 
-
 /* A method's row in a composite image's rfunc.rid: the component's index + 1 above the row
  * (metadata tables hold fewer than 2^24 rows; a composite at most 255 components). */
 #define RID_BITS	24
@@ -136,12 +149,75 @@ static inline uint32_t le32(const uint8_t *p)
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* r2r.c */
-int r2r_src_read(struct r2r_image *img, const struct src *s, uint64_t off, void *dst, size_t len);
-uint8_t *r2r_read_rva(struct r2r_image *img, const struct src *s, uint32_t rva, uint32_t len,
-		      uint64_t cap, enum r2r_status *st);
-uint32_t r2r_cell(const struct r2r_image *img, unsigned t, uint32_t rid, unsigned col);
-const char *r2r_md_string(const struct r2r_image *img, uint32_t idx);
+struct hdrs {
+	uint32_t md_rva, md_size;
+	uint32_t r2r_rva, r2r_size;
+};
+
+/*
+ * The bytes of a buffer to keep (a bit a byte), and the count of kept bytes before each 64: a
+ * kept byte's offset once the buffer is compacted is its rank.
+ */
+struct keep {
+	uint64_t *bits;
+	uint32_t *before;
+	uint32_t len, kept;
+};
+
+struct sb {
+	char buf[NAME_MAX_LEN];
+	size_t len;
+	int bad;	/* signature did not decode */
+	uint32_t steps;	/* work done: past NAME_MAX_STEPS the name is given up (bad) */
+	int foreign;	/* a type of another module: cannot be named from this image */
+	int discard;	/* a sink: types are decoded (bounds, steps, bad) but nothing is written */
+};
+
+/* A signature being read: bounded, and failing for good at the first bad byte. */
+struct sig {
+	const uint8_t *p, *end;
+	struct sb *out;
+	int depth;
+};
+
+
+/* pe.c: bounded input, PE/COFF and the CLI header. */
+/* len bytes at off of s into dst, counted in img's stats: 0, or -ERANGE / -errno. */
+int pe_src_read(struct r2r_image *img, const struct src *s, uint64_t off, void *dst, size_t len);
+/* The file offset of [rva, rva + len) when one section's file data holds all of it: 0, or -ENOENT. */
+int pe_rva_to_off(const struct r2r_image *img, uint32_t rva, uint32_t len, uint64_t *off);
+/* A copy of [rva, rva + len) of the image, at most cap bytes: NULL with *st set. */
+uint8_t *pe_read_rva(struct r2r_image *img, const struct src *s, uint32_t rva, uint32_t len,
+		     uint64_t cap, enum r2r_status *st);
+/* The PE headers, its sections and the CLI header into img and h. */
+enum r2r_status pe_parse(struct r2r_image *img, const struct src *s, struct hdrs *h);
+
+/* ecma335.c: the ECMA-335 metadata naming needs, kept packed. */
+/* Metadata root (II.24.2.1), its streams, then the parts naming needs. */
+enum r2r_status md_parse(struct r2r_image *img, const struct src *s, const struct hdrs *h);
+/* The TypeDef.MethodList runs checked in order, and which type encloses each. */
+enum r2r_status md_index_types(struct r2r_image *img);
+/* Keep what naming reads only, packed (img->md shrunk to fit). */
+void md_pack_tables(struct r2r_image *img);
+/* Column col of row rid (1-based) of table t; 0 when out of range. */
+uint32_t md_cell(const struct r2r_image *img, unsigned t, uint32_t rid, unsigned col);
+/* The #Strings entry at idx ("" when out of range); the #Blob entry at idx: 0, or -1. */
+const char *md_string(const struct r2r_image *img, uint32_t idx);
+int md_blob(const struct r2r_image *img, uint32_t idx, const uint8_t **p, const uint8_t **end);
+/* ECMA compressed unsigned integer (II.23.2); -1 on bad input. */
+int md_cuint(const uint8_t **p, const uint8_t *end, uint32_t *v);
+/* The type that declares method rid; 0: none. */
+uint32_t md_decl_type(const struct r2r_image *img, uint32_t rid);
+/* The bytes of a buffer to keep: init (0, or -ENOMEM), mark [from, to), rank once all are
+ * marked, a kept byte's new offset, the kept bytes moved down, free. */
+int md_keep_init(struct keep *k, uint32_t len);
+void md_keep_mark(struct keep *k, uint32_t from, uint32_t to);
+void md_keep_rank(struct keep *k);
+uint32_t md_keep_to(const struct keep *k, uint32_t off);
+void md_keep_move(const struct keep *k, uint8_t *buf);
+void md_keep_free(struct keep *k);
+
+/* r2r.c: the READYTORUN header, the image. */
 /* An image's PE headers and metadata only (a composite's component assembly: its code is the
  * composite's). Never NULL except out of memory; status != R2R_OK names nothing. */
 struct r2r_image *r2r_open_metadata(const struct src *s, const struct r2r_limits *limits);
@@ -149,7 +225,7 @@ struct r2r_image *r2r_open_metadata(const struct src *s, const struct r2r_limits
 enum r2r_status r2r_read_methoddefs(struct r2r_image *img, const struct r2r_image *md,
 				    const struct nreader *r, uint32_t tag);
 
-/* r2rcomposite.c */
+/* r2rcomposite.c: composite images. */
 /* Where a composite's component assemblies are read from (r2r__open_*_in). */
 struct r2r_files {
 	int dir_fd;				/* the composite's directory, or -1 */
@@ -166,5 +242,15 @@ const struct r2r_image *r2r_md_of(const struct r2r_image *img, uint32_t rid);
  * component of ctx's composite image; NULL when it is not one we hold. */
 const struct r2r_image *r2r_module(const struct r2r_image *ctx, uint32_t idx);
 void r2r_composite_free(struct r2r_image *img);
+
+/* r2rnames.c: names in the runtime's format. */
+/* Function fn's method, named once (NULL: it cannot be, or no method is known). */
+const char *rn_method_name(struct r2r_image *img, uint32_t fn);
+/* A sink for skipping a type: its buffer is never written. */
+void rn_sb_sink(struct sb *b);
+/* A compressed unsigned integer of a signature: 0, or -1 (the signature is bad from then on). */
+int rn_sig_uint(struct sig *s, uint32_t *v);
+/* A type of an R2R signature as TypeString writes it. */
+void rn_ts_type(const struct r2r_image *img, struct sig *s);
 
 #endif /* SPANPROF_R2R_INT_H */

@@ -68,7 +68,7 @@ static enum r2r_status read_component_code(struct r2r_image *img, const struct s
 	uint8_t hdr[8], *dir, *sec;
 	uint32_t nsec, mrva = 0, mlen = 0;
 
-	dir = r2r_read_rva(img, s, rva, sizeof(hdr), sizeof(hdr), &st);
+	dir = pe_read_rva(img, s, rva, sizeof(hdr), sizeof(hdr), &st);
 	if (!dir)
 		return st;
 	memcpy(hdr, dir, sizeof(hdr));
@@ -77,7 +77,7 @@ static enum r2r_status read_component_code(struct r2r_image *img, const struct s
 	nsec = le32(hdr + 4);
 	if (nsec > R2R_MAX_SECTIONS)
 		return R2R_BAD_HEADER;
-	if (!(dir = r2r_read_rva(img, s, rva + 8, nsec * 12, R2R_MAX_SECTIONS * 12, &st)))
+	if (!(dir = pe_read_rva(img, s, rva + 8, nsec * 12, R2R_MAX_SECTIONS * 12, &st)))
 		return st;
 	for (uint32_t k = 0; k < nsec && !mrva; k++)
 		if (le32(dir + 12 * k) == SEC_METHODDEF_ENTRYPOINTS) {
@@ -88,7 +88,7 @@ static enum r2r_status read_component_code(struct r2r_image *img, const struct s
 	img->st.mem_bytes -= nsec * 12;
 	if (!mrva)
 		return R2R_OK;	/* no method of its own precompiled */
-	if (!(sec = r2r_read_rva(img, s, mrva, mlen, img->lim.max_section, &st)))
+	if (!(sec = pe_read_rva(img, s, mrva, mlen, img->lim.max_section, &st)))
 		return st;
 	st = r2r_read_methoddefs(img, comp, &(struct nreader){ sec, mrva, mlen }, i + 1);
 	free(sec);
@@ -105,7 +105,7 @@ enum r2r_status r2r_composite_parse(struct r2r_image *img, const struct src *s, 
 
 	if (!n || n > MAX_COMPONENTS)
 		return n ? R2R_TOO_BIG : R2R_BAD_HEADER;
-	if (!(ent = r2r_read_rva(img, s, srva, n * 16, MAX_COMPONENTS * 16, &st)))
+	if (!(ent = pe_read_rva(img, s, srva, n * 16, MAX_COMPONENTS * 16, &st)))
 		return st;
 	if (!(img->comps = calloc(n, sizeof(*img->comps)))) {
 		free(ent);
@@ -115,7 +115,7 @@ enum r2r_status r2r_composite_parse(struct r2r_image *img, const struct src *s, 
 	img->st.components = n;
 	for (uint32_t i = 0; i < n && st != R2R_NOMEM; i++) {
 		/* parallel to the manifest metadata's AssemblyRef rows (1-based) */
-		const char *name = r2r_md_string(img, r2r_cell(img, T_ASSEMBLYREF, i + 1, 6));
+		const char *name = md_string(img, md_cell(img, T_ASSEMBLYREF, i + 1, 6));
 		struct r2r_image *comp = NULL;
 		struct src cs;
 		int err = open_component(files, name, &cs);

@@ -11,7 +11,7 @@
 #                 included), pushing to a local Pyroscope receiver
 #   perf          DOTNET_PerfMapEnabled=1 plus perf record -F HZ -g -p PID (perf 6.1 polls in a
 #                 busy loop once a thread it follows exits, and the thread pool retires threads:
-#                 its own CPU, in machine-cpu, then reaches most of a core; docs/measured.md)
+#                 its own CPU, in machine-cpu, then reaches most of a core; docs/benchmarks.md)
 #   dotnet-trace  dotnet-trace collect -p PID --profile dotnet-sampled-thread-time --duration
 #   perfmap       DOTNET_PerfMapEnabled=1 only: what writing perf maps costs by itself
 #

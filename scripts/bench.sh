@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench.sh: run spanprof's benchmarks (`make bench`) and print their figures; nothing here passes or fails.
-# One section per benchmark: add a section function and call it from the list at the bottom.
+# One section per benchmark: a line in SCRIPTS (one script each) or a bench_NAME function, and its
+# name in the list at the bottom.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -26,12 +27,6 @@ bench_hash() {
 	"$BUILD/bench/bench_hash"
 }
 
-# ---- collide: record's CPU on a process forging colliding frames, against random ones ------------
-bench_collide() {
-	section "collide (forged_stacks: frames forged to collide under the former hash, against random)"
-	BUILD=$BUILD ./scripts/bench-collide.sh
-}
-
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
@@ -46,50 +41,37 @@ bench_sampler() {
 	wait 2>/dev/null || true
 }
 
-# ---- sampler parts: BPF run time per sample on SpanService, without each part in turn ----------
-bench_parts() {
-	section "sampler parts (SpanService under LoadGen; variants of the BPF program)"
-	BUILD=$BUILD ./scripts/bench-sampler.sh
-}
+# ---- the sections that are one script each: name, script, title (docs/benchmarks.md has each) ----
+SCRIPTS='
+collide  bench-collide.sh   record on a process forging frames that collide under the former hash, against random ones
+parts    bench-sampler.sh   sampler parts: BPF run time per sample on SpanService, without each part in turn
+syscall  bench-syscall.sh   an unrelated process: getppid and mmap with no spanprof, agent, record (about 2 minutes)
+offcpu   bench-offcpu.sh    --off-cpu at a high context-switch rate: BPF time per switch, throughput
+hook     bench-hook.sh      the hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes)
+service  bench-service.sh   the service side by side: spanprof, perf, dotnet-trace (ratios to none)
+slices   bench-slices.py    profilers switched off and on in slices of one run (about 35 minutes)
+node     bench-node.sh      the agent with N .NET services (about 30 minutes)
+growth   bench-growth.sh    RSS after 10^5, 10^6, 10^7 samples (about 15 minutes)
+enable   bench-enable.sh    p99 and req/s around turning perf maps on in 1, 10, 50 services (about 6 minutes)
+pod      bench-pod.sh       one pod compiling code all the time: its /tmp bytes and names (30 minutes)
+soak     bench-soak.sh      the agent for an hour with 50 .NET processes restarting (60 minutes)
+'
 
-# ---- hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes) ----------------------------
-bench_hook() {
-	section "hook (BenchmarkDotNet)"
-	./scripts/bench-hook.sh
-}
-
-# ---- the application's cost, side by side: off, hook, record, spanprof, agent, perf, dotnet-trace ---
-bench_service() {
-	section "service: spanprof against perf and dotnet-trace (ratios to no profiler)"
-	BUILD=$BUILD ./scripts/bench-service.sh
-}
-
-# ---- sampling's cost within one run: profilers switched off and on in slices (about 35 minutes) ---
-bench_slices() {
-	section "slices: spanprof, perf and dotnet-trace switched off and on (SpanLoop, on/off ratios)"
-	BUILD=$BUILD ./scripts/bench-slices.py
-}
-
-# ---- the agent at node scale: 1, 10, 25, 50 .NET services (about 30 minutes) --------------------
-bench_node() {
-	section "node: the agent with N .NET services"
-	BUILD=$BUILD ./scripts/bench-node.sh
-}
-
-# ---- memory against samples taken: record, and the agent's windows (about 15 minutes) ----------
-bench_growth() {
-	section "growth: RSS after 10^5, 10^6, 10^7 samples"
-	BUILD=$BUILD ./scripts/bench-growth.sh
-}
-
-# ---- the kernel hooks' cost to processes not profiled: getppid, mmap (about 2 minutes) ----------
-bench_syscall() {
-	section "syscall: an unrelated process's syscalls with no spanprof, agent, record (ratios)"
-	BUILD=$BUILD ./scripts/bench-syscall.sh
+run_section() {
+	line=$(printf '%s\n' "$SCRIPTS" | awk -v b="$1" '$1 == b')
+	if [ -z "$line" ]; then
+		"bench_$1"
+		return
+	fi
+	set -- $line
+	name=$1 script=$2
+	shift 2
+	section "$name: $*"
+	BUILD=$BUILD "./scripts/$script"
 }
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap hash collide syscall sampler parts hook service slices node growth}; do
-	"bench_$b"
+for b in ${BENCH:-perfmap hash collide syscall sampler parts offcpu hook service slices node growth enable pod soak}; do
+	run_section "$b"
 done

@@ -2,7 +2,7 @@
 // without an API server: every object against the Kubernetes OpenAPI schema (kubernetes-models:
 // types, formats, required fields), and every field name against the API's known field names (the
 // schema allows unknown fields; a misspelt one such as readOnlyRootFileSystem would otherwise
-// pass). Exits 1 on any finding.
+// pass). Custom resources: the PodMonitor of the Prometheus Operator. Exits 1 on any finding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -12,10 +12,14 @@ const src = process.argv[2] && process.argv[2] !== '-' ? fs.readFileSync(process
 	: fs.readFileSync(0, 'utf8');
 const docs = YAML.parseAllDocuments(src).map((d) => d.toJS()).filter(Boolean);
 
+// Custom resources by API group, from their own model packages (the PodMonitor of
+// kubernetes/components/podmonitor).
+const CRDS = { 'monitoring.coreos.com': '@kubernetes-models/prometheus-operator' };
+
 // Every property name the API's types declare, from the models' type declarations.
 const require = createRequire(import.meta.url);
 const known = new Set();
-for (const pkg of ['kubernetes-models', '@kubernetes-models/apimachinery']) {
+for (const pkg of ['kubernetes-models', '@kubernetes-models/apimachinery', ...Object.values(CRDS)]) {
 	const root = path.dirname(require.resolve(`${pkg}/package.json`));
 	const walk = (dir) => {
 		for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -46,7 +50,8 @@ for (const o of docs) {
 	const [group, version] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
 	let mod;
 	try {
-		mod = await import(`kubernetes-models/${group ? group + '/' : ''}${version}/${o.kind}`);
+		mod = await import(CRDS[group] ? `${CRDS[group]}/${group}/${version}/${o.kind}`
+			: `kubernetes-models/${group ? group + '/' : ''}${version}/${o.kind}`);
 	} catch {
 		console.log(`INVALID ${id}: unknown apiVersion/kind ${o.apiVersion} ${o.kind}`);
 		bad++;

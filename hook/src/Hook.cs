@@ -147,6 +147,7 @@ namespace SpanProfHook
             }
             s_table = table;
             StartProcessContext(table, maps, fault);
+            table.Announce();
             s_state = new AsyncLocal<State?>(OnStateChanged);
             s_enabled = true;
             if (!SpanChanges.Subscribe(out string? why))

@@ -141,11 +141,17 @@ namespace SpanProfHook
             for (int i = 0; i < 8; i++)
                 h[OffMagic + i] = (byte)Magic[i];
             Interlocked.MemoryBarrier();
-            // Tell a sampler now (bpf/profiler.h, SP_PRCTL_ANNOUNCE): no kernel knows the option, so
-            // it fails with EINVAL by design, and the tracepoint on unknown prctl options fires.
-            Native.prctl(PrctlAnnounce, unchecked((nuint)(nint)p), (nuint)size, Abi, 0);
             return t;
         }
+
+        /// <summary>
+        /// Tells a sampler the table is there (bpf/profiler.h, SP_PRCTL_ANNOUNCE): no kernel knows the
+        /// option, so the call fails with EINVAL by design, and the kernel's tracepoint on unknown
+        /// prctl options fires. Called once the process context is published too, so that one look
+        /// at the process finds both.
+        /// </summary>
+        public void Announce() =>
+            Native.prctl(PrctlAnnounce, (nuint)Base, Size, Abi, 0);
 
         public ulong SlotsFull => Volatile.Read(ref *(ulong*)(Base + OffSlotsFull));
 

@@ -18,7 +18,7 @@ rc=0
 [ "$rc" = 3 ] || { cat "$TMP/cmd.txt"; fail "exit code $rc, want the command's 3"; }
 pass "spanprof exits with the command's exit code"
 grep -q "SpanProf.Hook.dll$" "$TMP/hooks" || fail "hook not injected: $(cat "$TMP/hooks")"
-[ "$(cat "$TMP/pme")" = 1 ] || fail "perf maps not turned on: $(cat "$TMP/pme")"
+[ "$(cat "$TMP/pme")" = 3 ] || fail "perf maps not turned on as type 3 (the perf map only): $(cat "$TMP/pme")"
 decode "$TMP/cmd.pb.gz"
 leaf_samples() { field "$(query leaf "$TMP/cmd.json" --leaf "$1")" hit; }
 [ "$(leaf_samples HotLoop)" -ge 50 ] || fail "the .NET child was not profiled (HotLoop: $(leaf_samples HotLoop))"

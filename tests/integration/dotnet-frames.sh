@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dotnet-frames.sh: .NET JIT and ReadyToRun frames named from perf maps / jitdump, on the real
 # runtime: perf maps on from the start, turned on at run time by spanprof, inside a pid+mount
-# namespace with a private /tmp (both ways), and precompiled CoreLib code named by the jitdump.
+# namespace with a private /tmp (both ways), and precompiled CoreLib code named from its image.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd dotnet
@@ -72,8 +72,8 @@ grep -q "pid $pid .*perf map enabled at run time" "$TMP/d.txt" || { cat "$TMP/d.
 check_case "container-enabled-at-runtime" "$pid" "$TMP/d.pb.gz"
 stop "$pid"
 
-# 5. ReadyToRun: precompiled CoreLib code (Marvin.ComputeHash32, [PreJIT]) named from the jitdump
-#    that spanprof turned on at run time. Of the samples whose leaf is .NET code: the kernel's
+# 5. ReadyToRun: precompiled CoreLib code (Marvin.ComputeHash32, [PreJIT]) named from the image
+#    (perf maps turned on at run time as type 3 log no ReadyToRun code). Of the samples whose leaf is .NET code: the kernel's
 #    share (first-touch page faults of the GC heap, up to 55 % of this process's samples on some
 #    VMs) is no part of it.
 start_app "$TMP/e.out" env "$APP" 20 r2r; pid=$APP_PID

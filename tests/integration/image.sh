@@ -108,7 +108,14 @@ need_cmd dotnet node
 KUBECTL=$(command -v kubectl || true)
 if [ -n "$KUBECTL" ]; then
 	"$KUBECTL" kustomize "$ROOT/deploy/kubernetes" > "$TMP/agent.yaml"
-	"$KUBECTL" kustomize "$ROOT/deploy/kubernetes/app-patch" > "$TMP/app.yaml"
+	# The example workloads with the hook added by deploy/tools/inject-hook.mjs; the init
+	# container's image is this image (it holds the hook at the same path as the hook-only image).
+	VT=$ROOT/deploy/tools
+	if [ ! -d "$VT/node_modules/yaml" ] && command -v npm > /dev/null; then
+		npm ci --prefix "$VT" --no-audit --no-fund > "$TMP/npm.log" 2>&1 || note "npm ci failed: $(tail -1 "$TMP/npm.log")"
+	fi
+	"$KUBECTL" kustomize "$ROOT/deploy/kubernetes/app-patch" | node "$VT/inject-hook.mjs" --image "$IMAGE" > "$TMP/app.yaml" ||
+		fail "kubectl kustomize deploy/kubernetes/app-patch | inject-hook.mjs"
 fi
 
 # ---- build ---------------------------------------------------------------------------------------
@@ -138,7 +145,7 @@ if [ -n "$KUBECTL" ]; then
 		a && /^ *- / { printf "%s ", $2; next }
 		a { exit }' "$TMP/agent.yaml")"
 else
-	WANT=(BPF PERFMON SYS_PTRACE SYS_ADMIN SYSLOG DAC_OVERRIDE SYS_RESOURCE)
+	WANT=(BPF PERFMON SYS_PTRACE CHECKPOINT_RESTORE SYSLOG DAC_OVERRIDE SYS_RESOURCE)
 fi
 [ ${#WANT[@]} -ge 3 ] || fail "no capabilities.add list in the DaemonSet"
 ALL_CAPS=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
@@ -220,7 +227,7 @@ HOOKVOL=$WORLD_DIR/spanprof-hook
 mkdir -m 1777 "$HOOKVOL"
 initcmd=(cp -R /opt/spanprof/hook/. /spanprof-hook/)
 if [ -n "$KUBECTL" ]; then
-	read -r -a initcmd <<< "$(awk '/^ *initContainers:/ { i = 1 } i && /^ *- command:/ { c = 1; next }
+	read -r -a initcmd <<< "$(awk '/^ *initContainers:/ { i = 1 } i && /^ *(- )?command:/ { c = 1; next }
 		c && /^ *- / { printf "%s ", $2; next } c { exit }' "$TMP/app.yaml")"
 fi
 buildah run --isolation=chroot --user 65532:65532 --cap-drop "$(IFS=,; echo "${ALL_CAPS[*]/#/CAP_}")" \
@@ -284,9 +291,8 @@ if [ -n "$KUBECTL" ]; then
 		'name: spanprof-pyroscope' 'optional: true' 'namespace: spanprof'; do
 		grep -qF -- "$want" "$A" || fail "rendered deploy/kubernetes lacks '$want'"
 	done
-	ds_image=$(awk '/^kind: DaemonSet/ { d = 1 } d && /^ *image:/ { print $2; exit }' "$A")
 	init_image=$(awk '/initContainers:/ { i = 1 } i && /^ *image:/ { print $2; exit }' "$P")
-	[ "$ds_image" = "$init_image" ] || fail "init container image $init_image != DaemonSet image $ds_image"
+	[ "$init_image" = "$IMAGE" ] || fail "init container image $init_image, want $IMAGE (inject-hook.mjs --image)"
 	grep -qF 'value: /spanprof-hook/SpanProf.Hook.dll' "$P" || fail "app-patch: no DOTNET_STARTUP_HOOKS"
 	grep -qF 'mountPath: /spanprof-hook' "$P" || fail "app-patch: no hook volume mount"
 	pass "kubectl kustomize renders deploy/kubernetes ($(grep -c '^kind:' "$A") objects) and app-patch"

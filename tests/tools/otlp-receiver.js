@@ -165,15 +165,21 @@ function summarize(msg, wantStacks) {
     for (const sp of rp.scope_profiles || []) {
       out.scope = { name: (sp.scope && sp.scope.name) || '', version: (sp.scope && sp.scope.version) || '' };
       for (const p of sp.profiles || []) {
-        if (!p.sample_type || !p.period_type)
-          throw new Error('profile without sample_type or period_type');
-        if (!(int(p.period) > 0))
+        if (!p.sample_type)
+          throw new Error('profile without sample_type');
+        // A sampled profile has a period; off-CPU time is measured, not sampled: none.
+        const measured = str(p.sample_type.type_strindex) === 'off_cpu';
+        if (!measured && !p.period_type)
+          throw new Error('profile without period_type');
+        if (!measured && !(int(p.period) > 0))
           throw new Error('profile period is not positive');
+        if (measured && (p.period_type || int(p.period)))
+          throw new Error('off_cpu profile with a period');
         if (p.profile_id && p.profile_id.length && (p.profile_id.length !== 16 || !p.profile_id.some((x) => x)))
           throw new Error('profile_id is not 16 bytes, or all zero');
         const pr = {
           sampleType: `${str(p.sample_type.type_strindex)}/${str(p.sample_type.unit_strindex)}`,
-          periodType: `${str(p.period_type.type_strindex)}/${str(p.period_type.unit_strindex)}`,
+          periodType: p.period_type ? `${str(p.period_type.type_strindex)}/${str(p.period_type.unit_strindex)}` : '',
           period: int(p.period),
           timeUnixNano: String(p.time_unix_nano || 0),
           durationNano: String(p.duration_nano || 0),

@@ -153,6 +153,25 @@ static void test_folded_empty_profile_and_errors(void **state)
 	fclose(f);
 }
 
+/* --value: CPU samples or off-CPU nanoseconds; a stack with none of the value shown has no line. */
+static void test_folded_cpu_or_off_cpu(void **state)
+{
+	struct profile_opts o[2] = { { .off_cpu = 1 }, { .off_cpu = 1, .show_off_cpu = 1 } };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct profile *p = profile__new(&o[i]);
+		uint32_t m = loc(p, "main", 1), run = loc(p, "run", 2), wait = loc(p, "wait", 3);
+		uint32_t s1[2] = { run, m }, s2[2] = { wait, m };
+
+		assert_int_equal(profile__add(p, s1, 2, NULL, 0, 4), 0);
+		assert_int_equal(profile__add_values(p, s2, 2, NULL, 0, 0, 25000000), 0);
+		assert_int_equal(profile__add_values(p, s1, 2, NULL, 0, 0, 1000), 0);
+		expect(p, NULL, i ? "main;run 1000\nmain;wait 25000000\n" : "main;run 4\n");
+		profile__free(p);
+	}
+}
+
 static void test_folded_deep_stack(void **state)
 {
 	struct profile *p = *state;
@@ -186,6 +205,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_folded_same_text_from_different_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folded_empty_profile_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folded_deep_stack, setup, teardown),
+		cmocka_unit_test(test_folded_cpu_or_off_cpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

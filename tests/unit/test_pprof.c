@@ -299,6 +299,54 @@ static void test_pprof_empty_profile(void **state)
 	perftools__profiles__profile__free_unpacked(prof, NULL);
 }
 
+/* With off-CPU time: a third sample type off_cpu/nanoseconds, each sample's off-CPU ns in it. */
+static void test_pprof_off_cpu_sample_type(void **state)
+{
+	struct fixture *fx = *state;
+	struct profile_opts o = { .period_ns = PERIOD, .off_cpu = 1 };
+	struct pf_label l = { "span_name", "GET /a", 0 };
+	uint32_t loc;
+	pb_profile *prof;
+	size_t i;
+	int seen_cpu = 0, seen_off = 0;
+
+	profile__free(fx->p);
+	fx->p = profile__new(&o);
+	assert_non_null(fx->p);
+	loc = profile__location(fx->p, 0, 0x1000, profile__function(fx->p, "Wait", NULL, NULL));
+	assert_int_equal(profile__add(fx->p, &loc, 1, &l, 1, 3), 0);
+	assert_int_equal(profile__add_values(fx->p, &loc, 1, &l, 1, 0, 25000000), 0);	/* same key */
+	assert_int_equal(profile__add_values(fx->p, &loc, 1, NULL, 0, 0, 7000000), 0);
+	assert_int_equal(profile__add_values(fx->p, &loc, 1, NULL, 0, 0, 0), 0);	/* nothing */
+	assert_int_equal(profile__sample_count(fx->p), 2);
+	assert_int_equal(profile__total(fx->p), 3);
+	assert_int_equal(profile__total_off_ns(fx->p), 32000000);
+	write_file(fx);
+	prof = decode_file(fx->path);
+	check_integrity(prof);
+	assert_int_equal(prof->n_sample_type, 3);
+	assert_string_equal(S(prof, prof->sample_type[2]->type), "off_cpu");
+	assert_string_equal(S(prof, prof->sample_type[2]->unit), "nanoseconds");
+	assert_string_equal(S(prof, prof->sample_type[1]->type), "cpu");
+	for (i = 0; i < prof->n_sample; i++) {
+		const Perftools__Profiles__Sample *ps = prof->sample[i];
+
+		assert_int_equal(ps->n_value, 3);
+		if (ps->n_label) {	/* the span's: 3 CPU samples and 25 ms off the CPU */
+			assert_int_equal(ps->value[0], 3);
+			assert_int_equal(ps->value[1], 3 * PERIOD);
+			assert_int_equal(ps->value[2], 25000000);
+			seen_cpu = 1;
+		} else {
+			assert_int_equal(ps->value[0], 0);
+			assert_int_equal(ps->value[2], 7000000);
+			seen_off = 1;
+		}
+	}
+	assert_true(seen_cpu && seen_off);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+}
+
 /* A profile the size of a busy interval: every table must survive the trip intact. */
 static void build_big(struct profile *p, size_t n_samples, size_t depth)
 {
@@ -421,6 +469,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pprof_roundtrip_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_empty_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_big_profile_integrity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pprof_off_cpu_sample_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_write_error_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_external_readers_agree, setup, teardown),
 	};

@@ -353,6 +353,39 @@ static void test_profile_top_filtered_by_label(void **state)
 }
 
 /* Many distinct strings and stacks: the tables must grow and keep every id stable. */
+/* Off-CPU time beside the counts: top functions by either, only over samples that have it. */
+static void test_profile_off_cpu_values_and_top(void **state)
+{
+	struct profile_opts o = { .period_ns = 1, .off_cpu = 1 };
+	struct profile *p = profile__new(&o);
+	uint32_t busy, wait;
+	struct pf_top top[4];
+	struct pf_sample_view v;
+
+	(void)state;
+	assert_non_null(p);
+	busy = fn_loc(p, "Busy", 0x10);
+	wait = fn_loc(p, "Wait", 0x20);
+	assert_int_equal(profile__add(p, &busy, 1, NULL, 0, 5), 0);
+	assert_int_equal(profile__add_values(p, &wait, 1, NULL, 0, 0, 9000), 0);
+	assert_int_equal(profile__add_values(p, &wait, 1, NULL, 0, 1, 1000), 0);
+	assert_int_equal(profile__sample_count(p), 2);
+	assert_int_equal(profile__sample(p, 1, &v), 0);
+	assert_int_equal(v.count, 1);
+	assert_int_equal(v.off_ns, 10000);
+	assert_int_equal(profile__shown_value(p, &v), 1);
+
+	assert_int_equal(profile__top(p, NULL, NULL, top, 4), 2);	/* by samples */
+	assert_string_equal(top[0].name, "Busy");
+	assert_int_equal(top[0].self, 5);
+	/* by off-CPU ns: Busy has none and is not listed (a zero must not count as a first sight) */
+	assert_int_equal(profile__top_values(p, NULL, NULL, 1, top, 4), 1);
+	assert_string_equal(top[0].name, "Wait");
+	assert_int_equal(top[0].self, 10000);
+	assert_int_equal(top[0].total, 10000);
+	profile__free(p);
+}
+
 static void test_profile_large_tables(void **state)
 {
 	struct profile *p = *state;
@@ -443,6 +476,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profile_add_rejects_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_top_self_and_total, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_top_filtered_by_label, setup, teardown),
+		cmocka_unit_test(test_profile_off_cpu_values_and_top),
 		cmocka_unit_test_setup_teardown(test_profile_large_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_add_many, setup, teardown),
 	};

@@ -314,6 +314,28 @@ pid_t testutil__fork_paused(void)
 	return pid;
 }
 
+uint64_t testutil__start_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long ticks = 0;
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* After the comm's closing parenthesis: state is field 3, the start time field 22. */
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+				"%*d %*d %*d %*d %llu", &ticks), 1);
+	return ticks;
+}
+
 pid_t testutil__reap(pid_t pid)
 {
 	kill(pid, SIGKILL);

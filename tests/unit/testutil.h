@@ -73,6 +73,8 @@ int testutil__root_teardown(void **state);
 pid_t testutil__spawn_env(char *const envp[]);
 /* Forks a copy of this process that waits in pause() until it is killed; its pid. Asserts. */
 pid_t testutil__fork_paused(void);
+/* The start time of process pid, field 22 of /proc/<pid>/stat (clock ticks). Asserts. */
+uint64_t testutil__start_ticks(pid_t pid);
 /* Kills pid (SIGKILL) and waits for it; waitpid's result (pid, or -1). */
 pid_t testutil__reap(pid_t pid);
 /* Waits for the child pid, asserting it was waited for; its wait status. */

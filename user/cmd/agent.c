@@ -454,6 +454,19 @@ static void publish_metrics(struct agent *a)
 	C("processes_pruned_total", "Exited processes whose state was freed.", NULL, c.procs_pruned);
 	C("processes_idle_released_total", "Times a process not sampled for two windows had its "
 	  "frames and mappings freed (read again at its next sample).", NULL, c.procs_idle_released);
+	C("perfmap_actions_total", "What was done to bound perf map files spanprof turned on "
+	  "(--perfmap-max-mb, --perfmap-idle): started afresh past the cap, turned off idle (files "
+	  "removed), on again at a sample, talks that failed; and processes whose own perf map "
+	  "passed the cap (left alone).", ((const char *[]){ "action", "restart", NULL }),
+	  c.perfmap.restarts);
+	C("perfmap_actions_total", NULL, ((const char *[]){ "action", "idle_off", NULL }),
+	  c.perfmap.idle_off);
+	C("perfmap_actions_total", NULL, ((const char *[]){ "action", "on_again", NULL }),
+	  c.perfmap.on_again);
+	C("perfmap_actions_total", NULL, ((const char *[]){ "action", "failed", NULL }),
+	  c.perfmap.failed);
+	C("perfmap_actions_total", NULL, ((const char *[]){ "action", "not_ours_over_cap", NULL }),
+	  c.perfmap.not_ours_over_cap);
 	G("memory_bytes", "Memory held, by structure (perf map indexes of every process; the "
 	  "method names they share).", ((const char *[]){ "structure", "perf_maps", NULL }), maps_bytes);
 	G("memory_bytes", NULL, ((const char *[]){ "structure", "names_shared", NULL }), names.bytes);
@@ -566,7 +579,6 @@ int agent__run(const struct agent_opts *o)
 			 .ctx_procs_max = o->max_span_tables },
 		.enable_perfmap = o->enable_perfmap,
 		.allow_remote_files = o->allow_remote_files,
-		.perfmap_type = 1,
 		.pyroscope_labels = !o->full_span_labels,
 		.dotnet_only = !o->all_processes,
 		.first_window_ns = (uint64_t)(o->interval * 1e9),
@@ -574,6 +586,8 @@ int agent__run(const struct agent_opts *o)
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
 		.max_symbol_mb = o->max_symbol_mb,
+		.perfmap_max_mb = o->perfmap_max_mb,
+		.perfmap_idle_s = o->perfmap_idle_s,
 		.symsrv = o->symsrv,
 		.verbose = o->verbose,
 	};

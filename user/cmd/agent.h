@@ -45,6 +45,8 @@ struct agent_opts {
 	uint32_t max_frames, max_stacks;
 	uint32_t max_span_tables;	/* 0: the sampler's default */
 	uint32_t max_symbol_mb;	/* 0: ENGINE_MAX_SYMBOL_MB */
+	uint32_t perfmap_max_mb;	/* --perfmap-max-mb (0: no cap) */
+	uint32_t perfmap_idle_s;	/* --perfmap-idle (0: never) */
 	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 	int verbose;
 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "pmpolicy.h"
 #include "rtversion.h"
 
 /* The hook next to the binary (build/, or an install's lib/spanprof/), or $SPANPROF_HOOK. */
@@ -85,7 +86,7 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 			 old && old[0] ? ":" : "", hook);
 		setenv("DOTNET_STARTUP_HOOKS", hooks, 1);
 		if (may_perfmap)
-			setenv("DOTNET_PerfMapEnabled", "1", 0);
+			setenv("DOTNET_PerfMapEnabled", PMPOLICY_PERFMAP_TYPE_STR, 0);
 		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
 			   setuid(pw->pw_uid))) {
 			fprintf(stderr, "spanprof: cannot become %s: %s\n", user, strerror(errno));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "pmpolicy.h"
 #include "record.h"
 
 static const char usage_main[] =
@@ -62,11 +63,24 @@ static const char usage_record[] =
 	"      --format F         pprof | folded | svg | otlp (default from the suffix: .pb.gz\n"
 	"                         pprof, .otlp.pb or .otlp.pb.gz OTLP profiles, .svg flame graph,\n"
 	"                         anything else folded stacks)\n"
-	"      --by-span          print CPU time and top functions per local root span\n"
+	"      --by-span          print CPU time and top functions per local root span (with\n"
+	"                         --off-cpu: off-CPU time and top blocking functions too)\n"
+	"      --off-cpu          also time how long profiled threads block (off the CPU, not\n"
+	"                         runnable), with the stack and span they blocked in: pprof\n"
+	"                         sample type off_cpu/nanoseconds beside the CPU ones\n"
+	"      --off-cpu-threshold MS  blocks this long or longer get stacks (default 1); shorter\n"
+	"                         ones are only counted, with their total time\n"
+	"      --value V          cpu | off-cpu: what folded and SVG outputs show (default cpu)\n"
 	"      --pyroscope-labels span labels in Pyroscope's convention (span_id = local root)\n"
 	"      --no-enable-perfmap  do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files read perf maps and jitdumps on remote or FUSE file systems\n"
 	"                         (refused by default: a server that does not answer stalls us)\n"
+	"      --perfmap-max-mb N a perf map spanprof turned on that passes N MiB is started\n"
+	"                         afresh (perf maps off and on again: the runtime writes the live\n"
+	"                         methods only); 0: no cap (default 32)\n"
+	"      --perfmap-idle SECS  perf maps spanprof turned on in a process not sampled for\n"
+	"                         SECS are turned off and their files removed, on again at its\n"
+	"                         next sample (default 0: never)\n"
 	"      --tiers            keep the JIT tier in .NET frame names ([OptimizedTier1], ...)\n"
 	"      --ringbuf-mb N     ring buffer size in MiB (default 8)\n"
 	"      --bpf-stats        measure the sampler's BPF run time per sample\n"
@@ -125,6 +139,12 @@ static const char usage_agent[] =
 	"                             Pyroscope's span_id = local root span\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files   read perf maps and jitdumps on remote or FUSE file systems\n"
+	"      --perfmap-max-mb N     a perf map spanprof turned on that passes N MiB is started\n"
+	"                             afresh (perf maps off and on again: the runtime writes the\n"
+	"                             live methods only); 0: no cap (default 32)\n"
+	"      --perfmap-idle SECS    perf maps spanprof turned on in a process not sampled for\n"
+	"                             SECS are turned off and their files removed, on again at\n"
+	"                             its next sample; 0: never (default 3600)\n"
 	"      --ringbuf-mb N         ring buffer size in MiB (default: 2 s of samples from every\n"
 	"                             CPU, a power of two: 256 KiB on a small node at 19 Hz)\n"
 	"      --max-frames N         distinct frames kept per process (default 100000)\n"
@@ -201,9 +221,13 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_FORMAT = 256, OPT_BY_SPAN, OPT_PYRO, OPT_NO_ENABLE, OPT_TIERS, OPT_RINGBUF,
 	       OPT_BPF_STATS, OPT_USER, OPT_MAX_FRAMES, OPT_MAX_STACKS, OPT_MAX_TABLES,
-	       OPT_MAX_SYMBOL_MB, OPT_REMOTE };
+	       OPT_MAX_SYMBOL_MB, OPT_REMOTE, OPT_PERFMAP_MAX, OPT_PERFMAP_IDLE, OPT_OFF_CPU,
+	       OPT_OFF_THRESHOLD, OPT_VALUE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-threshold", required_argument, NULL, OPT_OFF_THRESHOLD },
+		{ "value", required_argument, NULL, OPT_VALUE },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
@@ -220,6 +244,8 @@ static int cmd_record(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_MAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_MAX_SYMBOL_MB },
+		{ "perfmap-max-mb", required_argument, NULL, OPT_PERFMAP_MAX },
+		{ "perfmap-idle", required_argument, NULL, OPT_PERFMAP_IDLE },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -229,6 +255,7 @@ static int cmd_record(int argc, char **argv)
 		.freq = 99,
 		.enable_perfmap = 1,
 		.ringbuf_mb = 8,
+		.perfmap_max_mb = PMPOLICY_MAX_MB_DEFAULT,
 	};
 	unsigned long v;
 	char *end;
@@ -285,6 +312,28 @@ static int cmd_record(int argc, char **argv)
 		case OPT_BY_SPAN:
 			o.by_span = 1;
 			break;
+		case OPT_OFF_CPU:
+			o.off_cpu = 1;
+			break;
+		case OPT_OFF_THRESHOLD: {
+			double ms;
+
+			errno = 0;
+			ms = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(ms > 0) || ms > 1e6)
+				return bad_usage("bad off-CPU threshold (milliseconds > 0, e.g. 1 or 0.5)",
+						 optarg);
+			o.off_cpu_threshold_ns = (uint64_t)(ms * 1e6);
+			break;
+		}
+		case OPT_VALUE:
+			if (!strcmp(optarg, "cpu"))
+				o.value_off_cpu = 0;
+			else if (!strcmp(optarg, "off-cpu"))
+				o.value_off_cpu = 1;
+			else
+				return bad_usage("unknown value (cpu or off-cpu)", optarg);
+			break;
 		case OPT_PYRO:
 			o.pyroscope_labels = 1;
 			break;
@@ -313,6 +362,16 @@ static int cmd_record(int argc, char **argv)
 				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
 			o.max_symbol_mb = v;
 			break;
+		case OPT_PERFMAP_MAX:
+			if (parse_uint(optarg, 1u << 20, &v))
+				return bad_usage("bad perf map cap (MiB, 0..1048576)", optarg);
+			o.perfmap_max_mb = v;
+			break;
+		case OPT_PERFMAP_IDLE:
+			if (parse_uint(optarg, 100u * 24 * 3600, &v))
+				return bad_usage("bad perf map idle time (seconds, 0..8640000)", optarg);
+			o.perfmap_idle_s = v;
+			break;
 		case OPT_MAX_FRAMES:
 		case OPT_MAX_STACKS:
 		case OPT_MAX_TABLES:
@@ -339,6 +398,8 @@ static int cmd_record(int argc, char **argv)
 		return bad_usage("give -p PID or a COMMAND, not both", NULL);
 	if (o.user && !o.command)
 		return bad_usage("--user goes with a COMMAND", NULL);
+	if ((o.value_off_cpu || o.off_cpu_threshold_ns) && !o.off_cpu)
+		return bad_usage("--value off-cpu and --off-cpu-threshold go with --off-cpu", NULL);
 	if (!o.noutputs)
 		o.outputs[o.noutputs++] = "spanprof.pb.gz";
 	return record__run(&o);
@@ -350,7 +411,8 @@ static int cmd_agent(int argc, char **argv)
 	       OPT_PHEADER, OPT_PCA, OPT_OUTDIR, OPT_OUTMAX, OPT_METRICS, OPT_PODS, OPT_CONTAINERS,
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
 	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP, OPT_REMOTE,
-	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA };
+	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA, OPT_APERFMAP_MAX,
+	       OPT_APERFMAP_IDLE };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -384,6 +446,8 @@ static int cmd_agent(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_AMAX_STACKS },
 		{ "max-span-tables", required_argument, NULL, OPT_AMAX_TABLES },
 		{ "max-symbol-mb", required_argument, NULL, OPT_AMAX_SYMBOL_MB },
+		{ "perfmap-max-mb", required_argument, NULL, OPT_APERFMAP_MAX },
+		{ "perfmap-idle", required_argument, NULL, OPT_APERFMAP_IDLE },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -397,6 +461,8 @@ static int cmd_agent(int argc, char **argv)
 		.queue_bytes = 64u << 20,
 		.flush_timeout_ms = 5000,
 		.ringbuf_mb = 0,	/* sized to the CPUs and -F */
+		.perfmap_max_mb = PMPOLICY_MAX_MB_DEFAULT,
+		.perfmap_idle_s = PMPOLICY_IDLE_S_DEFAULT,
 	};
 	unsigned long v;
 	double d;
@@ -538,6 +604,16 @@ static int cmd_agent(int argc, char **argv)
 			if (parse_uint(optarg, 1u << 20, &v) || v == 0)
 				return bad_usage("bad symbol budget (MiB, 1..1048576)", optarg);
 			o.max_symbol_mb = v;
+			break;
+		case OPT_APERFMAP_MAX:
+			if (parse_uint(optarg, 1u << 20, &v))
+				return bad_usage("bad perf map cap (MiB, 0..1048576)", optarg);
+			o.perfmap_max_mb = v;
+			break;
+		case OPT_APERFMAP_IDLE:
+			if (parse_uint(optarg, 100u * 24 * 3600, &v))
+				return bad_usage("bad perf map idle time (seconds, 0..8640000)", optarg);
+			o.perfmap_idle_s = v;
 			break;
 		case OPT_REMOTE:
 			o.allow_remote_files = 1;

@@ -131,21 +131,24 @@ int record__run(const struct record_opts *o)
 	struct engine_opts eo = {
 		.bpf = { .pids = o->pids, .npids = o->npids, .freq = o->freq,
 			 .ringbuf_mb = o->ringbuf_mb, .bpf_stats = o->bpf_stats, .command = "record",
-			 .ctx_procs_max = o->max_span_tables },
+			 .ctx_procs_max = o->max_span_tables, .off_cpu = o->off_cpu,
+			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns },
 		.enable_perfmap = o->enable_perfmap,
 		.allow_remote_files = o->allow_remote_files,
-		.perfmap_type = 1,
 		.show_tiers = o->show_tiers,
 		.pyroscope_labels = o->pyroscope_labels,
 		.max_frames = o->max_frames,
 		.max_stacks = o->max_stacks,
 		.max_symbol_mb = o->max_symbol_mb,
+		.perfmap_max_mb = o->perfmap_max_mb,
+		.perfmap_idle_s = o->perfmap_idle_s,
 		.symsrv = o->symsrv,
 		.verbose = o->verbose,
 		.hurry = &hurry,
 	};
-	struct profile_opts po = { .period_ns = 1000000000ull / o->freq };
-	struct report_info ri = { .freq = o->freq, .by_span = o->by_span };
+	struct profile_opts po = { .period_ns = 1000000000ull / o->freq, .off_cpu = o->off_cpu,
+				   .show_off_cpu = o->value_off_cpu };
+	struct report_info ri = { .freq = o->freq, .by_span = o->by_span, .off_cpu = o->off_cpu };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct output outs[RECORD_MAX_OUTPUTS];
 	struct exporter *files = NULL;

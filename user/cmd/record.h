@@ -23,6 +23,9 @@ struct record_opts {
 	int enable_perfmap;	/* --no-enable-perfmap clears it */
 	int show_tiers;
 	int by_span;
+	int off_cpu;		/* --off-cpu */
+	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */
+	int value_off_cpu;	/* --value off-cpu: folded and SVG show off-CPU time */
 	int pyroscope_labels;
 	uint32_t ringbuf_mb;
 	int bpf_stats;		/* measure the sampler's run time (BPF_ENABLE_STATS) */
@@ -32,6 +35,8 @@ struct record_opts {
 	uint32_t max_stacks;	/* --max-stacks */
 	uint32_t max_span_tables;	/* --max-span-tables (0: the sampler's default) */
 	uint32_t max_symbol_mb;	/* --max-symbol-mb (0: ENGINE_MAX_SYMBOL_MB) */
+	uint32_t perfmap_max_mb;	/* --perfmap-max-mb (0: no cap) */
+	uint32_t perfmap_idle_s;	/* --perfmap-idle (0: never, the default) */
 	struct symsrv_opts symsrv;	/* --symbol-server, --symbol-cache, --symbol-cache-mb */
 };
 

@@ -106,6 +106,26 @@ static void print_cost(FILE *f, struct engine *e, const struct engine_counters *
 			report__cpu_ms() - ri->cpu_loop_end, ru.ru_maxrss / 1024);
 }
 
+/* --off-cpu: what the off-CPU programs saw and cost. */
+static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof, const uint64_t *c,
+			  uint64_t scan_dropped)
+{
+	uint64_t run_ns, runs;
+
+	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
+		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks where the "
+		"thread blocked last (stacks kept, span read again) %" PRIu64 "; preempted or yielding "
+		"switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
+		PRIu64 "; frames found by a frame-pointer scan that were data, dropped %" PRIu64 "\n",
+		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
+		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SAME_SITE],
+		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], scan_dropped);
+	for (int wakeup = 0; wakeup < 2; wakeup++)
+		if (!bpfsession__offcpu_run_time(engine__bpf(e), wakeup, &run_ns, &runs))
+			fprintf(f, "  off-CPU cost: %.3f us of BPF run time per %s (%" PRIu64 " runs)\n",
+				run_ns / 1e3 / runs, wakeup ? "wake-up" : "context switch", runs);
+}
+
 struct span_cpu {
 	const struct intern *names;
 	const uint64_t *cpu;
@@ -127,9 +147,10 @@ static int by_cpu_desc(const void *a, const void *b, void *arg)
 static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_ns)
 {
 	struct intern *names = intern__new();
-	uint64_t *cpu = NULL, total;
+	uint64_t *cpu = NULL, *off = NULL, total;
 	uint32_t *order;
-	size_t n = profile__sample_count(prof), cap = 0;
+	size_t n = profile__sample_count(prof), cap = 0, cap_off = 0;
+	int show_off = profile__opts(prof)->off_cpu;
 	const char *key = "span_name";
 
 	if (!names)
@@ -143,9 +164,11 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 			continue;
 		name = profile__label(&v, key);
 		id = intern__id(names, name ? name : "", name ? strlen(name) + 1 : 1, NULL);
-		if (id < 0 || VEC_RESERVE(cpu, cap, (size_t)id + 1))
+		if (id < 0 || VEC_RESERVE(cpu, cap, (size_t)id + 1) ||
+		    VEC_RESERVE(off, cap_off, (size_t)id + 1))
 			continue;
 		cpu[id] += v.count;
+		off[id] += v.off_ns;
 	}
 	/* Busiest span first; CPU outside any span last. */
 	order = calloc(intern__count(names) + 1, sizeof(*order));
@@ -155,17 +178,22 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 		qsort_r(order, intern__count(names), sizeof(*order), by_cpu_desc,
 			&(struct span_cpu){ names, cpu });
 	total = profile__total(prof);
-	fprintf(f, "by span (local root span name), CPU time and top functions:\n");
-	for (uint32_t i = 0; order && cpu && i < intern__count(names); i++) {
+	fprintf(f, "by span (local root span name), CPU time%s and top functions:\n",
+		show_off ? ", off-CPU time" : "");
+	for (uint32_t i = 0; order && cpu && off && i < intern__count(names); i++) {
 		const char *name = intern__key(names, order[i], NULL);
 
-		fprintf(f, "  %-44s %8.0fms %5.1f%%\n", name[0] ? name : "(no span)",
+		fprintf(f, "  %-44s %8.0fms %5.1f%%", name[0] ? name : "(no span)",
 			cpu[order[i]] * period_ns / 1e6, total ? 100.0 * cpu[order[i]] / total : 0);
+		if (show_off)
+			fprintf(f, "  off-CPU %8.1fms", off[order[i]] / 1e6);
+		fputc('\n', f);
 		if (name[0])
 			print_top(f, prof, key, name, 5, period_ns, "      ");
 	}
 	free(order);
 	free(cpu);
+	free(off);
 	intern__free(names);
 }
 
@@ -286,6 +314,13 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 		c[SP_CNT_CTX_OK], c[SP_CNT_CTX_NONE], c[SP_CNT_CTX_INVALID], c[SP_CNT_CTX_NO_SLOT],
 		c[SP_CNT_CTX_READ_ERR], cnt.ctx_undecodable, c[SP_CNT_CTX_UNHOOKED]);
 	print_events(f, &cnt);
+	if (cnt.perfmap.restarts || cnt.perfmap.idle_off || cnt.perfmap.on_again ||
+	    cnt.perfmap.not_ours_over_cap || cnt.perfmap.failed)
+		fprintf(f, "  perf map files: started afresh past the cap %" PRIu64 ", turned off idle "
+			"(files removed) %" PRIu64 ", on again %" PRIu64 ", failed %" PRIu64 "; past the "
+			"cap but not turned on by spanprof (left alone) %" PRIu64 " processes\n",
+			cnt.perfmap.restarts, cnt.perfmap.idle_off, cnt.perfmap.on_again,
+			cnt.perfmap.failed, cnt.perfmap.not_ours_over_cap);
 	if (cnt.remote_refused)
 		fprintf(f, "  refused: %" PRIu64 " perf maps / jitdumps on remote or FUSE file systems "
 			"(a server that does not answer would stall us; --allow-remote-files)\n",
@@ -313,6 +348,8 @@ void report__print(FILE *f, struct engine *e, const struct profile *prof,
 			st.unnamed_by[RT_UNNAMED_NO_ENTRY], st.unnamed_by[RT_UNNAMED_JITDUMP_STOPPED],
 			st.unnamed_by[RT_UNNAMED_IMAGE], st.unnamed_by[RT_UNNAMED_WITHHELD]);
 	report__dotnet_processes(f, e, "  ");
+	if (ri->off_cpu)
+		print_off_cpu(f, e, prof, c, cnt.scan_dropped);
 	print_cost(f, e, &cnt, ri);
 	fprintf(f, "top functions by self time:\n");
 	print_top(f, prof, NULL, NULL, 10, period_ns, "  ");

@@ -13,6 +13,7 @@ struct report_info {
 	uint64_t t_start, t_end;	/* CLOCK_MONOTONIC of sampling */
 	double cpu_loop_start, cpu_loop_end;	/* our CPU ms around the sampling loop */
 	int by_span;
+	int off_cpu;		/* --off-cpu: off-CPU lines, and off-CPU time per span */
 };
 
 /* Our own CPU time so far, in ms (user + system). */

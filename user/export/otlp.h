@@ -22,8 +22,10 @@ struct profile;
 struct otlp_encode_info {
 	size_t resources;	/* ResourceProfiles written: one per series with samples */
 	size_t series_empty;	/* series without samples: left out */
-	size_t samples;		/* Sample messages, over every profile */
+	size_t samples;		/* Sample messages of the CPU profiles */
 	uint64_t total;		/* sum of their values */
+	size_t off_samples;	/* Sample messages of the off-CPU profiles */
+	uint64_t off_total_ns;	/* sum of their values */
 	size_t linked;		/* samples with a Link */
 	size_t strings, mappings, locations, functions, stacks, links, attributes;
 				/* dictionary entries, each table's zero entry included */
@@ -37,7 +39,10 @@ struct otlp_encode_info {
  * container, node -> k8s.*.name; __name__ left out; others kept by name; service.name always
  * set), scope "spanprof", one Profile of sample type samples/count, period type
  * cpu/nanoseconds. One OTLP sample per profile sample, values = [count], no timestamps (the
- * engine aggregates). Sample labels: trace_id + span_id -> a Link (span_id alone, Pyroscope's
+ * engine aggregates). A profile with off-CPU time (profile_opts.off_cpu) adds a second Profile
+ * in the same scope, sample type off_cpu/nanoseconds (the OpenTelemetry eBPF profiler's name),
+ * one sample per profile sample with off-CPU time, values = [nanoseconds], the same attributes
+ * and links. Sample labels: trace_id + span_id -> a Link (span_id alone, Pyroscope's
  * convention, -> a Link without a trace id); pid, tid, thread_name, process_name,
  * container_id -> process.pid, thread.id (integers), thread.name, process.executable.name,
  * container.id; the rest kept by name. Each location carries profile.frame.type (kernel, dotnet

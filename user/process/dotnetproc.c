@@ -1,8 +1,10 @@
-/* dotnetproc.c: per-process .NET state: finds and reads its perf map / jitdump through its root,
- * and turns perf maps on over the diagnostics IPC when the process started without them. */
+/* dotnetproc.c: per-process .NET state (the runtime's hooks, runtime.h): finds and reads its perf
+ * map / jitdump through its root, names JIT and ReadyToRun code. Perf maps turned on and undone:
+ * dotnetenable.c; sparse reading and idle release: dotnetsparse.c; the bounded perf map policy:
+ * dotnetbounded.c; what they share: dotnetproc_int.h. */
 #include <errno.h>
-#include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -17,8 +19,8 @@
 #include "diagipc.h"
 #include "dotnet.h"
 #include "dotnetproc.h"
+#include "dotnetproc_int.h"
 #include "dotnetstubs.h"
-#include "talker.h"
 #include "procfs.h"
 #include "proctab.h"
 #include "r2r.h"
@@ -30,58 +32,7 @@
 #define REOPEN_NS (RUNTIME_BACKOFF_MAX_NS)	/* the file still missing while the other is read */
 #define MAX_IMAGES 1024		/* file-backed mappings looked at as ReadyToRun images, per process */
 
-/* A file mapped by the process, looked at once as a ReadyToRun image (shared by file identity
- * across processes: perfmap/r2r.c). */
-struct dn_image {
-	uint64_t dev, ino;	/* as /proc/<pid>/maps gives them */
-	struct r2r_image *img;	/* NULL: could not be opened (unreadable) */
-	int managed;		/* a .NET image (PE with a CLI header, or a .dll/.exe we could not read) */
-};
-
-struct dotnet_state {
-	struct perfmap *pm;
-	struct dotnet_jit_files files;
-	enum dotnetproc_state state;
-	char detail[160];
-	int enabled_by_us;
-	int enable_tried;
-	struct talk *enabling;	/* the EnablePerfMap talk, on a worker, until it ends */
-	struct enable_talk *enable_arg;	/* ... and what it sent and heard */
-	uint64_t last_open_ns;
-	uint32_t restarts;
-	uint32_t restarts_deferred;	/* truncations seen before the last restart's pause ended */
-	uint64_t next_restart_ns;	/* no restart before: RESTART_PACE times the last one's cost */
-	uint64_t read_last_ns, read_max_ns;	/* what reading both files from the start took */
-	uint32_t released;	/* times its symbol data was freed while it was idle */
-	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
-	struct dn_image *images;
-	size_t nimages, images_cap;
-	uint64_t r2r_named;	/* frames named from an image */
-	struct dn_stubs *stubs;	/* runtime code copied out of libcoreclr.so */
-	/* Sparse: freed while idle, then read for the addresses it is sampled at only (below). */
-	int sparse;		/* d->pm holds the ranges at its filter's addresses only */
-	uint64_t *wanted;	/* claimed since, not among them: the next read's */
-	size_t nwanted, wanted_cap;
-	uint32_t sparse_reads;	/* reads from the start since it was last freed */
-	int sparse_read_now;	/* a read for a lookup was done since the last window's end */
-	uint32_t claimed;	/* frames claimed, or left unnamed, since the last window's end */
-	uint32_t quiet;		/* windows in a row without one */
-	uint32_t went_sparse;	/* times its whole index went for that */
-	uint64_t sparse_reads_total;
-	uint32_t went_whole;	/* times it left sparse reading for the whole index */
-	/* Its runtime's version and what it allows (perfmap/rtversion.h), read once. */
-	int ver_read;		/* 1 once tried */
-	int ver_err;		/* 0: ver holds it; -errno: not known */
-	struct rtversion ver;
-	struct rtgate gate;
-	int withheld;		/* perf maps not turned on for gate.reason */
-	int warned;		/* the warning about perf maps on in an affected runtime was given */
-};
-
-static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
+void dn_set_state(struct dotnet_state *d, enum dotnetproc_state st, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -127,14 +78,14 @@ static void read_version(const struct proc *p, struct dotnet_state *d)
 /* Whether perf maps may be turned on in it over the diagnostics IPC; when not, the process is
  * left as it is, with the reason as its state (its JIT frames are then counted as
  * RT_UNNAMED_WITHHELD; ReadyToRun code and copied stubs are still named). */
-static int gate_allows(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+int dn_gate_allows(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
 	read_version(p, d);
 	if (d->gate.may_enable)
 		return 1;
 	if (!d->withheld) {
 		d->withheld = 1;
-		set_state(d, DOTNETPROC_WITHHELD, "%s", d->gate.reason);
+		dn_set_state(d, DOTNETPROC_WITHHELD, "%s", d->gate.reason);
 		if (o->verbose)
 			fprintf(stderr, "spanprof: pid %u: %s\n", p->pid, d->gate.reason);
 	}
@@ -164,8 +115,6 @@ static int detect(const struct proc *p)
 	return 0;
 }
 
-static void sparse_start(struct dotnet_state *d);
-
 static void *attach(struct proc *p, const struct runtime_env *env)
 {
 	struct dotnet_state *d = calloc(1, sizeof(*d));
@@ -182,12 +131,12 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 		free(d);
 		return NULL;
 	}
-	set_state(d, DOTNETPROC_WAITING, "not sampled yet: nothing read");
+	dn_set_state(d, DOTNETPROC_WAITING, "not sampled yet: nothing read");
 	/* Where idle processes' data is let go (the agent), a process starts sparse: most of a
 	 * node's processes are idle when the agent starts, and their whole indexes would be let go
 	 * two quiet windows later anyway. A busy one goes whole after a few reads (below). */
 	if (env->idle_release_ns) {
-		sparse_start(d);
+		dn_sparse_start(d);
 		if (env->verbose)
 			fprintf(stderr, "spanprof: pid %u: read sparsely from its first sample on\n",
 				p->pid);
@@ -230,7 +179,7 @@ static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, c
 	/* Mounted there after on_remote_fs looked (a race): the file system's own answer. */
 	if (!(p->env && p->env->allow_remote_files) && !fstatfs(*fd, &sf) &&
 	    procfs__fsmagic_remote(sf.f_type)) {
-		set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: on a remote or FUSE file system "
+		dn_set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: on a remote or FUSE file system "
 			  "(magic 0x%lx; --allow-remote-files reads it)", d->files.dir, stem, p->nspid,
 			  ext, (unsigned long)sf.f_type);
 		if (p->env && p->env->remote_refused)
@@ -242,7 +191,7 @@ static void not_its_own(const struct proc *p, struct dotnet_state *d, int *fd, c
 	if (p->uid < 0 ||
 	    (S_ISREG(st.st_mode) && st.st_nlink == 1 && (int64_t)st.st_uid == p->uid))
 		return;
-	set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: %s", d->files.dir, stem, p->nspid, ext,
+	dn_set_state(d, DOTNETPROC_REFUSED, "refused %s/%s-%d.%s: %s", d->files.dir, stem, p->nspid, ext,
 		  st.st_nlink != 1 ? "a hard link (not the runtime's file)" :
 				     "not owned by the process's user (not the runtime's file)");
 	close(*fd);
@@ -266,7 +215,7 @@ static int on_remote_fs(struct proc *p, struct dotnet_state *d)
 		snprintf(path, sizeof(path), fmts[i], d->files.dir, p->nspid);
 		if (procfs__fstype(p->dir_fd, path, type, sizeof(type)) || !procfs__fstype_remote(type))
 			continue;
-		set_state(d, DOTNETPROC_REFUSED, "refused %s: on a %s file system (remote or FUSE: "
+		dn_set_state(d, DOTNETPROC_REFUSED, "refused %s: on a %s file system (remote or FUSE: "
 			  "its reads may hang; --allow-remote-files reads it)", path, type);
 		if (p->env && p->env->remote_refused)
 			(*p->env->remote_refused)++;
@@ -276,7 +225,7 @@ static int on_remote_fs(struct proc *p, struct dotnet_state *d)
 }
 
 /* Open whichever of the two files is not open yet. */
-static void open_files(struct proc *p, struct dotnet_state *d)
+void dn_open_files(struct proc *p, struct dotnet_state *d)
 {
 	struct dotnet_jit_files f;
 
@@ -297,459 +246,20 @@ static void open_files(struct proc *p, struct dotnet_state *d)
 		f.jitdump_fd = -1;
 	}
 	if (f.map_err == -ELOOP || f.jitdump_err == -ELOOP)
-		set_state(d, DOTNETPROC_REFUSED,
+		dn_set_state(d, DOTNETPROC_REFUSED,
 			  "refused %s/%s-%d.%s: a symlink (possible escape from the container)", f.dir,
 			  f.map_err == -ELOOP ? "perf" : "jit", p->nspid,
 			  f.map_err == -ELOOP ? "map" : "dump");
 	else if (f.map_err == -EINVAL || f.jitdump_err == -EINVAL)
-		set_state(d, DOTNETPROC_REFUSED, "refused a perf map / jitdump in %s: not a regular file",
+		dn_set_state(d, DOTNETPROC_REFUSED, "refused a perf map / jitdump in %s: not a regular file",
 			  f.dir);
 	dotnet__close_jit_files(&f);
 }
 
-static void remove_files(struct proc *p, struct dotnet_state *d);
-
-/* ---- crash-safe: what we turned on is written down ---------------------------------------- */
-
-/*
- * Before EnablePerfMap, an entry "<our pid>-<our start>-<pid>-<start>" goes into
- * $SPANPROF_STATE_DIR/enabled (default /run/spanprof); it goes when the process is left as found.
- * A spanprof killed in between leaves it behind, and the next one to start (dotnetproc__sweep)
- * turns those perf maps off and removes their files, whether it is a record or an agent.
- */
-static const char *state_dir(void)
+/* Idle enough to have its mappings freed: perf maps off after long idleness all the same. */
+static void idle_poll(struct proc *p, void *state, const struct runtime_env *o)
 {
-	const char *d = getenv("SPANPROF_STATE_DIR");
-
-	return d && d[0] ? d : "/run/spanprof";
-}
-
-static uint64_t self_ticks(void)
-{
-	static uint64_t ticks;
-	int fd;
-
-	if (!ticks && (fd = procfs__open(getpid())) >= 0) {
-		procfs__starttime(fd, &ticks);
-		close(fd);
-	}
-	return ticks;
-}
-
-static int entry_path(const struct proc *p, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/enabled/%d-%" PRIu64 "-%u-%" PRIu64, state_dir(), (int)getpid(),
-			 self_ticks(), p->pid, p->start_ticks);
-
-	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-static void note_enabled(const struct proc *p)
-{
-	char path[4096], dir[4096];
-	int fd;
-
-	snprintf(dir, sizeof(dir), "%s", state_dir());
-	mkdir(dir, 0700);
-	snprintf(dir, sizeof(dir), "%s/enabled", state_dir());
-	mkdir(dir, 0700);
-	if (entry_path(p, path, sizeof(path)) == 0 &&
-	    (fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0)
-		close(fd);
-}
-
-static void forget_enabled(const struct proc *p)
-{
-	char path[4096];
-
-	if (entry_path(p, path, sizeof(path)) == 0)
-		unlink(path);
-}
-
-/* Turn off and remove the perf maps of process pid (started at ticks) that a dead spanprof turned
- * on: 1 when done, 0 when there is nothing to undo (gone, or another process now). */
-static int undo(int pid, uint64_t ticks)
-{
-	struct proc p = { .pid = pid, .start_ticks = ticks, .dir_fd = -1, .root_fd = -1 };
-	struct dotnet_state d = { .files = { .map_fd = -1, .jitdump_fd = -1 } };
-	uint64_t now_ticks = 0;
-	uint32_t hr;
-	int done = 0;
-
-	p.dir_fd = procfs__open(pid);
-	if (p.dir_fd < 0 || procfs__starttime(p.dir_fd, &now_ticks) || now_ticks != ticks)
-		goto out;
-	p.root_fd = procfs__open_root(p.dir_fd);
-	if (p.root_fd < 0 || procfs__nspid(p.dir_fd, &p.nspid))
-		goto out;
-	if (diagipc__disable_perfmap(p.dir_fd, p.root_fd, pid, p.nspid, &hr) == 0) {
-		char jit_dir[DOTNET_DIR_MAX];
-
-		/* Open the files first: only the very files found are removed. */
-		if (!dotnet__jit_dir(p.dir_fd, jit_dir, sizeof(jit_dir)))
-			dotnet__open_jit_files_in(p.root_fd, jit_dir, p.nspid, &d.files);
-		remove_files(&p, &d);
-		dotnet__close_jit_files(&d.files);
-		done = 1;
-	}
-out:
-	if (p.root_fd >= 0)
-		close(p.root_fd);
-	if (p.dir_fd >= 0)
-		close(p.dir_fd);
-	return done;
-}
-
-int dotnetproc__sweep(void)
-{
-	char dir[4096], path[8192];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "%s/enabled", state_dir());
-	if (!(d = opendir(dir)))
-		return 0;
-	while ((de = readdir(d))) {
-		int owner, pid, fd;
-		uint64_t oticks, ticks, cur = 0;
-
-		if (sscanf(de->d_name, "%d-%" SCNu64 "-%d-%" SCNu64, &owner, &oticks, &pid, &ticks) != 4)
-			continue;
-		/* A spanprof still running owns its entries. */
-		if ((fd = procfs__open(owner)) >= 0) {
-			int same = !procfs__starttime(fd, &cur) && cur == oticks;
-
-			close(fd);
-			if (same)
-				continue;
-		}
-		n += undo(pid, ticks);
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	return n;
-}
-
-/* EnablePerfMap on a worker (talker.h): its own copies of the process's fds, its answer. */
-struct enable_talk {
-	int dir_fd, root_fd, pid, nspid;
-	uint64_t deadline_ns;	/* the session's end (0: none): no talk goes past it */
-	uint32_t type, hr;
-};
-
-static int enable_talk_run(void *arg)
-{
-	struct enable_talk *t = arg;
-	int timeout_ms = 0;	/* the default */
-
-	/* A silent socket may cost the whole timeout: never past the session's deadline (the talk
-	 * may have waited its turn). */
-	if (t->deadline_ns) {
-		uint64_t now = now_ns();
-
-		if (now + 1000000 >= t->deadline_ns)
-			return -ETIMEDOUT;
-		if ((t->deadline_ns - now) / 1000000 < DIAGIPC_DEFAULT_TIMEOUT_MS)
-			timeout_ms = (t->deadline_ns - now) / 1000000;
-	}
-	return diagipc__enable_perfmap_within(t->dir_fd, t->root_fd, t->pid, t->nspid, t->type,
-					      timeout_ms, &t->hr);
-}
-
-static void enable_talk_free(void *arg)
-{
-	struct enable_talk *t = arg;
-
-	if (t->dir_fd >= 0)
-		close(t->dir_fd);
-	if (t->root_fd >= 0)
-		close(t->root_fd);
-	free(t);
-}
-
-static int start_enable(struct proc *p, struct dotnet_state *d, uint32_t type, uint64_t deadline_ns)
-{
-	struct enable_talk *t = malloc(sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	*t = (struct enable_talk){ fcntl(p->dir_fd, F_DUPFD_CLOEXEC, 0),
-				   fcntl(p->root_fd, F_DUPFD_CLOEXEC, 0), p->pid, p->nspid,
-				   deadline_ns, type, 0 };
-	if (t->dir_fd < 0 || t->root_fd < 0 ||
-	    !(d->enabling = talk__start(enable_talk_run, t, enable_talk_free))) {
-		int err = -errno;
-
-		enable_talk_free(t);
-		return err;
-	}
-	d->enable_arg = t;
-	return 0;
-}
-
-/* The end of an EnablePerfMap talk: err is its result, hr the runtime's HRESULT. */
-static void enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int err,
-			 uint32_t hr)
-{
-	if (err)
-		forget_enabled(p);
-	if (err == 0) {
-		d->enabled_by_us = 1;
-		set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)", type);
-		open_files(p, d);
-	} else {
-		set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
-			  strerror(err < 0 ? -err : EIO), hr);
-	}
-}
-
-/* Take back the EnablePerfMap talk when it has ended (wait: also while it runs), and act on its
- * answer; one still out is left alone. */
-static void take_enable(struct proc *p, struct dotnet_state *d, int wait)
-{
-	struct enable_talk *t = d->enable_arg;
-	int err = -ECANCELED;
-
-	if (!wait && !talk__poll(d->enabling, NULL))
-		return;
-	if (talk__finish(d->enabling, &err))
-		enable_ended(p, d, t->type, err, t->hr);
-	else
-		forget_enabled(p);	/* still queued: never sent */
-	d->enabling = NULL;
-	d->enable_arg = NULL;
-	enable_talk_free(t);
-}
-
-/* The process is being left with its EnablePerfMap talk out: one queued is dropped, one running
- * waited for (its timeout bounds it, and the session's deadline bounds that); told to stop at
- * once, it is left to end on its own, and the entry in the state directory makes the next
- * spanprof start turn off what it may turn on. */
-static void end_enabling(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
-{
-	if (!d->enabling)
-		return;
-	if (o && o->talks_held) {
-		talk__abandon(d->enabling);	/* frees enable_arg when it ends */
-		d->enabling = NULL;
-		d->enable_arg = NULL;
-		return;
-	}
-	take_enable(p, d, 1);
-}
-
-/* Perf maps turned on in a process that lacks them: EnablePerfMap is sent on a worker, and the
- * sampling loop goes on; its answer is taken at a later poll. */
-static void try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
-{
-	int err;
-
-	/* Perf maps are turned on only in processes we actually sample. */
-	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || p->root_fd < 0 ||
-	    o->talks_held)
-		return;
-	if (!gate_allows(p, d, o))
-		return;
-	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
-	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
-		return;
-	if (o->deadline_ns && now_ns() + 1000000 >= o->deadline_ns)
-		return;
-	d->enable_tried = 1;
-	note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
-	set_state(d, DOTNETPROC_WAITING, "asking it to turn its perf map on");
-	if ((err = start_enable(p, d, o->perfmap_type, o->deadline_ns)))
-		enable_ended(p, d, o->perfmap_type, err, 0);
-}
-
-/* A sparse process's new perfmap is read for what the old one was and what was wanted since. */
-static int sparse_filter(struct dotnet_state *d, struct perfmap *pm)
-{
-	size_t n;
-	const uint64_t *had = perfmap__filter(d->pm, &n);
-
-	if (VEC_RESERVE(d->wanted, d->wanted_cap, d->nwanted + n))
-		return -ENOMEM;
-	if (n)
-		memcpy(d->wanted + d->nwanted, had, n * sizeof(*had));
-	if (perfmap__set_filter(pm, d->wanted, d->nwanted + n))
-		return -ENOMEM;
-	d->nwanted = 0;
-	return 0;
-}
-
-/*
- * Both files from their beginning into a new perfmap: the runtime truncated one (perf maps were
- * disabled and enabled again, by another tool, and it writes every live method anew), or what
- * was read was freed while the process was idle. A sparse process's perfmap keeps the ranges at
- * its filter's addresses only.
- */
-static int64_t restart(struct proc *p, struct dotnet_state *d)
-{
-	struct perfmap *pm = perfmap__new(NULL);
-	uint64_t t0 = now_ns();
-	int64_t n = 0;
-
-	if (!pm)
-		return -ENOMEM;
-	if (d->sparse && sparse_filter(d, pm)) {
-		perfmap__free(pm);
-		return -ENOMEM;
-	}
-	perfmap__free_ranges(d->pm);
-	if (d->files.jitdump_fd >= 0)	/* first, as in poll */
-		n = perfmap__read_jitdump_fd(pm, d->files.jitdump_fd);
-	if (n >= 0 && d->files.map_fd >= 0)
-		n = perfmap__read_map_fd(pm, d->files.map_fd);
-	/* The old names go only now: those read again are found, a reference taken and one put
-	 * back, not a string freed and allocated again. */
-	perfmap__free(d->pm);
-	d->pm = pm;
-	d->read_last_ns = now_ns() - t0;
-	if (d->read_last_ns > d->read_max_ns)
-		d->read_max_ns = d->read_last_ns;
-	return n;
-}
-
-/*
- * Sparse reading. A process idle long enough to have its data freed is one sampled now and then
- * (most of a node's services, most of the time). Its whole index would cost an entry for every
- * line of its perf map, for a few samples a window. So from then on (and in the agent from the
- * start: attach) it is read for the addresses it is sampled at: claims() notes them, and the poll
- * right before they are named (a window's end, the process leaving) reads both files from the
- * start, keeping only the ranges that cover them (perfmap__set_filter), which answer as the
- * whole index would. Appended lines are read as usual. A lookup of an address not read for (the
- * leaf of a sample, whose method's range is needed then) reads at once, once a window; later ones
- * wait for the window's end. A process read more than SPARSE_READS times, or for more than
- * SPARSE_ADDRS addresses, is busy (again): the whole index, until it idles again. A process
- * whose frames are all named, SPARSE_QUIET windows in a row without a new one, needs its whole
- * index no more than an idle one: sparse too.
- */
-#define SPARSE_READS	6
-#define SPARSE_ADDRS	4096
-#define SPARSE_QUIET	2
-
-static void sparse_end(struct dotnet_state *d)
-{
-	d->sparse = 0;
-	free(d->wanted);
-	d->wanted = NULL;
-	d->nwanted = d->wanted_cap = 0;
-}
-
-/* Addresses the perfmap of a sparse process was read for. */
-static size_t nfilter(const struct dotnet_state *d)
-{
-	size_t n;
-
-	perfmap__filter(d->pm, &n);
-	return n;
-}
-
-/* Sparse, d->pm is NULL (nothing read yet) or filtered. */
-static int in_filter(const struct dotnet_state *d, uint64_t addr)
-{
-	return d->pm && perfmap__filter_has(d->pm, addr);
-}
-
-/* An address the next sparse read must cover. Out of memory: the whole index instead. */
-static void sparse_want(struct dotnet_state *d, uint64_t addr)
-{
-	if (!d->sparse || in_filter(d, addr))
-		return;
-	for (size_t i = d->nwanted; i-- > 0 && i + 8 >= d->nwanted;)
-		if (d->wanted[i] == addr)	/* a frame asked about twice in a row */
-			return;
-	if (nfilter(d) + d->nwanted >= SPARSE_ADDRS ||
-	    VEC_RESERVE(d->wanted, d->wanted_cap, d->nwanted + 1)) {
-		d->went_whole++;
-		sparse_end(d);
-		perfmap__free(d->pm);	/* read whole at the next poll */
-		d->pm = NULL;
-		return;
-	}
-	d->wanted[d->nwanted++] = addr;
-}
-
-/* At a window's end: the files read again from the start for the filter and what was wanted
- * since. 0 when there was nothing to read; -errno. */
-static int64_t sparse_read(struct proc *p, struct dotnet_state *d)
-{
-	if (!d->nwanted)
-		return 0;
-	if (++d->sparse_reads > SPARSE_READS) {
-		d->went_whole++;
-		sparse_end(d);
-		return restart(p, d);
-	}
-	d->sparse_reads_total++;
-	return restart(p, d);
-}
-
-static void sparse_start(struct dotnet_state *d)
-{
-	perfmap__free(d->pm);
-	d->pm = NULL;
-	sparse_end(d);
-	d->sparse = 1;
-	d->sparse_reads = 0;
-	d->sparse_read_now = 0;
-}
-
-/* At a window's end: SPARSE_QUIET windows without a new frame to name let the whole index go. */
-static void quiet_window(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
-{
-	if (!o->idle_release_ns || p->gone)
-		return;	/* record keeps what it read; a process leaving needs nothing more */
-	d->quiet = d->claimed ? 0 : d->quiet + 1;
-	d->claimed = 0;
-	if (!d->sparse && d->pm && d->quiet >= SPARSE_QUIET) {
-		sparse_start(d);
-		d->went_sparse++;
-		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: nothing new to name for %u windows: its perf "
-				"map index let go, read sparsely from now on\n", p->pid, d->quiet);
-	}
-}
-
-/* Idle (no sample for env->idle_release_ns): free what was read; the files stay open, and the
- * process is read sparsely from its next sample on. */
-static int idle(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
-{
-	if (!o->idle_release_ns || !p->last_sample_ns || p->gone ||
-	    now_ns() < p->last_sample_ns + o->idle_release_ns)
-		return 0;
-	if (d->pm || d->nwanted) {
-		d->released++;
-		sparse_start(d);
-		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: idle: its perf map index let go, read "
-				"sparsely from its next sample on\n", p->pid);
-	}
-	return 1;
-}
-
-/*
- * A truncated file (-ESTALE) means a restart: both files read again from their start. A process
- * that rewrites a big perf map every half second would make that a full read every time: a
- * restart waits RESTART_PACE times what the last one cost (the data read so far is kept
- * meanwhile, and the truncation counted as deferred).
- */
-#define RESTART_PACE 50
-static int64_t restart_paced(struct proc *p, struct dotnet_state *d)
-{
-	int64_t n;
-
-	if (now_ns() < d->next_restart_ns) {
-		d->restarts_deferred++;
-		return 0;
-	}
-	d->restarts++;
-	n = restart(p, d);
-	d->next_restart_ns = now_ns() + RESTART_PACE * d->read_last_ns;
-	return n;
+	dn_bounded(p, state, o);
 }
 
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
@@ -760,20 +270,23 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 
 	/* The answer to EnablePerfMap, once it came (the files may be there before it). */
 	if (d->enabling)
-		take_enable(p, d, 0);
+		dn_take_enable(p, d, 0);
+	dn_bounded(p, d, o);
 	/* Nothing is read for a process until it is sampled, nor kept while it is idle. */
-	if (!p->sampled || idle(p, d, o))
+	if (!p->sampled || dn_idle(p, d, o))
 		return RT_WAIT;
 	if (d->state == DOTNETPROC_WAITING && d->files.map_fd < 0 && d->files.jitdump_fd < 0 &&
 	    !d->enabling)
-		set_state(d, DOTNETPROC_WAITING, "no perf map yet");
-	if (o->naming_next)
-		quiet_window(p, d, o);
+		dn_set_state(d, DOTNETPROC_WAITING, "no perf map yet");
+	if (o->naming_next) {
+		dn_quiet_window(p, d, o);
+		dn_prev_window(d);
+	}
 	if (d->sparse && (o->naming_next || p->gone)) {
 		d->sparse_read_now = 0;
-		if ((n = sparse_read(p, d)) < 0)
+		if ((n = dn_sparse_read(p, d)) < 0)
 			return (int)n;
-	} else if (!d->sparse && !d->pm && (n = restart(p, d)) < 0) {
+	} else if (!d->sparse && !d->pm && (n = dn_restart(p, d)) < 0) {
 		return (int)n;
 	}
 
@@ -783,16 +296,16 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	 * (often never written, e.g. PerfMapType 3) is looked for now and then. */
 	if (!p->gone && d->state != DOTNETPROC_REFUSED && missing &&
 	    (!have || now_ns() - d->last_open_ns >= REOPEN_NS))
-		open_files(p, d);
+		dn_open_files(p, d);
 	if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
-		try_enable(p, d, o);	/* once, and only when o allows it */
+		dn_try_enable(p, d, o);	/* once, and only when o allows it */
 	/* The jitdump first: a perf map line it already holds is then skipped, where the other
 	 * way round both would be kept (the map entry hidden). */
 	if (d->files.jitdump_fd >= 0 && d->pm) {
 		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
 		grew |= n != 0;
 		if (n == -ESTALE)
-			n = restart_paced(p, d);
+			n = dn_restart_paced(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
 	}
@@ -800,7 +313,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
 		grew |= n != 0;
 		if (n == -ESTALE)
-			n = restart_paced(p, d);
+			n = dn_restart_paced(p, d);
 		if (n < 0 && o->verbose)
 			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
 	}
@@ -808,7 +321,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 	if (have)
 		warn_hazard(p, d);
 	if (have && d->state == DOTNETPROC_WAITING)
-		set_state(d, DOTNETPROC_READING, "reading %s%s%s", d->files.map_fd >= 0 ? "perf map" : "",
+		dn_set_state(d, DOTNETPROC_READING, "reading %s%s%s", d->files.map_fd >= 0 ? "perf map" : "",
 			  d->files.map_fd >= 0 && d->files.jitdump_fd >= 0 ? " + " : "",
 			  d->files.jitdump_fd >= 0 ? "jitdump" : "");
 	if (p->gone)
@@ -829,7 +342,7 @@ static int claims(const struct proc *p, void *state, uint64_t addr, int in_file)
 	if (v && v->kind == VMA_VDSO)
 		return 0;
 	d->claimed++;
-	sparse_want(d, addr);
+	dn_sparse_want(d, addr);
 	return 1;
 }
 
@@ -942,21 +455,24 @@ static int symbolize(struct proc *p, void *state, uint64_t addr, uint64_t time_n
 
 	/* Sparse, and not read for this address (a sample's leaf, whose method's range is needed
 	 * now): read at once, once a window; else at the window's end. */
-	if (d->sparse && !in_filter(d, addr)) {
-		sparse_want(d, addr);
+	if (d->sparse && !dn_in_filter(d, addr)) {
+		dn_sparse_want(d, addr);
 		if (d->sparse && !d->sparse_read_now) {
 			d->sparse_read_now = 1;
-			sparse_read(p, d);
+			dn_sparse_read(p, d);
 		}
 	}
 	if (!d->sparse && !d->pm)	/* it went whole just now */
-		restart(p, d);
+		dn_restart(p, d);
 	s = d->pm ? perfmap__lookup(d->pm, addr, time_ns) : NULL;
 
 	/* Code logged after the sample: a perf map enabled late logs existing code with the time of
 	 * the enabling, so the code was there before its record. Take what the range holds now. */
 	if (!s && time_ns && d->pm)
 		s = perfmap__lookup(d->pm, addr, 0);
+	/* Code that was there before our last start afresh (a frame in flight). */
+	for (size_t i = d->nprev; !s && i-- > 0;)
+		s = perfmap__lookup(d->prev[i], addr, 0);
 	if (!s) {
 		int err = symbolize_image(p, d, addr, out);
 
@@ -992,49 +508,20 @@ static int copy_of(struct proc *p, void *state, uint64_t addr, uint64_t *orig)
 	return dnstubs__copy_of(d->stubs, p, addr, orig);
 }
 
-/* Unlink name in dir if it is still the very file behind fd (not a newer process's file of the
- * same name, after the namespace reused the pid). */
-static void unlink_if_same(int dir, const char *name, int fd)
-{
-	struct stat ours, now;
-
-	if (fd >= 0 && !fstat(fd, &ours) && !fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) &&
-	    ours.st_dev == now.st_dev && ours.st_ino == now.st_ino)
-		unlinkat(dir, name, 0);
-}
-
-/* Remove the perf map and jitdump we had the runtime create, through its root (still valid after
- * the process exited), never following a symlink. */
-static void remove_files(struct proc *p, struct dotnet_state *d)
-{
-	char name[64];
-	int dir;
-
-	if (!d->files.dir[0] || p->root_fd < 0)
-		return;
-	dir = rootfs__open(p->root_fd, d->files.dir, O_PATH | O_DIRECTORY, S_IFDIR, 0,
-			   ROOTFS_NO_SYMLINKS);
-	if (dir < 0)
-		return;
-	snprintf(name, sizeof(name), "perf-%d.map", p->nspid);
-	unlink_if_same(dir, name, d->files.map_fd);
-	snprintf(name, sizeof(name), "jit-%d.dump", p->nspid);
-	unlink_if_same(dir, name, d->files.jitdump_fd);
-	close(dir);
-}
-
 static void detach(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
 	uint32_t hr;
 
-	end_enabling(p, d, o);
+	dn_end_enabling(p, d, o);
+	dn_end_bounded(p, d, o);
 	/* Told to stop at once: no talk. The entry in the state directory stays, so the next
 	 * spanprof start turns its perf maps off (as after a kill -9). */
 	if (d->enabled_by_us && o && o->talks_held && !p->execed && proc__alive(p)) {
 		dotnet__close_jit_files(&d->files);
 		perfmap__free(d->pm);
-		sparse_end(d);
+		dn_free_prev(d);
+		dn_sparse_end(d);
 		dnstubs__free(d->stubs);
 		free(d);
 		return;
@@ -1045,15 +532,16 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->enabled_by_us && p->root_fd >= 0 &&
 	    (p->execed || diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
-		remove_files(p, d);
+		dn_remove_files(p, d);
 	if (d->enabled_by_us)
-		forget_enabled(p);
+		dn_forget_enabled(p);
 	/* record -- COMMAND turned them on through the environment: gone with the process. */
 	else if (o && o->perfmaps_ours && p->root_fd >= 0 && !proc__alive(p))
-		remove_files(p, d);
+		dn_remove_files(p, d);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
-	sparse_end(d);
+	dn_free_prev(d);
+	dn_sparse_end(d);
 	for (size_t i = 0; i < d->nimages; i++)
 		r2r__put(d->images[i].img);
 	free(d->images);
@@ -1119,8 +607,15 @@ static void describe(const struct proc *p, const void *state, char *buf, size_t 
 
 		snprintf(buf + n, len - n, "; sparse%s: %" PRIu64 " reads for %zu sampled addresses,"
 			 " whole again %u, let go quiet %u", d->sparse ? "" : " before",
-			 d->sparse_reads_total, d->sparse ? nfilter(d) : 0, d->went_whole,
+			 d->sparse_reads_total, d->sparse ? dn_nfilter(d) : 0, d->went_whole,
 			 d->went_sparse);
+	}
+	if (d->cap_restarts || d->idle_offs || d->over_cap_warned) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, "; perf map started afresh %u times past the cap, turned "
+			 "off %u times idle, on again %u%s", d->cap_restarts, d->idle_offs, d->on_agains,
+			 d->over_cap_warned ? "; its own perf map past the cap (not ours: left alone)" : "");
 	}
 	if (ps.malformed || ps.capped || d->restarts) {
 		size_t n = strlen(buf);
@@ -1137,6 +632,7 @@ const struct runtime_ops dotnet_runtime = {
 	.detect = detect,
 	.attach = attach,
 	.poll = poll,
+	.idle_poll = idle_poll,
 	.claims = claims,
 	.symbolize = symbolize,
 	.prefetch = prefetch,

@@ -47,12 +47,27 @@ void runtime__maps_changed(struct proc *p)
 	}
 }
 
+/* An idle process's runtimes that ask for it, at the slowest poll pace. */
+static void poll_idle(struct proc *p, uint64_t now)
+{
+	for (int id = 0; id < RT__MAX; id++) {
+		struct rt_instance *in = &p->rt[id];
+
+		if (!in->state || !OPS(p, id) || !OPS(p, id)->idle_poll || now < in->next_poll_ns)
+			continue;
+		OPS(p, id)->idle_poll(p, in->state, p->env);
+		in->next_poll_ns = now + RUNTIME_BACKOFF_MAX_NS;
+	}
+}
+
 void runtime__poll(struct proc *p, uint64_t now)
 {
 	/* Idle long enough to have its mappings freed (proc__release_maps): not looked at until its
 	 * next sample or process event reads them again and wakes its runtimes. */
-	if (p->maps_released)
+	if (p->maps_released) {
+		poll_idle(p, now);
 		return;
+	}
 	for (int id = 0; id < RT__MAX; id++) {
 		struct rt_instance *in = &p->rt[id];
 

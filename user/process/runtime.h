@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct proc;
+struct pmpolicy_counters;
 
 struct runtime_ops;
 
@@ -30,6 +31,12 @@ struct runtime_env {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: none. No talk to a process starts at or past
 				 * it, and one that starts before gives up by then (-d is a deadline) */
 	int talks_held;		/* no talk starts now (the scan at start: they wait for sampling) */
+	/* What perf maps we turned on may cost a pod (pmpolicy.h): a perf map past
+	 * perfmap_max_bytes is started afresh (0: no cap); a process unsampled for perfmap_idle_ns
+	 * has them turned off and its files removed (0: never), on again at its next sample. */
+	uint64_t perfmap_max_bytes;
+	uint64_t perfmap_idle_ns;
+	struct pmpolicy_counters *perfmap_counts;	/* the session's (or NULL) */
 	int verbose;
 };
 
@@ -68,6 +75,9 @@ struct runtime_ops {
 	void *(*attach)(struct proc *p, const struct runtime_env *env);
 	/* Periodic work; RT_READY, RT_DONE, RT_WAIT or -errno. */
 	int (*poll)(struct proc *p, void *state, const struct runtime_env *env);
+	/* Instead of poll while the process is idle enough to have its mappings freed (optional):
+	 * what must happen even so (perf maps turned off after long idleness). Same pace as poll. */
+	void (*idle_poll)(struct proc *p, void *state, const struct runtime_env *env);
 	/* The process's mappings were re-read (optional). */
 	void (*maps_changed)(struct proc *p, void *state);
 	/* Whether code at addr may be the runtime's (optional): in_file says it lies in a file-backed

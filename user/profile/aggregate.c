@@ -24,7 +24,10 @@ struct agg_window {
 	struct idmap *entries;	/* entry_key(stack, lset) -> id */
 	uint64_t *counts;	/* by entry id */
 	size_t cap;
+	uint64_t *off_ns;	/* by entry id: off-CPU nanoseconds */
+	size_t cap_off;
 	uint64_t samples, late, truncated, ids_dropped;
+	uint64_t off_blocks, off_total_ns;
 	uint32_t max_stacks;
 };
 
@@ -61,6 +64,7 @@ void aggregate__window_free(struct agg_window *w)
 	intern__free(w->stacks);
 	idmap__free(w->entries);
 	free(w->counts);
+	free(w->off_ns);
 	free(w);
 }
 
@@ -177,8 +181,8 @@ static int has_ids(const struct pf_label *l, size_t n)
 	return 0;
 }
 
-int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
-		   size_t n_frames, const struct pf_label *labels, size_t n_labels)
+static int add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
+	       size_t n_frames, const struct pf_label *labels, size_t n_labels, uint64_t off_ns)
 {
 	struct agg_window *w = time_ns >= a->cur->end ? a->next : a->cur;
 	uint32_t key[1 + MAX_FRAMES];
@@ -216,13 +220,33 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 	}
 	if (id < 0)
 		return id;
-	if (VEC_RESERVE(w->counts, w->cap, (size_t)id + 1))
+	if (VEC_RESERVE(w->counts, w->cap, (size_t)id + 1) ||
+	    (off_ns && VEC_RESERVE(w->off_ns, w->cap_off, (size_t)id + 1)))
 		return -ENOMEM;
+	if (off_ns) {
+		w->off_ns[id] += off_ns;
+		w->off_blocks++;
+		w->off_total_ns += off_ns;
+		return 0;
+	}
 	w->counts[id]++;
 	w->samples++;
 	if (w == a->next && time_ns >= w->end)
 		w->late++;
 	return 0;
+}
+
+int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const uint32_t *frames,
+		   size_t n_frames, const struct pf_label *labels, size_t n_labels)
+{
+	return add(a, time_ns, proc, frames, n_frames, labels, n_labels, 0);
+}
+
+int aggregate__add_off_cpu(struct aggregator *a, uint64_t time_ns, uint32_t proc,
+			   const uint32_t *frames, size_t n_frames, const struct pf_label *labels,
+			   size_t n_labels, uint64_t off_ns)
+{
+	return off_ns ? add(a, time_ns, proc, frames, n_frames, labels, n_labels, off_ns) : 0;
 }
 
 struct agg_window *aggregate__cut(struct aggregator *a)
@@ -274,7 +298,7 @@ uint64_t aggregate__window_probes(const struct agg_window *w)
 static uint64_t window_bytes(const struct agg_window *w)
 {
 	return intern__bytes(w->lsets) + intern__bytes(w->stacks) + idmap__bytes(w->entries) +
-	       w->cap * sizeof(*w->counts);
+	       w->cap * sizeof(*w->counts) + w->cap_off * sizeof(*w->off_ns);
 }
 
 uint64_t aggregate__open_bytes(const struct aggregator *a)
@@ -292,6 +316,8 @@ void aggregate__info(const struct agg_window *w, struct agg_window_info *out)
 	out->late = w->late;
 	out->ids_dropped = w->ids_dropped;
 	out->truncated = w->truncated;
+	out->off_blocks = w->off_blocks;
+	out->off_ns = w->off_total_ns;
 	out->bytes = window_bytes(w);
 }
 
@@ -356,8 +382,9 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 		const char *ls = intern__key(w->lsets, ent >> 32, &llen), *end = ls + llen;
 		size_t nf = klen / sizeof(*key) - 1;
 		int t = sink->target(sink->arg, key[0]);
+		uint64_t off = id < w->cap_off ? w->off_ns[id] : 0;
 
-		if (!w->counts[id])
+		if (!w->counts[id] && !off)
 			continue;
 		if (t < 0 || (size_t)t >= n_profiles) {
 			if (left_out)
@@ -379,7 +406,7 @@ int64_t aggregate__build(const struct agg_window *w, const struct agg_sink *sink
 			labels[nl++].value = ls;
 			ls += strlen(ls) + 1;
 		}
-		err = profile__add(profiles[t], locs, nf, labels, nl, w->counts[id]);
+		err = profile__add_values(profiles[t], locs, nf, labels, nl, w->counts[id], off);
 		if (err == -EINVAL) {
 			if (refused)
 				*refused += w->counts[id];	/* a label no writer could encode */

@@ -45,6 +45,14 @@ int aggregate__add(struct aggregator *a, uint64_t time_ns, uint32_t proc, const 
 		   size_t n_frames, const struct pf_label *labels, size_t n_labels);
 
 /*
+ * The same for an off-CPU block of off_ns nanoseconds (its wake-up at time_ns): added to the
+ * entry's off-CPU time, not to its sample count (nor to the window's samples). 0 or -errno.
+ */
+int aggregate__add_off_cpu(struct aggregator *a, uint64_t time_ns, uint32_t proc,
+			   const uint32_t *frames, size_t n_frames, const struct pf_label *labels,
+			   size_t n_labels, uint64_t off_ns);
+
+/*
  * Close the open window and return it (the caller frees it); the next one opens. Call once every
  * sample before its end has been added. NULL on allocation failure (the window stays open).
  */
@@ -66,6 +74,8 @@ struct agg_window_info {
 	uint64_t truncated;	/* samples past the stack cap, in the [truncated] stacks */
 	uint64_t ids_dropped;	/* samples past it that kept their stack without span/trace ids */
 	uint64_t bytes;		/* memory held */
+	uint64_t off_blocks;	/* off-CPU blocks added, and their nanoseconds */
+	uint64_t off_ns;
 };
 void aggregate__info(const struct agg_window *w, struct agg_window_info *out);
 

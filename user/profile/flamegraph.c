@@ -132,13 +132,13 @@ static int graph_build(const struct profile *p, const char *root_key, struct gra
 		}
 		r->locs = v.locs;
 		r->n_locs = (uint32_t)v.n_locs;
-		r->count = v.count;
+		r->count = profile__shown_value(p, &v);
 		r->root = root_key ? profile__label(&v, root_key) : NULL;
 		if (r->root) {
 			names[k].s = r->root;
 			names[k++].rank_out = &r->root_rank;
 		}
-		g->grand += v.count;
+		g->grand += r->count;
 	}
 	g->n_recs = n;
 	qsort(names, k, sizeof(*names), named_cmp);
@@ -219,6 +219,8 @@ static int graph_sweep(struct graph *g, emit_fn emit, void *arg)
 	for (r = 0; r < g->n_recs; r++) {
 		const struct rec *rec = &g->recs[r];
 
+		if (!rec->count)
+			continue;	/* only the other value (CPU or off-CPU) */
 		len = rec->n_locs + (rec->root ? 1 : 0);
 		if (VEC_RESERVE(g->open, g->cap_open, len))
 			return -ENOMEM;
@@ -402,6 +404,7 @@ static const char fg_script[] =
 struct out {
 	FILE *f;
 	int height;
+	int off_cpu;	/* widths are off-CPU nanoseconds, not samples */
 };
 
 static void write_frame(struct graph *g, const struct frame *nd, void *arg)
@@ -417,8 +420,8 @@ static void write_frame(struct graph *g, const struct frame *nd, void *arg)
 	fprintf(o->f, "<g data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>",
 		(unsigned long long)nd->start, (unsigned long long)nd->total, nd->depth);
 	xml_put(o->f, nd->name, 0);
-	fprintf(o->f, " (%llu sample%s, %.2f%%)</title>", (unsigned long long)nd->total,
-		nd->total == 1 ? "" : "s", 100.0 * (double)nd->total / (double)g->grand);
+	fprintf(o->f, " (%llu %s, %.2f%%)</title>", (unsigned long long)nd->total,
+		o->off_cpu ? "ns off-CPU" : nd->total == 1 ? "sample" : "samples", 100.0 * (double)nd->total / (double)g->grand);
 	fprintf(o->f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
 		x, y, w, FG_FRAME_H - 1, fill);
 	fprintf(o->f, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FG_FRAME_H - 5);
@@ -436,6 +439,7 @@ int flamegraph__write(const struct profile *p, FILE *f, const char *title, const
 
 	if (!p || !f)
 		return -EINVAL;
+	o.off_cpu = profile__opts(p)->show_off_cpu;
 	err = graph_build(p, root_key, &g);
 	if (!err)	/* a dry run first: the height depends on the deepest visible frame */
 		err = graph_sweep(&g, NULL, NULL);
@@ -453,7 +457,8 @@ int flamegraph__write(const struct profile *p, FILE *f, const char *title, const
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", (int)(FG_WIDTH / 2));
 	xml_put(f, t, 0);
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">"
-		"%llu samples, %zu frames", (int)(FG_WIDTH / 2), (unsigned long long)g.grand, g.shown);
+		"%llu %s, %zu frames", (int)(FG_WIDTH / 2), (unsigned long long)g.grand,
+		o.off_cpu ? "ns off-CPU" : "samples", g.shown);
 	if (g.hidden)
 		fprintf(f, " (%zu narrow ones hidden)", g.hidden);
 	fputs("; click to zoom, Ctrl-F to search</text>\n", f);

@@ -137,7 +137,7 @@ int folded__write(const struct profile *p, FILE *f, const char *root_key)
 			goto free_tables;
 		recs[i].locs = v.locs;
 		recs[i].n_locs = (uint32_t)v.n_locs;
-		recs[i].count = v.count;
+		recs[i].count = profile__shown_value(p, &v);
 		recs[i].root = root_key ? profile__label(&v, root_key) : NULL;
 		if (recs[i].root) {
 			names[k].s = recs[i].root;
@@ -159,7 +159,8 @@ int folded__write(const struct profile *p, FILE *f, const char *root_key)
 
 		while (i + 1 < n && rec_cmp(&recs[i], &recs[i + 1], &st) == 0)
 			count += recs[++i].count;
-		put_line(f, &st, &recs[i], count);
+		if (count)	/* 0: only the other value (CPU or off-CPU) */
+			put_line(f, &st, &recs[i], count);
 	}
 	if (ferror(f) || fflush(f) != 0)
 		err = -(errno ? errno : EIO);

@@ -149,8 +149,9 @@ static int64_t str_index(const struct profile *p, struct strtab *t, const char *
 
 struct pb_build {
 	pb_profile prof;
-	pb_value_type vt[3];	/* samples/count, cpu/nanoseconds, period type */
-	pb_value_type *vt_ptrs[2];
+	pb_value_type vt[4];	/* samples/count, cpu/nanoseconds, period type, off_cpu/nanoseconds */
+	pb_value_type *vt_ptrs[3];
+	size_t n_values;	/* per sample: 2, 3 with off-CPU time */
 	struct strtab st;
 	pb_mapping *maps;
 	pb_mapping **map_ptrs;
@@ -163,7 +164,7 @@ struct pb_build {
 	pb_sample *samples;
 	pb_sample **sample_ptrs;
 	uint64_t *loc_ids;	/* all samples' location ids, one pool */
-	int64_t *values;	/* 2 per sample */
+	int64_t *values;	/* n_values per sample */
 	pb_label *labels;	/* all samples' labels, one pool */
 	pb_label **label_ptrs;
 	int64_t comment;
@@ -379,7 +380,7 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	b->samples = calloc(n + 1, sizeof(*b->samples));
 	b->sample_ptrs = calloc(n + 1, sizeof(*b->sample_ptrs));
 	b->loc_ids = calloc(n_loc_ids + 1, sizeof(*b->loc_ids));
-	b->values = calloc(2 * n + 1, sizeof(*b->values));
+	b->values = calloc(b->n_values * n + 1, sizeof(*b->values));
 	b->labels = calloc(n_labels + 1, sizeof(*b->labels));
 	b->label_ptrs = calloc(n_labels + 1, sizeof(*b->label_ptrs));
 	stack_at = calloc((size_t)max_stack + 1, sizeof(*stack_at));
@@ -402,12 +403,14 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 				b->loc_ids[at_loc++] = out_id(b->new_loc, v.locs[j]);
 		}
 		ps->location_id = b->loc_ids + stack_at[v.stack_id] - 1;
-		ps->n_value = 2;
-		ps->value = b->values + 2 * i;
+		ps->n_value = b->n_values;
+		ps->value = b->values + b->n_values * i;
 		/* int64 on the wire: clamp instead of wrapping negative */
 		ps->value[0] = v.count > INT64_MAX ? INT64_MAX : (int64_t)v.count;
 		ps->value[1] = period > 0 && v.count > (uint64_t)(INT64_MAX / period) ?
 			       INT64_MAX : (int64_t)v.count * period;
+		if (b->n_values > 2)
+			ps->value[2] = v.off_ns > INT64_MAX ? INT64_MAX : (int64_t)v.off_ns;
 		ps->n_label = v.n_labels;
 		ps->label = b->label_ptrs + at_label;
 		for (j = 0; j < v.n_labels; j++) {
@@ -448,7 +451,7 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 {
 	const struct profile_opts *o = profile__opts(p);
 	int64_t period = o->period_ns > INT64_MAX ? INT64_MAX : (int64_t)o->period_ns;
-	int64_t s[4];
+	int64_t s[5];
 	size_t i;
 	int err;
 
@@ -475,11 +478,12 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 	s[1] = str_index(p, &b->st, "count");
 	s[2] = str_index(p, &b->st, "cpu");
 	s[3] = str_index(p, &b->st, "nanoseconds");
+	s[4] = o->off_cpu ? str_index(p, &b->st, "off_cpu") : 0;
 	snprintf(b->comment_text, sizeof(b->comment_text), "spanprof %s", SPANPROF_VERSION);
 	b->comment = str_index(p, &b->st, b->comment_text);
-	if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || b->comment < 0)
+	if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || s[4] < 0 || b->comment < 0)
 		return -EIO;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		perftools__profiles__value_type__init(&b->vt[i]);
 	b->vt[0].type = s[0];
 	b->vt[0].unit = s[1];
@@ -489,7 +493,11 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 	b->vt[2].unit = s[3];
 	b->vt_ptrs[0] = &b->vt[0];
 	b->vt_ptrs[1] = &b->vt[1];
-	b->prof.n_sample_type = 2;
+	b->vt[3].type = s[4];
+	b->vt[3].unit = s[3];
+	b->vt_ptrs[2] = &b->vt[3];
+	b->n_values = o->off_cpu ? 3 : 2;
+	b->prof.n_sample_type = b->n_values;
 	b->prof.sample_type = b->vt_ptrs;
 	b->prof.period_type = &b->vt[2];
 	b->prof.period = period;

@@ -65,6 +65,9 @@ struct profile {
 	struct intern *samples;
 	uint64_t *counts;		/* by sample */
 	size_t cap_counts;
+	uint64_t *off_ns;		/* by sample: off-CPU nanoseconds */
+	size_t cap_off_ns;
+	uint64_t total_off_ns;
 
 	uint32_t *scratch;		/* label id pairs of the sample being added */
 	size_t cap_scratch;
@@ -109,6 +112,7 @@ void profile__free(struct profile *p)
 	free(p->lset_labels);
 	free(p->lset_off);
 	free(p->counts);
+	free(p->off_ns);
 	free(p->scratch);
 	free(p);
 }
@@ -333,6 +337,13 @@ static uint32_t sort_pairs(uint32_t *pairs, uint32_t n)
 int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		 const struct pf_label *labels, size_t n_labels, uint64_t count)
 {
+	return profile__add_values(p, locs, n_locs, labels, n_labels, count, 0);
+}
+
+int profile__add_values(struct profile *p, const uint32_t *locs, size_t n_locs,
+			const struct pf_label *labels, size_t n_labels, uint64_t count,
+			uint64_t off_ns)
+{
 	struct sample key;
 	uint32_t n_pairs;
 	int64_t sid, lid, id;
@@ -351,7 +362,7 @@ int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		if (!labels[i].key || !*labels[i].key || !labels[i].value)
 			return -EINVAL;
 	}
-	if (count == 0)
+	if (count == 0 && off_ns == 0)
 		return 0;
 
 	if (VEC_RESERVE(p->scratch, p->cap_scratch, 2 * n_labels))
@@ -375,15 +386,20 @@ int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		return (int)lid;
 	key.stack = (uint32_t)sid;
 	key.lset = (uint32_t)lid;
-	if (VEC_RESERVE(p->counts, p->cap_counts, intern__count(p->samples) + 1))
+	if (VEC_RESERVE(p->counts, p->cap_counts, intern__count(p->samples) + 1) ||
+	    VEC_RESERVE(p->off_ns, p->cap_off_ns, intern__count(p->samples) + 1))
 		return -ENOMEM;
 	id = intern__id(p->samples, &key, sizeof(key), &added);
 	if (id < 0)
 		return (int)id;
-	if (added)
+	if (added) {
 		p->counts[id] = 0;
+		p->off_ns[id] = 0;
+	}
 	p->counts[id] += count;
 	p->total += count;
+	p->off_ns[id] += off_ns;
+	p->total_off_ns += off_ns;
 	return 0;
 }
 
@@ -397,6 +413,16 @@ size_t profile__sample_count(const struct profile *p)
 uint64_t profile__total(const struct profile *p)
 {
 	return p ? p->total : 0;
+}
+
+uint64_t profile__total_off_ns(const struct profile *p)
+{
+	return p ? p->total_off_ns : 0;
+}
+
+uint64_t profile__shown_value(const struct profile *p, const struct pf_sample_view *s)
+{
+	return p->opts.show_off_cpu ? s->off_ns : s->count;
 }
 
 int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *out)
@@ -415,6 +441,7 @@ int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *ou
 	out->labels = p->lset_labels + p->lset_off[s->lset];
 	out->n_labels = len / (2 * sizeof(uint32_t));
 	out->count = p->counts[i];
+	out->off_ns = p->off_ns[i];
 	out->stack_id = s->stack + 1;
 	return 0;
 }
@@ -553,6 +580,12 @@ static int top_cmp(const void *a, const void *b, void *arg)
 size_t profile__top(const struct profile *p, const char *key, const char *value,
 		    struct pf_top *out, size_t n)
 {
+	return profile__top_values(p, key, value, 0, out, n);
+}
+
+size_t profile__top_values(const struct profile *p, const char *key, const char *value, int off_cpu,
+			   struct pf_top *out, size_t n)
+{
 	uint64_t *self = NULL, *total = NULL;
 	uint32_t *seen = NULL, *names = NULL;
 	uint32_t key_id = 0, value_id = UINT32_MAX;
@@ -586,19 +619,21 @@ size_t profile__top(const struct profile *p, const char *key, const char *value,
 		size_t len;
 		const uint32_t *locs = intern__key(p->stacks, s->stack, &len);
 
-		if (key && !lset_has(p, s->lset, key_id, value_id))
-			continue;
+		uint64_t val = off_cpu ? p->off_ns[i] : p->counts[i];
+
+		if (!val || (key && !lset_has(p, s->lset, key_id, value_id)))
+			continue;	/* 0: a sample of the other value only */
 		for (j = 0; j < len / sizeof(*locs); j++) {
 			uint32_t name = p->loc_names[locs[j] - 1];
 
 			if (j == 0)
-				self[name] += p->counts[i];
+				self[name] += val;
 			if (seen[name] == i + 1)
 				continue;
 			seen[name] = (uint32_t)(i + 1);
 			if (total[name] == 0)
 				names[n_names++] = name;
-			total[name] += p->counts[i];
+			total[name] += val;
 		}
 	}
 

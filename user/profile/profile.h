@@ -34,6 +34,9 @@ struct profile_opts {
 	uint64_t period_ns;	/* cpu/nanoseconds per sample (1e9 / frequency) */
 	int64_t time_ns;	/* wall-clock start, ns since the epoch */
 	int64_t duration_ns;
+	int off_cpu;		/* samples carry off-CPU time too: pprof gets a third sample type,
+				 * off_cpu/nanoseconds */
+	int show_off_cpu;	/* folded and SVG writers show off-CPU time, not CPU samples */
 };
 
 /* Constructors return NULL and set errno. */
@@ -61,6 +64,10 @@ uint32_t profile__location(struct profile *p, uint32_t mapping_id, uint64_t addr
  */
 int profile__add(struct profile *p, const uint32_t *locs, size_t n_locs,
 		 const struct pf_label *labels, size_t n_labels, uint64_t count);
+/* The same with off_ns nanoseconds of off-CPU time too (count may then be 0). */
+int profile__add_values(struct profile *p, const uint32_t *locs, size_t n_locs,
+			const struct pf_label *labels, size_t n_labels, uint64_t count,
+			uint64_t off_ns);
 
 /*
  * Read access for writers, summaries and tests. Pointers in views stay valid until the next
@@ -73,10 +80,15 @@ struct pf_sample_view {
 	const struct pf_label *labels;
 	size_t n_labels;
 	uint64_t count;
+	uint64_t off_ns;	/* off-CPU nanoseconds (profile_opts.off_cpu) */
 	uint32_t stack_id;	/* equal stacks (same locs) have equal stack ids */
 };
 size_t profile__sample_count(const struct profile *p);	/* distinct samples */
 uint64_t profile__total(const struct profile *p);		/* sum of counts */
+uint64_t profile__total_off_ns(const struct profile *p);	/* sum of off-CPU ns */
+/* What the folded and SVG writers show for a sample: its count, or its off-CPU ns
+ * (profile_opts.show_off_cpu). */
+uint64_t profile__shown_value(const struct profile *p, const struct pf_sample_view *s);
 int profile__sample(const struct profile *p, size_t i, struct pf_sample_view *out);
 /* The function name; unsymbolized: "<mapping basename>+0x<file offset>" or "0x<address>". NULL: bad id. */
 const char *profile__location_name(const struct profile *p, uint32_t loc_id);
@@ -121,6 +133,9 @@ struct pf_top {
 };
 size_t profile__top(const struct profile *p, const char *key, const char *value,
 		    struct pf_top *out, size_t n);
+/* The same by off-CPU nanoseconds (off_cpu set) instead of sample counts. */
+size_t profile__top_values(const struct profile *p, const char *key, const char *value, int off_cpu,
+			   struct pf_top *out, size_t n);
 
 /* Writers. Each returns 0 or -errno. */
 int pprof__write(const struct profile *p, FILE *f);	/* gzip-compressed profile.proto */

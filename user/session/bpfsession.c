@@ -40,6 +40,7 @@ struct bpfsession {
 	int *event_fds;		/* links[i]'s perf event (the link closes it) */
 	int nlinks;
 	struct bpf_link *fork_link;
+	struct bpf_link *offcpu_links[2];	/* sched_switch, sched_wakeup */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
 	void *ctx;
@@ -226,6 +227,10 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	bpf_map__set_max_entries(s->skel->maps.pid_filter,
 				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? o->npids : 1);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
+	bpf_program__set_autoload(s->skel->progs.offcpu_switch, o->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.offcpu_wakeup, o->off_cpu);
+	if (o->off_cpu_threshold_ns)
+		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	err = profiler_bpf__load(s->skel);
@@ -295,6 +300,16 @@ int bpfsession__attach(struct bpfsession *s)
 			return setup_error("cannot follow the command's children (sched_process_fork): %s",
 				    strerror(errno));
 	}
+	if (s->o.off_cpu) {
+		/* The wake-up side first: a block is never noted without its end being watched. */
+		s->offcpu_links[1] = bpf_program__attach(s->skel->progs.offcpu_wakeup);
+		s->offcpu_links[0] = s->offcpu_links[1] ?
+					     bpf_program__attach(s->skel->progs.offcpu_switch) : NULL;
+		if (!s->offcpu_links[0])
+			return setup_error("cannot attach the off-CPU programs (tp_btf/sched_switch, "
+					   "tp_btf/sched_wakeup): %s; needs a kernel with BTF (5.11+ "
+					   "for task storage in tracing)", strerror(errno));
+	}
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (s->stats_fd < 0)
@@ -338,6 +353,10 @@ void bpfsession__detach(struct bpfsession *s)
 	s->nlinks = 0;
 	bpf_link__destroy(s->fork_link);
 	s->fork_link = NULL;
+	for (int i = 0; i < 2; i++) {
+		bpf_link__destroy(s->offcpu_links[i]);
+		s->offcpu_links[i] = NULL;
+	}
 }
 
 /*
@@ -414,17 +433,31 @@ int bpfsession__is_target(const struct bpfsession *s, uint32_t pid)
 	return !bpf_map__lookup_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &v, sizeof(v), 0);
 }
 
-int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
+static int prog_run_time(const struct bpf_program *prog, uint64_t *run_time_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = { 0 };
 	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(prog);
 
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len) ||
-	    !info.run_cnt)
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt)
 		return -ENODATA;
 	*run_time_ns = info.run_time_ns;
 	*run_cnt = info.run_cnt;
 	return 0;
+}
+
+int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
+{
+	return prog_run_time(s->skel->progs.sample, run_time_ns, run_cnt);
+}
+
+int bpfsession__offcpu_run_time(const struct bpfsession *s, int wakeup, uint64_t *run_time_ns,
+				uint64_t *run_cnt)
+{
+	if (!s->o.off_cpu)
+		return -ENODATA;
+	return prog_run_time(wakeup ? s->skel->progs.offcpu_wakeup : s->skel->progs.offcpu_switch,
+			     run_time_ns, run_cnt);
 }
 
 void bpfsession__free(struct bpfsession *s)

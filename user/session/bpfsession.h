@@ -16,6 +16,9 @@ struct bpfsession_opts {
 	uint32_t ctx_procs_max;	/* hooked processes the sampler can hold (0: default) */
 	int bpf_stats;		/* measure run time (BPF_ENABLE_STATS) */
 	int follow_forks;	/* children of the given pids are profiled too */
+	int off_cpu;		/* also time the blocks of profiled threads (off-CPU) */
+	uint64_t off_cpu_threshold_ns;	/* blocks this long or longer are sent with stacks;
+					 * shorter ones only counted (0: the default, 1 ms) */
 	const char *command;	/* "record" / "agent", for the messages */
 };
 
@@ -58,6 +61,10 @@ int bpfsession__epoll_fd(const struct bpfsession *s);
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid);
 /* The sampler's run time so far: 0, or -ENODATA when not measured. */
 int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
+/* The same for an off-CPU program: sched_switch (wakeup 0) or sched_wakeup (1). -ENODATA: not
+ * attached, or no stats. */
+int bpfsession__offcpu_run_time(const struct bpfsession *s, int wakeup, uint64_t *run_time_ns,
+				uint64_t *run_cnt);
 void bpfsession__free(struct bpfsession *s);	/* NULL-safe */
 
 /* The counters' short names and meanings, from the one table in profiler.h. */

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "hookproc.h"
 #include "perfmap.h"
+#include "pmpolicy.h"
 #include "procevents.h"
 #include "proctab.h"
 #include "symbudget.h"
@@ -73,7 +74,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	e->o = *o;
 	e->env = (struct runtime_env){ .runtimes = runtime_registry,
 				       .enable_perfmap = o->enable_perfmap,
-				       .perfmap_type = o->perfmap_type ? o->perfmap_type : 1,
+				       .perfmap_type = o->perfmap_type ? o->perfmap_type :
+								       PMPOLICY_PERFMAP_TYPE,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,
 				       .perfmaps_ours = o->perfmaps_ours,
 				       .allow_remote_files = o->allow_remote_files,
@@ -83,6 +85,9 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	e->env.idle_release_ns = 2 * o->interval_ns;
 	symbudget__set((uint64_t)(o->max_symbol_mb ? o->max_symbol_mb : ENGINE_MAX_SYMBOL_MB) << 20);
 	e->env.remote_refused = &e->c.remote_refused;
+	e->env.perfmap_max_bytes = (uint64_t)o->perfmap_max_mb << 20;
+	e->env.perfmap_idle_ns = (uint64_t)o->perfmap_idle_s * 1000000000ull;
+	e->env.perfmap_counts = &e->c.perfmap;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
 		fprintf(stderr, "spanprof: out of memory\n");
@@ -137,7 +142,7 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 	struct leaf_regs regs = { smp->leaf_ip, smp->leaf_sp, smp->leaf_bp,
 				  (const uint64_t *)smp->leaf_words,
 				  SP_LEAF_WORDS };
-	size_t n_user;
+	size_t n_user, scan_at;
 	const __u64 *addrs;
 	struct proc *p;
 	size_t nl = 0, nf = 0;
@@ -202,15 +207,23 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 				       (smp->flags & SP_F_LEAF_WORDS) ? &regs : NULL,
 				       user, &n_user, SP_MAX_FRAMES + 1, smp->time_ns) < 0)
 		goto nomem;
+	/* the leaf's caller, if put back, shifts the scanned frames by one */
+	scan_at = smp->flags & SP_F_USTACK_SCAN ? smp->user_scan_at + (n_user - smp->n_user) : SIZE_MAX;
 	for (size_t i = 0; i < n_user; i++) {
 		id = symbolizer__user(e->sym, p, user[i], i == 0, smp->time_ns);
 		if (id < 0)
 			goto nomem;
-		frames[nf++] = id;
 		if (i && symbolizer__ends_chain(p, id)) {
+			if (i >= scan_at) {
+				/* found by a scan for a frame pointer: data before the chain */
+				e->c.scan_dropped++;
+				continue;
+			}
+			frames[nf++] = id;
 			e->c.chains_cut++;	/* the rest is no callers: kept, marked, counted */
 			break;
 		}
+		frames[nf++] = id;
 	}
 
 	u32_decimal(pid, smp->tgid);
@@ -229,7 +242,10 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		else
 			nl += n;
 	}
-	if (aggregate__add(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl))
+	if (smp->flags & SP_F_OFFCPU ?
+		    aggregate__add_off_cpu(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl,
+					   smp->off_ns) :
+		    aggregate__add(e->agg, smp->time_ns, p->idx, frames, nf, labels, nl))
 		goto nomem;
 	return 0;
 nomem:

@@ -9,6 +9,7 @@
 
 #include "aggregate.h"
 #include "bpfsession.h"
+#include "pmpolicy.h"
 #include "procevents.h"
 #include "runtime.h"
 #include "symbolize.h"
@@ -36,6 +37,8 @@ struct engine_opts {
 	uint32_t max_frames;	/* distinct frames per process (0: ENGINE_MAX_FRAMES) */
 	uint32_t max_stacks;	/* distinct stacks per window (0: ENGINE_MAX_STACKS) */
 	uint32_t max_symbol_mb;	/* symbol budget: code ranges, ELF and R2R tables (0: ENGINE_MAX_SYMBOL_MB) */
+	uint32_t perfmap_max_mb;	/* a perf map we turned on past it is started afresh (0: none) */
+	uint32_t perfmap_idle_s;	/* one unsampled this long is turned off (0: never) */
 	struct symsrv_opts symsrv;	/* debug files by build id; no server (nor $DEBUGINFOD_URLS): off */
 	int verbose;
 	/* Set (by a signal handler) when the exit must not wait: processes are then left without a
@@ -62,6 +65,7 @@ struct engine_counters {
 	uint64_t procs_idle_released;	/* idle processes whose frames and mappings were freed */
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
 	uint64_t chains_cut;	/* samples whose user stack walk left code: cut there, marked */
+	uint64_t scan_dropped;	/* off-CPU frames from a scanned frame pointer that were data */
 	uint64_t ctx_reregistered;	/* span tables put back after the sampler's LRU dropped them */
 	/* Process events (procevents.h). */
 	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
@@ -79,6 +83,7 @@ struct engine_counters {
 	uint64_t remote_refused;	/* process-supplied files on remote / FUSE file systems refused */
 	uint64_t ev_before_exec;	/* samples handled after their process's exec, filed before it */
 	uint64_t paused_ns;	/* time sampling was paused (SIGUSR1), up to now */
+	struct pmpolicy_counters perfmap;	/* perf maps started afresh, turned off and on again */
 };
 
 struct engine;

@@ -14,14 +14,18 @@ namespace LoadGen;
 public static class Program
 {
     private const string Usage =
-        "usage: LoadGen --url http://127.0.0.1:PORT [--concurrency N] [--duration SEC] [--warmup SEC]\n" +
+        "usage: LoadGen --url http://127.0.0.1:PORT[,URL...] [--concurrency N] [--duration SEC] [--warmup SEC]\n" +
         "               [--paths /a,/b?x=1] [--max-requests N] [--timeout SEC] [--rate R] [--progress FILE]\n" +
+        "               [--per-second FILE]\n" +
         "  Drives N concurrent closed-loop clients (each sends its next request when the last one ends),\n" +
         "  or with --rate, R requests per second in all, each client on its own schedule (light load),\n" +
         "  paths taken round-robin, for --warmup seconds unmeasured and then --duration seconds measured.\n" +
         "  Prints one JSON line. --progress: every 100 ms of the measured run, a line \"NS OK\" appended to\n" +
         "  FILE (CLOCK_MONOTONIC nanoseconds, successful requests so far), for benchmarks that cut the run\n" +
-        "  into slices. Exit 0 if any measured request succeeded, 1 otherwise, 2 on bad usage.\n" +
+        "  into slices. Several URLs (comma-separated): client i sends to URL i mod their number.\n" +
+        "  --per-second: at the end, one CSV line per wall-clock second of the measured run (by the time\n" +
+        "  each request ended): unix_s,ok,errors,p50_ms,p99_ms,max_ms.\n" +
+        "  Exit 0 if any measured request succeeded, 1 otherwise, 2 on bad usage.\n" +
         "  Only loopback targets are accepted.";
 
     public static async Task<int> Main(string[] args)
@@ -47,7 +51,7 @@ public static class Program
             AllowAutoRedirect = false,
             AutomaticDecompression = DecompressionMethods.None,
         };
-        using var client = new HttpClient(handler) { BaseAddress = s.Url, Timeout = TimeSpan.FromSeconds(s.TimeoutSec) };
+        using var client = new HttpClient(handler) { Timeout = TimeSpan.FromSeconds(s.TimeoutSec) };
         client.DefaultRequestVersion = HttpVersion.Version11;
         client.DefaultRequestHeaders.ConnectionClose = false;
 
@@ -59,6 +63,8 @@ public static class Program
         double seconds = wall.Elapsed.TotalSeconds;
 
         Console.WriteLine(run.Report(seconds));
+        if (s.PerSecondFile != null)
+            System.IO.File.WriteAllText(s.PerSecondFile, run.PerSecond());
         return run.Ok > 0 ? 0 : 1;
     }
 }
@@ -94,6 +100,33 @@ public sealed class Run
     /* False once --max-requests have been issued in this run. */
     public bool TryIssue() => _s.MaxRequests == 0 || Interlocked.Increment(ref _issued) <= _s.MaxRequests;
 
+    /* --per-second: requests by the wall-clock second they ended in (the Stopwatch is
+     * CLOCK_MONOTONIC; one reading of both clocks maps it to Unix time). */
+    public string PerSecond()
+    {
+        long mono = Stopwatch.GetTimestamp();
+        double unixNow = DateTimeOffset.UtcNow.ToUnixTimeMilliseconds() / 1000.0;
+        var buckets = new SortedDictionary<long, List<(double ms, bool ok)>>();
+        foreach (Worker w in _workers)
+            foreach (var e in w.Ends)
+            {
+                long sec = (long)Math.Floor(unixNow - (double)(mono - e.end) / Stopwatch.Frequency);
+                if (!buckets.TryGetValue(sec, out var l))
+                    buckets[sec] = l = new();
+                l.Add((e.ms, e.ok));
+            }
+        var sb = new System.Text.StringBuilder("unix_s,ok,errors,p50_ms,p99_ms,max_ms\n");
+        var inv = System.Globalization.CultureInfo.InvariantCulture;
+        foreach (var (sec, l) in buckets)
+        {
+            var lat = l.Where(x => x.ok).Select(x => x.ms).OrderBy(x => x).ToList();
+            double P(double q) => lat.Count == 0 ? 0 : lat[Math.Clamp((int)Math.Ceiling(q * lat.Count) - 1, 0, lat.Count - 1)];
+            sb.Append(string.Format(inv, "{0},{1},{2},{3:F3},{4:F3},{5:F3}\n", sec, lat.Count, l.Count - lat.Count,
+                P(0.50), P(0.99), lat.Count == 0 ? 0 : lat[^1]));
+        }
+        return sb.ToString();
+    }
+
     public string Report(double seconds)
     {
         var lat = new List<double>();
@@ -117,7 +150,7 @@ public sealed class Run
         double P(double q) => lat.Count == 0 ? 0 : lat[Math.Clamp((int)Math.Ceiling(q * lat.Count) - 1, 0, lat.Count - 1)]; /* nearest rank */
         var report = new Dictionary<string, object>
         {
-            ["url"] = _s.Url.ToString().TrimEnd('/'),
+            ["url"] = string.Join(",", _s.Urls.Select(u => u.ToString().TrimEnd('/'))),
             ["concurrency"] = _s.Concurrency,
             ["duration_s"] = Math.Round(seconds, 3),
             ["requests"] = ok + err,
@@ -146,6 +179,8 @@ public sealed class Worker
     private readonly Settings _s;
 
     public List<double> LatenciesMs { get; } = new();
+    /* With --per-second: every request's end (Stopwatch ticks), latency and outcome. */
+    public List<(long end, double ms, bool ok)> Ends { get; } = new();
     public Dictionary<string, (long ok, long err)> PerPath { get; } = new();
     public Dictionary<string, long> Errors { get; } = new();
     public long Ok { get; private set; }
@@ -160,6 +195,7 @@ public sealed class Worker
     public async Task Loop(HttpClient client, CancellationToken stop, Run run)
     {
         int next = _id % _s.Paths.Length; /* stagger the paths across workers */
+        Uri baseUrl = _s.Urls[_id % _s.Urls.Length];
         /* --rate: this client's share of R requests/s, each on its own schedule (not after the last
          * answer), so a slow answer does not lower the offered load. */
         double period = _s.Rate > 0 ? _s.Concurrency / _s.Rate : 0;
@@ -182,7 +218,7 @@ public sealed class Worker
             string? error = null;
             try
             {
-                using HttpResponseMessage resp = await client.GetAsync(path, HttpCompletionOption.ResponseContentRead, stop);
+                using HttpResponseMessage resp = await client.GetAsync(new Uri(baseUrl, path), HttpCompletionOption.ResponseContentRead, stop);
                 if (!resp.IsSuccessStatusCode)
                     error = $"http_{(int)resp.StatusCode}";
             }
@@ -194,7 +230,10 @@ public sealed class Worker
             {
                 error = e is TaskCanceledException ? "timeout" : e.GetType().Name;
             }
-            double ms = Stopwatch.GetElapsedTime(t0).TotalMilliseconds;
+            long t1 = Stopwatch.GetTimestamp();
+            double ms = Stopwatch.GetElapsedTime(t0, t1).TotalMilliseconds;
+            if (_s.PerSecondFile != null)
+                Ends.Add((t1, ms, error == null));
             PerPath.TryGetValue(path, out var t);
             if (error == null)
             {
@@ -216,7 +255,8 @@ public sealed class Worker
 
 public sealed class Settings
 {
-    public Uri Url { get; private set; } = new("http://127.0.0.1:5080");
+    public Uri[] Urls { get; private set; } = { new("http://127.0.0.1:5080") };
+    public string? PerSecondFile { get; private set; }
     public int Concurrency { get; private set; } = 50;
     public double DurationSec { get; private set; } = 10;
     public double WarmupSec { get; private set; }
@@ -236,11 +276,18 @@ public sealed class Settings
             switch (a)
             {
                 case "--url":
-                    if (!Uri.TryCreate(Value(), UriKind.Absolute, out Uri? u) || u.Scheme != "http")
-                        throw new ArgumentException("--url must be an absolute http:// URL");
-                    if (!u.IsLoopback)
-                        throw new ArgumentException($"--url must be a loopback address (got {u.Host})");
-                    s.Url = u;
+                    var urls = new List<Uri>();
+                    foreach (string one in Value().Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
+                    {
+                        if (!Uri.TryCreate(one, UriKind.Absolute, out Uri? u) || u.Scheme != "http")
+                            throw new ArgumentException("--url must be an absolute http:// URL");
+                        if (!u.IsLoopback)
+                            throw new ArgumentException($"--url must be a loopback address (got {u.Host})");
+                        urls.Add(u);
+                    }
+                    if (urls.Count == 0)
+                        throw new ArgumentException("--url needs a URL");
+                    s.Urls = urls.ToArray();
                     break;
                 case "--concurrency": s.Concurrency = (int)Number(Value(), a, 1, 10_000); break;
                 case "--duration": s.DurationSec = Number(Value(), a, 0.1, 3600); break;
@@ -249,6 +296,7 @@ public sealed class Settings
                 case "--timeout": s.TimeoutSec = Number(Value(), a, 0.1, 3600); break;
                 case "--rate": s.Rate = Number(Value(), a, 0.01, 1e6); break;
                 case "--progress": s.ProgressFile = Value(); break;
+                case "--per-second": s.PerSecondFile = Value(); break;
                 case "--paths":
                     s.Paths = Value().Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
                     if (s.Paths.Length == 0 || s.Paths.Any(p => !p.StartsWith('/')))

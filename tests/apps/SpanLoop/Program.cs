@@ -11,16 +11,19 @@ using System.Threading.Tasks;
 internal static class Program
 {
     private const string Usage =
-        "usage: SpanLoop [--workers N] [--chunk-us US] [--duration SEC] [--progress FILE]\n" +
+        "usage: SpanLoop [--workers N] [--chunk-us US] [--duration SEC] [--progress FILE] [--duty P]\n" +
         "  N async workers (default 1), each repeating one unit: a span (ActivitySource \"SpanLoop\"),\n" +
         "  a compute chunk of about US microseconds (default 100, sized once at start), an await that\n" +
         "  resumes on the thread pool, a second chunk, the span's end. --progress: every 100 ms, a line\n" +
         "  \"NS UNITS\" appended to FILE (CLOCK_MONOTONIC nanoseconds, units done so far). Runs for SEC\n" +
-        "  seconds (default 60), then prints the units done. Exit 2 on bad usage.";
+        "  seconds (default 60), then prints the units done. --duty: each worker sleeps after a unit so\n" +
+        "  that it is busy P percent of the time (default 100: no sleep), for many light processes.\n" +
+        "  Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("SpanLoop");
     private static long[] s_done = Array.Empty<long>();	// per worker, 8 longs apart (own cache line)
     private static long s_iters;
+    private static double s_duty = 100;
 
     private static async Task<int> Main(string[] args)
     {
@@ -39,6 +42,7 @@ internal static class Program
                     case "--chunk-us": chunkUs = (int)Number(Value(), a, 1, 1_000_000); break;
                     case "--duration": seconds = Number(Value(), a, 0.1, 86400); break;
                     case "--progress": progress = Value(); break;
+                    case "--duty": s_duty = Number(Value(), a, 0.01, 100); break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -77,6 +81,7 @@ internal static class Program
         double keep = 0;
         while (!stop.IsCancellationRequested)
         {
+            long t0 = Stopwatch.GetTimestamp();
             using (Activity? span = Src.StartActivity("unit"))
             {
                 keep += Chunk(s_iters);
@@ -84,6 +89,12 @@ internal static class Program
                 keep += Chunk(s_iters);
             }
             Volatile.Write(ref s_done[slot], s_done[slot] + 1);
+            if (s_duty < 100)
+            {
+                double busyMs = Stopwatch.GetElapsedTime(t0).TotalMilliseconds;
+                try { await Task.Delay(TimeSpan.FromMilliseconds(Math.Max(1, busyMs * (100 - s_duty) / s_duty)), stop); }
+                catch (OperationCanceledException) { break; }
+            }
         }
         GC.KeepAlive(keep);
     }

@@ -71,6 +71,16 @@ public static class HotWork
         return x;
     }
 
+    /* Called from code generated per request (/work/codegen): its caller is a new compiled
+     * Expression each time, and `seed` (a constant of that expression) keeps them all different. */
+    [MethodImpl(Hot)]
+    public static ulong HotCodegen(long iters, long seed)
+    {
+        ulong x = 0xC2B2AE3D27D4EB4FUL ^ (ulong)seed;
+        for (long i = 0; i < iters; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x += (ulong)i; }
+        return x;
+    }
+
     /* Same loop under a name no test looks for: used only to size the chunks at startup. */
     [MethodImpl(Hot)]
     public static ulong CalibrationLoop(long iters)

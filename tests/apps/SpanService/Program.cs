@@ -3,6 +3,7 @@ using System;
 using System.Diagnostics;
 using System.IO;
 using System.Linq;
+using System.Linq.Expressions;
 using System.Text.Json;
 using System.Threading;
 using System.Threading.Tasks;
@@ -87,6 +88,7 @@ public static class Program
         app.MapGet("/work/a", WorkA);
         app.MapGet("/work/b", WorkB);
         app.MapGet("/work/labels", WorkLabels);
+        app.MapGet("/work/codegen", WorkCodegen);
 
         try
         {
@@ -153,6 +155,24 @@ public static class Program
             HotWork.Keep(HotWork.HotB_Outer(HotWork.Iters));
         }
         return Results.Text("b\n");
+    }
+
+    /* /work/codegen: request span -> "codegen"; compiles a new Expression (a DynamicMethod, jitted
+     * once and collectible) and runs one chunk through it: an app that generates code all the
+     * time, as compiled expressions, regexes and serializers do (scripts/bench-pod.sh). */
+    private static long s_codegen;
+    private static readonly System.Reflection.MethodInfo HotCodegen = typeof(HotWork).GetMethod(nameof(HotWork.HotCodegen))!;
+
+    private static IResult WorkCodegen()
+    {
+        using Activity? span = Source.StartActivity("codegen");
+        SpanInfo.HereIn(span);
+        long seed = Interlocked.Increment(ref s_codegen);
+        ParameterExpression n = Expression.Parameter(typeof(long), "n");
+        Func<long, ulong> f = Expression.Lambda<Func<long, ulong>>(
+            Expression.Call(HotCodegen, n, Expression.Constant(seed)), n).Compile();
+        HotWork.Keep(f(HotWork.Iters));
+        return Results.Text("codegen\n");
     }
 
     /* /work/labels?tenant=X: HotLabelled under label tenant=X (across an await), then HotUnlabelled outside it. */

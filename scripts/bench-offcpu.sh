@@ -1,0 +1,90 @@
+#!/bin/sh
+# bench-offcpu.sh: what --off-cpu costs at a high context-switch rate (`make bench`, section
+# offcpu). The load is tests/apps/native/pingpong: two threads passing a byte over two pipes, a
+# blocking read and a wake-up per hop. Prints
+#   1. BPF run time of the off-CPU programs (BPF_ENABLE_STATS, --bpf-stats) per context switch and
+#      per wake-up while pingpong is NOT profiled (spanprof profiles an idle process): what every
+#      other thread on the node pays;
+#   2. the same while pingpong IS profiled, its blocks all below the 1 ms threshold: the profiled
+#      switch-out's cost is the run time left once the unprofiled runs are taken out at the price
+#      measured in 1, over pingpong's switch-outs (its blocks plus its preempted switches);
+#   3. pingpong's round trips per second with no profiler, with `record -p` and with
+#      `record -p --off-cpu`, in alternating runs, and their ratios to no profiler.
+# Figures only; nothing passes or fails. Other work on the host adds switches to every figure.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+SECS=${SECS:-8}
+ROUNDS=${ROUNDS:-3}
+PP=$BUILD/apps/native/pingpong
+SP=$BUILD/spanprof
+OUT=$(mktemp -d)
+idle=
+trap 'rm -rf "$OUT"; [ -z "$idle" ] || kill "$idle" 2>/dev/null || true' EXIT
+for f in "$PP" "$SP"; do
+	[ -x "$f" ] || { echo "bench-offcpu.sh: $f missing: run make && make tools" >&2; exit 1; }
+done
+
+# cost FILE WHAT: "per_run_us runs" of the off-CPU program line WHAT ("context switch" | "wake-up").
+cost() { sed -n "s/^  off-CPU cost: \([0-9.]*\) us of BPF run time per $2 (\([0-9]*\) runs)/\1 \2/p" "$1"; }
+# blocks FILE: "long short preempted" from the off-CPU report line.
+blocks() {
+	sed -n 's/^  off-CPU: \([0-9]*\) blocks at.* \([0-9]*\) shorter blocks.*yielding switches (runnable: not blocking, not timed) \([0-9]*\);.*/\1 \2 \3/p' "$1"
+}
+
+# 1. pingpong not profiled: spanprof follows an idle process.
+sleep 1000 > /dev/null 2>&1 & idle=$!
+"$PP" $((SECS + 2)) > "$OUT/pp1.out" & pp=$!
+sleep 1
+"$SP" record -p "$idle" --off-cpu --bpf-stats -d "$SECS" -o "$OUT/u.pb.gz" > "$OUT/u.txt"
+wait "$pp"
+kill "$idle" 2>/dev/null || true
+idle=
+set -- $(cost "$OUT/u.txt" "context switch") $(cost "$OUT/u.txt" "wake-up")
+u_sw=$1 u_sw_runs=$2 u_wk=${3:-0} u_wk_runs=${4:-0}
+echo "-- not profiled (pingpong $(sed -n 's/.*rate \([0-9]*\).*/\1/p' "$OUT/pp1.out") round trips/s)"
+echo "   switch-out program: $u_sw us per context switch over $u_sw_runs switches"
+echo "   wake-up program:    $u_wk us per wake-up over $u_wk_runs wake-ups"
+
+# 2. pingpong profiled, every block below the threshold.
+"$PP" $((SECS + 2)) > "$OUT/pp2.out" & pp=$!
+sleep 1
+"$SP" record -p "$pp" --off-cpu --bpf-stats -d "$SECS" -o "$OUT/p.pb.gz" > "$OUT/p.txt"
+wait "$pp"
+set -- $(cost "$OUT/p.txt" "context switch") $(cost "$OUT/p.txt" "wake-up") $(blocks "$OUT/p.txt")
+p_sw=$1 p_sw_runs=$2 p_wk=$3 p_wk_runs=$4 long=$5 short=$6 preempt=$7
+awk -v psw="$p_sw" -v pswr="$p_sw_runs" -v pwk="$p_wk" -v pwkr="$p_wk_runs" -v usw="$u_sw" \
+    -v uwk="$u_wk" -v long="$long" -v short="$short" -v pre="$preempt" 'BEGIN {
+	own = long + short + pre; blk = long + short
+	sw = own ? (psw * pswr - usw * (pswr - own)) / own : 0
+	wk = blk ? (pwk * pwkr - uwk * (pwkr - blk)) / blk : 0
+	printf "-- profiled, below the threshold: %d blocks (%d at or above it), %d preempted switches\n", blk, long, pre
+	printf "   all switches: %.3f us per run over %d; all wake-ups: %.3f us over %d\n", psw, pswr, pwk, pwkr
+	printf "   profiled switch-out: %.3f us; profiled wake-up: %.3f us; per profiled block (both): %.3f us\n",
+	       sw, wk, own ? (sw * own + wk * blk) / blk : 0
+}'
+
+# 3. Throughput, alternating: no profiler, record -p, record -p --off-cpu.
+run_pp() {	# run_pp MODE: pingpong's rate under MODE (none | record | offcpu)
+	"$PP" "$SECS" > "$OUT/pp.out" & pp=$!
+	case $1 in
+	record) "$SP" record -p "$pp" -o "$OUT/r.pb.gz" > /dev/null ;;
+	offcpu) "$SP" record -p "$pp" --off-cpu -o "$OUT/o.pb.gz" > /dev/null ;;
+	esac
+	wait "$pp"
+	sed -n 's/.*rate \([0-9]*\).*/\1/p' "$OUT/pp.out"
+}
+: > "$OUT/rates"
+i=0
+while [ "$i" -lt "$ROUNDS" ]; do
+	for m in none record offcpu; do
+		echo "$m $(run_pp $m)" >> "$OUT/rates"
+	done
+	i=$((i + 1))
+done
+awk '{ s[$1] += $2; n[$1]++; v[$1] = v[$1] " " $2 } END {
+	printf "-- throughput, %d alternating rounds of %s s (round trips/s)\n", n["none"], "'"$SECS"'"
+	for (m in s) printf "   %-7s mean %.0f  (%s )\n", m, s[m] / n[m], v[m]
+	printf "   ratio to no profiler: record -p %.3f, record -p --off-cpu %.3f; --off-cpu to record -p %.3f\n",
+	       s["record"] / s["none"], s["offcpu"] / s["none"], s["offcpu"] / s["record"]
+}' "$OUT/rates"

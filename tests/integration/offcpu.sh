@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# offcpu.sh: off-CPU time by span (--off-cpu). tests/apps/OffCpu blocks inside known spans in four
+# ways (Thread.Sleep, a contended lock, sync-over-async .Result, a blocking socket read) and
+# measures each block itself; per scenario the off-CPU time spanprof puts on that span, with the
+# blocking method in the stack, is within 10 % of what the app measured, the scenario's method
+# under another span gets at most 1 % of it, and the helper threads that block outside any span
+# carry no span. No timing asserts: accounting comparisons only.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_cmd dotnet node
+
+OFFCPU=$BUILD/apps/OffCpu/OffCpu.dll
+need_built "$OFFCPU" "$HOOK"
+
+# Refused: the off-CPU choices without --off-cpu.
+rc=0
+"$SPANPROF" record --value off-cpu -d 1 -o "$TMP/bad.folded" > "$TMP/bad.txt" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--value off-cpu without --off-cpu: exit $rc, want 2"
+pass "--value off-cpu needs --off-cpu"
+
+# The app waits before its first span, while spanprof attaches and reads the hook's table.
+start_app --ready ' ready$' "$TMP/app.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
+	dotnet "$OFFCPU" --truth "$TMP/truth.json" --blocks 40 --block-ms 20 --delay-ms 3000
+record offcpu.pb.gz -p "$APP_PID" --off-cpu --by-span -o "$TMP/offcpu.folded" --value off-cpu \
+	-o "$TMP/offcpu.otlp.pb"
+[ -s "$TMP/truth.json" ] || { cat "$TMP/app.out"; fail "the app wrote no truth file"; }
+note "$(grep -E '^  off-CPU' "$TMP/offcpu.txt")"
+grep -q '^  off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/offcpu.txt" ||
+	{ cat "$TMP/offcpu.txt"; fail "no off-CPU blocks in the report"; }
+grep -q 'shorter blocks, [0-9.]* ms in all' "$TMP/offcpu.txt" || fail "the report lacks the short blocks"
+for n in sleep lock result socket; do
+	grep -Eq "^  $n +[0-9]+ms +[0-9.]+%  off-CPU +[0-9.]+ms" "$TMP/offcpu.txt" ||
+		{ cat "$TMP/offcpu.txt"; fail "--by-span lacks off-CPU time for $n"; }
+done
+pass "report: off-CPU blocks, short blocks counted, off-CPU time per span"
+
+decode "$TMP/offcpu.pb.gz"
+types=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/offcpu.json')).sampleTypes.join(',')")
+[ "$types" = "samples/count,cpu/nanoseconds,off_cpu/nanoseconds" ] || fail "sample types: $types"
+pass "pprof sample types: $types"
+
+r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/offcpu.json" "$TMP/truth.json")
+for n in sleep lock result socket; do
+	s=$(node -pe "JSON.stringify(($r).scenarios.$n)")
+	note "$n: $s"
+	ratio=$(field "$s" ratio)
+	ge "$ratio" 0.9 || fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+	le "$ratio" 1.1 || fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+	le "$(field "$s" wrong_rate)" 0.01 || fail "$n: $(field "$s" wrong_ms) ms of its blocking under another span (want <= 1 %)"
+	pass "$n: $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio); wrong span $(field "$s" wrong_ms) ms"
+done
+for h in hold serve; do
+	s=$(node -pe "JSON.stringify(($r).helpers.$h)")
+	ge "$(field "$s" off_ms)" 100 || fail "$h: only $(field "$s" off_ms) ms off-CPU for a thread that blocks most of the run"
+	[ "$(field "$s" with_span_ms)" = 0 ] || fail "$h blocks outside any span, yet $(field "$s" with_span_ms) ms carry a span"
+	pass "$h (outside any span): $(field "$s" off_ms) ms off-CPU, none with a span"
+done
+
+# OTLP: a second profile, off_cpu/nanoseconds, with the pprof's off-CPU total and span links.
+node "$TOOLS/otlp-receiver.js" --decode "$TMP/offcpu.otlp.pb" > "$TMP/offcpu.otlp.json" ||
+	fail "the OTLP file does not decode"
+o=$(node -e '
+const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const p = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const off = j.resources.flatMap((r) => r.profiles).filter((x) => x.sampleType === "off_cpu/nanoseconds");
+const cpu = j.resources.flatMap((r) => r.profiles).filter((x) => x.sampleType === "samples/count");
+console.log(JSON.stringify({ off: off.length, cpu: cpu.length, off_total: off.reduce((t, x) => t + x.total, 0),
+  pprof_off_total: Number(p.totals[2]), off_linked: off.reduce((t, x) => t + x.linked, 0) }));
+' "$TMP/offcpu.otlp.json" "$TMP/offcpu.json")
+note "otlp: $o"
+[ "$(field "$o" off)" = 1 ] && [ "$(field "$o" cpu)" = 1 ] || fail "OTLP profiles: $o (want one CPU and one off-CPU)"
+[ "$(field "$o" off_total)" = "$(field "$o" pprof_off_total)" ] || fail "OTLP off-CPU total differs from the pprof's: $o"
+[ "$(field "$o" off_linked)" -gt 0 ] || fail "no off-CPU sample links a span in OTLP: $o"
+pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as in the pprof, span links"
+
+# The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there.
+grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" ||
+	fail "--value off-cpu: no off-CPU stack of BlockSleep in the folded output"
+pass "folded --value off-cpu holds the blocking stacks"
