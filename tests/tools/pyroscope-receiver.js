@@ -21,7 +21,8 @@
 //      "totalNs", "sampleLabels": {"span_id": samples with it, ...}, "spans": {id: total},
 //      "spanNames": {span_name: total}, "sampleTypes": ["type/unit", ...],
 //      "profileTypes": ["__name__:type:unit:period_type:period_unit", ...] (Pyroscope's profile
-//      type ids; the period part empty without a period), "stacks": [...] (--stacks)}]}]}
+//      type ids; the period part empty without a period), "stacks": [{"stack": "root;...;leaf",
+//      "value", "spanName"}] (--stacks)}]}]}
 //   plus "error": "..." when something did not decode or broke a rule (then answered 400
 //   unless a failure mode decided otherwise).
 'use strict';
@@ -119,6 +120,7 @@ function decodeProfile(raw, wantStacks) {
     total += v0;
     totalNs += s.value.length > 1 ? num(s.value[1]) : 0;
     const seen = new Set();
+    let spanName;
     for (const l of s.label) {
       const k = str(l.key);
       if (!seen.has(k))
@@ -126,12 +128,14 @@ function decodeProfile(raw, wantStacks) {
       seen.add(k);
       if (k === 'span_id')
         spans[str(l.str)] = (spans[str(l.str)] || 0) + v0;
-      if (k === 'span_name')
-        spanNames[str(l.str)] = (spanNames[str(l.str)] || 0) + v0;
+      if (k === 'span_name') {
+        spanName = str(l.str);
+        spanNames[spanName] = (spanNames[spanName] || 0) + v0;
+      }
     }
     const names = s.locationId.map(frame);	// leaf first; check every reference
     if (stacks)
-      stacks.push({ stack: names.reverse().join(';'), value: v0 });
+      stacks.push({ stack: names.reverse().join(';'), value: v0, spanName });
   }
   const sampleTypes = p.sampleType.map((t) => `${str(t.type)}/${str(t.unit)}`);
   const period = p.periodType && num(p.period) ? `${str(p.periodType.type)}:${str(p.periodType.unit)}` : ':';
