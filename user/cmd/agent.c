@@ -691,6 +691,14 @@ int agent__run(const struct agent_opts *o)
 			a.windows_built, a.window_samples, c.bpf[SP_CNT_SENT],
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
 			c.not_target, c.malformed, c.dropped_nomem, c.refused, c.left_out);
+		if (o->off_cpu)
+			fprintf(stderr, "spanprof: off-CPU: %" PRIu64 " blocks at or above the threshold "
+				"(%.1f ms), %" PRIu64 " shorter (%.1f ms, counted); preempted or yielding "
+				"switches %" PRIu64 "; lost: no per-thread record %" PRIu64 "; processes "
+				"not timed (filter full) %" PRIu64 "\n", c.bpf[SP_CNT_OFFCPU_LONG],
+				c.bpf[SP_CNT_OFFCPU_LONG_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_SHORT],
+				c.bpf[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_PREEMPT],
+				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked);
 		if (o->verbose)
 			report__dotnet_processes(stderr, a.e, "spanprof:   ");
 	}
