@@ -274,10 +274,16 @@ static void retire(struct engine *e, struct proc *p, uint64_t now)
 	if (symbolizer__finish_proc(e->sym, p))
 		return;	/* out of memory: tried again at the next check */
 	runtime__detach_all(p);
-	/* An exec'd program's pid is the newer entry's now: left to it (and to its exit). */
-	if (p->offcpu_tracked && !p->execed)
-		bpfsession__offcpu_track(e->bpf, p->pid, 0);
-	p->offcpu_tracked = 0;
+	if (p->offcpu_tracked) {
+		/* An exec'd program's pid is the newer entry's now: its exit takes the pid out. */
+		struct proc *now = p->execed ? proctab__find(e->procs, p->pid, p->start_ticks) : NULL;
+
+		if (now && now != p)
+			now->offcpu_tracked = 1;
+		else
+			bpfsession__offcpu_track(e->bpf, p->pid, 0);
+		p->offcpu_tracked = 0;
+	}
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	if (p->root_fd >= 0)
