@@ -15,13 +15,16 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space before load. */
 const volatile bool filter_pids = false;
 const volatile bool follow_forks = false;	/* children of filtered processes join the filter */
+/* Off-CPU time only for the processes in pid_filter, even without filter_pids: the agent's .NET
+ * processes, added by user space as it finds them. */
+const volatile bool offcpu_filter = false;
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);		/* resized by user space to the number of -p pids */
+	__uint(max_entries, 1);		/* resized by user space: -p pids, or offcpu_filter's */
 	__type(key, __u32);
 	__type(value, __u8);
 } pid_filter SEC(".maps");
@@ -527,7 +530,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct pt_regs *ur;
 	__u64 site[4];
 
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;	/* the first check: an unprofiled thread leaves here */
 	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
 		return 0;

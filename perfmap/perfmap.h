@@ -137,4 +137,10 @@ size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size
  * return type; 0 when the name has another shape (stubs). */
 size_t perfmap__method_offset(const char *name, size_t len);
 
+/* What a frame's display name ("[Assembly] Type::Method(args)") is: not a .NET method (native,
+ * kernel, a stub), a method of the framework (the System.*, Microsoft.*, mscorlib and
+ * netstandard assemblies: where the wait APIs are), or one of the application's. */
+enum perfmap_frame { PERFMAP_FRAME_OTHER, PERFMAP_FRAME_FRAMEWORK, PERFMAP_FRAME_APP };
+enum perfmap_frame perfmap__frame_kind(const char *name);
+
 #endif /* SPANPROF_PERFMAP_H */

@@ -33,6 +33,14 @@ for n in sleep lock result socket; do
 		{ cat "$TMP/offcpu.txt"; fail "--by-span lacks off-CPU time for $n"; }
 done
 pass "report: off-CPU blocks, short blocks counted, off-CPU time per span"
+# --by-span: each span's top blocking frame is the app's method that blocked, not the runtime's wait.
+for n in sleep lock result socket; do
+	top=$(sed -n "/^  $n /,/^  [^ ]/p" "$TMP/offcpu.txt" | grep -m1 '^      blocked') ||
+		{ cat "$TMP/offcpu.txt"; fail "--by-span: no blocking frame under $n"; }
+	echo "$top" | grep -q "\] Program::Block${n^}(" || fail "--by-span: $n's top blocking frame: $top"
+	note "$top"
+done
+pass "--by-span: the top blocking frame of each span is its Program::Block* method"
 
 decode "$TMP/offcpu.pb.gz"
 types=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/offcpu.json')).sampleTypes.join(',')")

@@ -19,7 +19,10 @@
 //   {"t": ms, "path": "...", "headers": {...}, "answered": 200|503|"hang"|..., "bytes": n,
 //    "series": [{"labels": {...}, "profiles": [{"id", "bytes", "rawBytes", "samples", "total",
 //      "totalNs", "sampleLabels": {"span_id": samples with it, ...}, "spans": {id: total},
-//      "stacks": [...] (--stacks)}]}]}
+//      "spanNames": {span_name: total}, "sampleTypes": ["type/unit", ...],
+//      "profileTypes": ["__name__:type:unit:period_type:period_unit", ...] (Pyroscope's profile
+//      type ids; the period part empty without a period), "stacks": [{"stack": "root;...;leaf",
+//      "value", "spanName"}] (--stacks)}]}]}
 //   plus "error": "..." when something did not decode or broke a rule (then answered 400
 //   unless a failure mode decided otherwise).
 'use strict';
@@ -110,12 +113,14 @@ function decodeProfile(raw, wantStacks) {
   let totalNs = 0;
   const sampleLabels = {};
   const spans = {};
+  const spanNames = {};
   const stacks = wantStacks ? [] : undefined;
   for (const s of p.sample) {
     const v0 = s.value.length ? num(s.value[0]) : 0;
     total += v0;
     totalNs += s.value.length > 1 ? num(s.value[1]) : 0;
     const seen = new Set();
+    let spanName;
     for (const l of s.label) {
       const k = str(l.key);
       if (!seen.has(k))
@@ -123,12 +128,19 @@ function decodeProfile(raw, wantStacks) {
       seen.add(k);
       if (k === 'span_id')
         spans[str(l.str)] = (spans[str(l.str)] || 0) + v0;
+      if (k === 'span_name') {
+        spanName = str(l.str);
+        spanNames[spanName] = (spanNames[spanName] || 0) + v0;
+      }
     }
     const names = s.locationId.map(frame);	// leaf first; check every reference
     if (stacks)
-      stacks.push({ stack: names.reverse().join(';'), value: v0 });
+      stacks.push({ stack: names.reverse().join(';'), value: v0, spanName });
   }
-  const out = { bytes, rawBytes, samples: p.sample.length, total, totalNs, sampleLabels, spans };
+  const sampleTypes = p.sampleType.map((t) => `${str(t.type)}/${str(t.unit)}`);
+  const period = p.periodType && num(p.period) ? `${str(p.periodType.type)}:${str(p.periodType.unit)}` : ':';
+  const out = { bytes, rawBytes, samples: p.sample.length, total, totalNs, sampleLabels, spans,
+    spanNames, sampleTypes, period };
   if (stacks)
     out.stacks = stacks;
   return out;
@@ -173,6 +185,8 @@ function decodePush(PushRequest, body, wantStacks) {
         throw new Error(`profile of ${p.rawBytes} bytes, over ${MAX_PROFILE_BYTES}`);
       if (p.samples > MAX_SAMPLES)
         throw new Error(`profile of ${p.samples} samples, over ${MAX_SAMPLES}`);
+      p.profileTypes = p.sampleTypes.map((t) => `${labels.__name__}:${t.replace('/', ':')}:${p.period}`);
+      delete p.period;
       return { id: r.ID, ...p };
     });
     series.push({ labels, profiles });

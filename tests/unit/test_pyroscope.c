@@ -375,6 +375,95 @@ static void test_pyroscope_encode_batch(void **state)
 	profile__free(b);
 }
 
+/* A profile with off-CPU time: its CPU values in the series as given (samples without CPU left
+ * out), its off-CPU time in a second series, the same labels but __name__ off_cpu, whose pprof
+ * has one sample type, off_cpu/nanoseconds, no period (Pyroscope's off_cpu:off_cpu:nanoseconds::). */
+static void test_pyroscope_encode_off_cpu(void **state)
+{
+	struct profile_opts o = { .period_ns = PERIOD, .off_cpu = 1, .duration_ns = 15000000000LL };
+	struct profile *p = profile__new(&o);
+	const struct pf_label l[] = { { "__name__", "process_cpu", 0 }, { "service_name", "shop", 0 },
+				      { "pod", "shop-1", 0 } };
+	const struct pf_label sl[] = { { "span_name", "GET /a", 0 } };
+	struct export_series s = { l, 3, p };
+	struct export_batch batch = { 1, 2, &s, 1 };
+	struct pyroscope_encode_info info;
+	const Push__V1__RawProfileSeries *cpu, *off;
+	uint32_t f1, f2, loc[2];
+	pb_profile *prof;
+	pb_push *req;
+
+	(void)state;
+	assert_non_null(p);
+	f1 = profile__function(p, "Monitor.Wait", NULL, NULL);
+	f2 = profile__function(p, "Work", NULL, NULL);
+	loc[0] = profile__location(p, 0, 0x10, f1);
+	loc[1] = profile__location(p, 0, 0x20, f2);
+	/* CPU only; off-CPU only (another stack); both on one stack and label set */
+	assert_int_equal(profile__add_values(p, loc + 1, 1, NULL, 0, 3, 0), 0);
+	assert_int_equal(profile__add_values(p, loc, 2, sl, 1, 0, 5000000), 0);
+	assert_int_equal(profile__add_values(p, loc, 1, NULL, 0, 2, 7000000), 0);
+	assert_int_equal(profile__sample_count(p), 3);
+	req = encode(&batch, &info);
+	assert_int_equal(req->n_series, 2);
+	assert_int_equal(info.series, 2);
+	assert_int_equal(info.samples, 4);	/* 2 with CPU, 2 with off-CPU time */
+	assert_int_equal(info.labels_added, 0);
+	cpu = req->series[0];
+	off = req->series[1];
+	assert_string_equal(series_label(cpu, "__name__"), "process_cpu");
+	assert_string_equal(series_label(off, "__name__"), "off_cpu");
+	assert_int_equal(off->n_labels, 3);
+	assert_string_equal(off->labels[0]->name, "__name__");
+	assert_string_equal(series_label(off, "service_name"), "shop");
+	assert_string_equal(series_label(off, "pod"), "shop-1");
+
+	prof = decode_gz(cpu->samples[0]->raw_profile.data, cpu->samples[0]->raw_profile.len, NULL);
+	assert_int_equal(prof->n_sample_type, 2);
+	assert_string_equal(S(prof, prof->sample_type[1]->type), "cpu");
+	assert_int_equal(prof->n_sample, 2);
+	check_pruned(prof);
+	assert_int_equal(prof->sample[0]->value[0] + prof->sample[1]->value[0], 5);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+
+	prof = decode_gz(off->samples[0]->raw_profile.data, off->samples[0]->raw_profile.len, NULL);
+	assert_int_equal(prof->n_sample_type, 1);
+	assert_string_equal(S(prof, prof->sample_type[0]->type), "off_cpu");
+	assert_string_equal(S(prof, prof->sample_type[0]->unit), "nanoseconds");
+	assert_string_equal(S(prof, prof->default_sample_type), "off_cpu");
+	assert_null(prof->period_type);
+	assert_int_equal(prof->period, 0);
+	assert_int_equal(prof->n_sample, 2);
+	for (size_t i = 0; i < prof->n_sample; i++) {
+		const Perftools__Profiles__Sample *sm = prof->sample[i];
+
+		assert_int_equal(sm->n_value, 1);
+		if (sm->n_location_id == 2) {
+			assert_int_equal(sm->value[0], 5000000);
+			assert_string_equal(sample_label(prof, sm, "span_name"), "GET /a");
+		} else {
+			assert_int_equal(sm->value[0], 7000000);
+		}
+	}
+	assert_int_equal(prof->n_function, 2);	/* the CPU-only stack's Work is used too */
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	push__v1__push_request__free_unpacked(req, NULL);
+
+	/* a window without blocks: the CPU series only */
+	profile__free(p);
+	p = profile__new(&o);
+	s.prof = p;
+	f2 = profile__function(p, "Work", NULL, NULL);
+	loc[1] = profile__location(p, 0, 0x20, f2);
+	assert_int_equal(profile__add_values(p, loc + 1, 1, NULL, 0, 3, 0), 0);
+	req = encode(&batch, &info);
+	assert_int_equal(req->n_series, 1);
+	assert_int_equal(info.series_empty, 1);
+	assert_string_equal(series_label(req->series[0], "__name__"), "process_cpu");
+	push__v1__push_request__free_unpacked(req, NULL);
+	profile__free(p);
+}
+
 static void test_pyroscope_encode_required_labels(void **state)
 {
 	struct profile *p = new_profile();
@@ -590,6 +679,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pyroscope_pprof_encode_range_prunes),
 		cmocka_unit_test(test_pyroscope_encode_batch),
+		cmocka_unit_test(test_pyroscope_encode_off_cpu),
 		cmocka_unit_test(test_pyroscope_encode_required_labels),
 		cmocka_unit_test(test_pyroscope_encode_label_rules),
 		cmocka_unit_test(test_pyroscope_encode_split_samples),

@@ -212,7 +212,8 @@ static int series_of(void *arg, struct proc *p)
 {
 	struct agent *a = arg;
 	const struct proc_identity *id = identity_of(a, p);
-	struct profile_opts po = { .period_ns = 1000000000ull / a->o->freq };
+	struct profile_opts po = { .period_ns = 1000000000ull / a->o->freq,
+				   .off_cpu = a->o->off_cpu };
 	struct series *s;
 
 	if (!id)
@@ -388,6 +389,9 @@ static void publish_metrics(struct agent *a)
 	  c.stacks_truncated);
 	C("samples_chain_cut_total", "Samples whose user stack walk left code (a frameless caller "
 	  "used the frame pointer for data): kept up to there, callers lost.", NULL, c.chains_cut);
+	C("offcpu_processes_untracked_total", "Processes whose blocks could not be timed off-CPU "
+	  "(more .NET processes at once than the sampler's table holds).", NULL,
+	  c.offcpu_untracked);
 	C("span_undecodable_total", "Span records that could not be decoded.", NULL,
 	  c.ctx_undecodable);
 	C("span_tables_reregistered_total", "Span tables registered again after the sampler's LRU "
@@ -576,7 +580,8 @@ int agent__run(const struct agent_opts *o)
 {
 	struct engine_opts eo = {
 		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent",
-			 .ctx_procs_max = o->max_span_tables },
+			 .ctx_procs_max = o->max_span_tables, .off_cpu = o->off_cpu,
+			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns },
 		.enable_perfmap = o->enable_perfmap,
 		.allow_remote_files = o->allow_remote_files,
 		.pyroscope_labels = !o->full_span_labels,
@@ -632,9 +637,10 @@ int agent__run(const struct agent_opts *o)
 			fprintf(stderr, "spanprof: turned off perf maps left on by a spanprof that "
 				"died: %" PRIu64 " processes\n", c.leftovers_undone);
 	}
-	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs, windows of %g s%s",
+	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
 		o->all_processes ? "every process" : ".NET processes", o->freq,
-		bpfsession__ncpus(engine__bpf(a.e)), o->interval, a.metrics ? "" : "\n");
+		bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
+		o->interval, a.metrics ? "" : "\n");
 	if (a.metrics)
 		fprintf(stderr, "; metrics on port %d\n", metrics__port(a.metrics));
 
@@ -685,6 +691,14 @@ int agent__run(const struct agent_opts *o)
 			a.windows_built, a.window_samples, c.bpf[SP_CNT_SENT],
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
 			c.not_target, c.malformed, c.dropped_nomem, c.refused, c.left_out);
+		if (o->off_cpu)
+			fprintf(stderr, "spanprof: off-CPU: %" PRIu64 " blocks at or above the threshold "
+				"(%.1f ms), %" PRIu64 " shorter (%.1f ms, counted); preempted or yielding "
+				"switches %" PRIu64 "; lost: no per-thread record %" PRIu64 "; processes "
+				"not timed (filter full) %" PRIu64 "\n", c.bpf[SP_CNT_OFFCPU_LONG],
+				c.bpf[SP_CNT_OFFCPU_LONG_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_SHORT],
+				c.bpf[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_PREEMPT],
+				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked);
 		if (o->verbose)
 			report__dotnet_processes(stderr, a.e, "spanprof:   ");
 	}

@@ -137,6 +137,12 @@ static const char usage_agent[] =
 	"      --flush-timeout SECS   wait at SIGTERM for delivery (default 5)\n"
 	"      --full-span-labels     trace_id, span_id (active span), local_root_span_id instead of\n"
 	"                             Pyroscope's span_id = local root span\n"
+	"      --off-cpu              also time how long the threads of .NET processes (with\n"
+	"                             --all-processes: of every process) block, with stack and span:\n"
+	"                             its own profile type, Pyroscope's off_cpu (off_cpu/nanoseconds),\n"
+	"                             in series with the CPU ones' labels; OTLP: a second profile\n"
+	"      --off-cpu-threshold MS blocks this long or longer get stacks (default 1); shorter\n"
+	"                             ones are only counted (/metrics), with their total time\n"
 	"      --no-enable-perfmap    do not turn perf maps on in .NET processes that lack them\n"
 	"      --allow-remote-files   read perf maps and jitdumps on remote or FUSE file systems\n"
 	"      --perfmap-max-mb N     a perf map spanprof turned on that passes N MiB is started\n"
@@ -412,7 +418,7 @@ static int cmd_agent(int argc, char **argv)
 	       OPT_NODE, OPT_QUEUE, OPT_FLUSH, OPT_FULL, OPT_NO_ENABLE, OPT_RINGBUF, OPT_AMAX_FRAMES,
 	       OPT_AMAX_STACKS, OPT_AMAX_TABLES, OPT_AMAX_SYMBOL_MB, OPT_OTLP, OPT_REMOTE,
 	       OPT_OURL, OPT_OHEADER, OPT_OTIMEOUT, OPT_OCOMP, OPT_OCA, OPT_APERFMAP_MAX,
-	       OPT_APERFMAP_IDLE };
+	       OPT_APERFMAP_IDLE, OPT_AOFF_CPU, OPT_AOFF_THRESHOLD };
 	static const struct option longopts[] = {
 		{ "freq", required_argument, NULL, 'F' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -448,6 +454,8 @@ static int cmd_agent(int argc, char **argv)
 		{ "max-symbol-mb", required_argument, NULL, OPT_AMAX_SYMBOL_MB },
 		{ "perfmap-max-mb", required_argument, NULL, OPT_APERFMAP_MAX },
 		{ "perfmap-idle", required_argument, NULL, OPT_APERFMAP_IDLE },
+		{ "off-cpu", no_argument, NULL, OPT_AOFF_CPU },
+		{ "off-cpu-threshold", required_argument, NULL, OPT_AOFF_THRESHOLD },
 		SYMBOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -618,6 +626,15 @@ static int cmd_agent(int argc, char **argv)
 		case OPT_REMOTE:
 			o.allow_remote_files = 1;
 			break;
+		case OPT_AOFF_CPU:
+			o.off_cpu = 1;
+			break;
+		case OPT_AOFF_THRESHOLD:
+			if (parse_seconds(optarg, 1e-6, 1e6, &d))
+				return bad_usage("bad off-CPU threshold (milliseconds > 0, e.g. 1 or 0.5)",
+						 optarg);
+			o.off_cpu_threshold_ns = (uint64_t)(d * 1e6);
+			break;
 		case OPT_AMAX_FRAMES:
 		case OPT_AMAX_STACKS:
 		case OPT_AMAX_TABLES:
@@ -645,6 +662,8 @@ static int cmd_agent(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument", argv[optind]);
+	if (o.off_cpu_threshold_ns && !o.off_cpu)
+		return bad_usage("--off-cpu-threshold goes with --off-cpu", NULL);
 	if (o.pyroscope_url && strncmp(o.pyroscope_url, "http://", 7) &&
 	    strncmp(o.pyroscope_url, "https://", 8))
 		return bad_usage("bad Pyroscope URL (want http://HOST:PORT or https://...)",

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "blocking.h"
 #include "engine.h"
 #include "intern.h"
 #include "profile.h"
@@ -143,7 +144,22 @@ static int by_cpu_desc(const void *a, const void *b, void *arg)
 	return sc->cpu[x] < sc->cpu[y] ? 1 : sc->cpu[x] > sc->cpu[y] ? -1 : 0;
 }
 
-/* Per local root span name: CPU time and the top functions. */
+/* The frames a span's threads blocked in, by off-CPU time: the application's method, and the wait
+ * it called into. */
+static void print_blocking(FILE *f, const struct profile *prof, const char *key, const char *value,
+			   uint64_t span_off_ns)
+{
+	struct pf_blocking top[3];
+	size_t got = blocking__top(prof, key, value, top, 3);
+
+	for (size_t i = 0; i < got; i++)
+		fprintf(f, "      blocked %5.1f%% %8.1fms  %s%s%s\n",
+			span_off_ns ? 100.0 * top[i].off_ns / span_off_ns : 0, top[i].off_ns / 1e6,
+			top[i].frame, top[i].via ? "  in " : "", top[i].via ? top[i].via : "");
+}
+
+/* Per local root span name: CPU time and the top functions; with off-CPU time, the top frames
+ * that blocked. */
 static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_ns)
 {
 	struct intern *names = intern__new();
@@ -178,8 +194,8 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 		qsort_r(order, intern__count(names), sizeof(*order), by_cpu_desc,
 			&(struct span_cpu){ names, cpu });
 	total = profile__total(prof);
-	fprintf(f, "by span (local root span name), CPU time%s and top functions:\n",
-		show_off ? ", off-CPU time" : "");
+	fprintf(f, "by span (local root span name), CPU time%s and top functions%s:\n",
+		show_off ? ", off-CPU time" : "", show_off ? ", top blocking frames" : "");
 	for (uint32_t i = 0; order && cpu && off && i < intern__count(names); i++) {
 		const char *name = intern__key(names, order[i], NULL);
 
@@ -190,6 +206,8 @@ static void print_by_span(FILE *f, const struct profile *prof, uint64_t period_n
 		fputc('\n', f);
 		if (name[0])
 			print_top(f, prof, key, name, 5, period_ns, "      ");
+		if (name[0] && show_off && off[order[i]])
+			print_blocking(f, prof, key, name, off[order[i]]);
 	}
 	free(order);
 	free(cpu);

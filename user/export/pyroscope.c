@@ -17,6 +17,9 @@
 
 #define PUSH_PATH	"/push.v1.PusherService/Push"
 #define DEFAULT_NAME	"process_cpu"	/* what Alloy's eBPF profiler sends */
+/* Pyroscope's name for off-CPU time (pkg/model ProfileNameOffCpu): its OTLP ingest files the
+ * OpenTelemetry eBPF profiler's off_cpu/nanoseconds profile as off_cpu:off_cpu:nanoseconds::. */
+#define OFF_CPU_NAME	"off_cpu"
 #define DEFAULT_SERVICE	"unknown"
 #define ID_LEN		36		/* 8-4-4-4-12 hex */
 
@@ -93,10 +96,11 @@ static void lbls_free(struct lbl *l, size_t n)
 /*
  * The series' labels as Pyroscope wants them: __name__ and service_name first (defaulted when
  * absent or empty), then the others in their order, with at most PYROSCOPE_MAX_LABEL_NAMES in
- * all. Duplicates after cleaning keep the first. 0 or -ENOMEM.
+ * all. Duplicates after cleaning keep the first. name, when not NULL, is __name__ whatever the
+ * series says. 0 or -ENOMEM.
  */
-static int series_labels(const struct export_series *s, struct lbl **out, size_t *n_out,
-			 struct pyroscope_encode_info *info)
+static int series_labels(const struct export_series *s, const char *name_override,
+			 struct lbl **out, size_t *n_out, struct pyroscope_encode_info *info)
 {
 	struct lbl *l = calloc(s->n_labels + 2, sizeof(*l));
 	size_t n = 2, i, j;
@@ -123,6 +127,11 @@ static int series_labels(const struct export_series *s, struct lbl **out, size_t
 		info->labels_renamed += renamed;
 		info->labels_truncated += trunc_n || trunc_v;
 		slot = !strcmp(name, "__name__") ? 0 : !strcmp(name, "service_name") ? 1 : n;
+		if (!slot && name_override) {
+			free(name);
+			free(value);
+			continue;	/* supplied below */
+		}
 		for (dup = 0, j = 0; j < n && !dup; j++)
 			dup = l[j].name && !strcmp(l[j].name, name);
 		if (!dup)
@@ -139,12 +148,12 @@ static int series_labels(const struct export_series *s, struct lbl **out, size_t
 		if (l[i].name)
 			continue;
 		l[i].name = strdup(i ? "service_name" : "__name__");
-		l[i].value = strdup(i ? DEFAULT_SERVICE : DEFAULT_NAME);
+		l[i].value = strdup(i ? DEFAULT_SERVICE : name_override ? name_override : DEFAULT_NAME);
 		if (!l[i].name || !l[i].value) {
 			lbls_free(l, n);
 			return -ENOMEM;
 		}
-		info->labels_added++;
+		info->labels_added += i || !name_override;
 	}
 	/* Over the limit: the first ones stay, the identity labels among them. */
 	for (i = PYROSCOPE_MAX_LABEL_NAMES; i < n; i++) {
@@ -224,16 +233,18 @@ static int parts_push(struct parts *ps, uint8_t *gz, size_t len)
 }
 
 /*
- * The profile as gzip pprofs of consecutive sample ranges, each within both limits. A range
- * over the byte limit is re-encoded smaller, in proportion to how far over it was (the tables
- * are pruned to each range, so size follows the sample count); a single sample still over it is
- * left out and counted. 0 or -errno.
+ * The profile's values of one kind (pprof_values) as gzip pprofs of consecutive sample ranges,
+ * each within both limits. A range over the byte limit is re-encoded smaller, in proportion to
+ * how far over it was (the tables are pruned to each range, so size follows the sample count); a
+ * single sample still over it is left out and counted. A range with no value of that kind is not
+ * sent. 0 or -errno.
  */
-static int encode_profile(const struct profile *p, const struct limits *lim, struct parts *ps,
+static int encode_profile(const struct profile *p, enum pprof_values which,
+			  const struct limits *lim, struct parts *ps,
 			  struct pyroscope_encode_info *info)
 {
 	size_t n = profile__sample_count(p), first = 0, guess = lim->max_samples, cnt, raw, nxt;
-	size_t before = ps->n;
+	size_t before = ps->n, written = 0;
 	uint8_t *gz;
 	size_t len;
 	int err;
@@ -241,7 +252,7 @@ static int encode_profile(const struct profile *p, const struct limits *lim, str
 	while (first < n) {
 		cnt = n - first < guess ? n - first : guess;
 		for (;;) {
-			err = pprof__encode(p, first, cnt, 1, &gz, &len);
+			err = pprof__encode_values(p, first, cnt, which, 1, &gz, &len, &written);
 			if (err)
 				return err;
 			raw = gzip_isize(gz, len);
@@ -257,13 +268,17 @@ static int encode_profile(const struct profile *p, const struct limits *lim, str
 			cnt = nxt < 1 ? 1 : nxt >= cnt ? cnt - 1 : nxt;
 			guess = cnt;
 		}
+		if (gz && !written) {
+			free(gz);
+			gz = NULL;
+		}
 		if (gz) {
 			err = parts_push(ps, gz, len);
 			if (err) {
 				free(gz);
 				return err;
 			}
-			info->samples += cnt;
+			info->samples += written;
 		}
 		first += cnt;
 	}
@@ -300,18 +315,25 @@ static int encode_with(const struct export_batch *b, const struct limits *lim, u
 	if (!info)
 		info = &dummy;
 	memset(info, 0, sizeof(*info));
-	so = calloc(b->n + 1, sizeof(*so));
+	so = calloc(2 * b->n + 1, sizeof(*so));	/* CPU, off-CPU */
 	if (!so)
 		return -ENOMEM;
-	for (i = 0; i < b->n; i++) {
-		const struct export_series *s = &b->series[i];
+	for (i = 0; i < 2 * b->n; i++) {
+		const struct export_series *s = &b->series[i / 2];
+		int off = i % 2, has_off;
 
 		if (!s->prof || (s->n_labels && !s->labels)) {
 			err = -EINVAL;
 			goto free_all;
 		}
+		/* Off-CPU time is its own profile type in Pyroscope, in a series of its own with
+		 * the same labels but __name__. */
+		has_off = profile__opts(s->prof)->off_cpu;
+		if (off && !has_off)
+			continue;
 		so[n_ser].first_part = ps.n;
-		err = encode_profile(s->prof, lim, &ps, info);
+		err = encode_profile(s->prof, off ? PPROF_VALUES_OFF_CPU : has_off ? PPROF_VALUES_CPU :
+						    PPROF_VALUES_ALL, lim, &ps, info);
 		if (err)
 			goto free_all;
 		so[n_ser].n_parts = ps.n - so[n_ser].first_part;
@@ -319,7 +341,8 @@ static int encode_with(const struct export_batch *b, const struct limits *lim, u
 			info->series_empty++;	/* nothing to show; Pyroscope stores no empty profile */
 			continue;
 		}
-		err = series_labels(s, &so[n_ser].labels, &so[n_ser].n_labels, info);
+		err = series_labels(s, off ? OFF_CPU_NAME : NULL, &so[n_ser].labels,
+				    &so[n_ser].n_labels, info);
 		if (err)
 			goto free_all;
 		n_lp += so[n_ser].n_labels;
@@ -373,7 +396,7 @@ static int encode_with(const struct export_batch *b, const struct limits *lim, u
 	info->raw_samples = ps.n;
 
 free_all:
-	for (i = 0; i < b->n; i++)
+	for (i = 0; so && i < n_ser; i++)
 		lbls_free(so[i].labels, so[i].n_labels);
 	for (i = 0; i < ps.n; i++)
 		free(ps.v[i].gz);

@@ -43,6 +43,7 @@ struct proc {
 	int gone;		/* exited, or the pid now belongs to another process */
 	int retired;		/* gone, its frames named, its runtimes detached and fds closed */
 	int sampled;		/* a target: seen in a sample, or named with -p */
+	int offcpu_tracked;	/* its blocks are timed off-CPU (the agent's .NET processes) */
 	int execed;		/* its program exec'd another: a newer entry has its pid and start time
 				 * (gone is set: its /proc directory now shows the new program) */
 	uint64_t exec_ns;	/* its program began with an exec seen at this time (bpf clock), or 0 */

@@ -151,7 +151,8 @@ struct pb_build {
 	pb_profile prof;
 	pb_value_type vt[4];	/* samples/count, cpu/nanoseconds, period type, off_cpu/nanoseconds */
 	pb_value_type *vt_ptrs[3];
-	size_t n_values;	/* per sample: 2, 3 with off-CPU time */
+	size_t n_values;	/* per sample: 2, 3 with off-CPU time; 2 or 1 for one kind of value */
+	enum pprof_values which;
 	struct strtab st;
 	pb_mapping *maps;
 	pb_mapping **map_ptrs;
@@ -209,6 +210,13 @@ static void build_free(struct pb_build *b)
 	free(b->new_loc);
 }
 
+/* Whether the sample goes into this pprof: every sample, or those with a value of the kind chosen. */
+static int kept(const struct pb_build *b, const struct pf_sample_view *v)
+{
+	return b->which == PPROF_VALUES_CPU ? v->count > 0 :
+	       b->which == PPROF_VALUES_OFF_CPU ? v->off_ns > 0 : 1;
+}
+
 /* Marks used ids with 1, then numbers them 1, 2, ... in place; [0] ("none") stays 0. */
 static void number_used(uint32_t *map, size_t n)
 {
@@ -237,6 +245,8 @@ static int mark_used(const struct profile *p, struct pb_build *b)
 	for (i = b->first; i < b->first + b->count; i++) {
 		if (profile__sample(p, i, &v))
 			return -EIO;
+		if (!kept(b, &v))
+			continue;
 		for (j = 0; j < v.n_locs; j++) {
 			if (v.locs[j] > n_locs)
 				return -EIO;
@@ -361,7 +371,7 @@ static int build_tables(const struct profile *p, struct pb_build *b)
  */
 static int build_samples(const struct profile *p, struct pb_build *b, int64_t period)
 {
-	size_t n = b->count, n_loc_ids = 0, n_labels = 0, i, j;
+	size_t n = 0, n_loc_ids = 0, n_labels = 0, i, j, k;
 	size_t at_loc = 0, at_label = 0, n_pbl = 0;
 	uint32_t max_stack = 0;
 	size_t *stack_at = NULL;	/* by stack id: 1 + its offset in loc_ids, 0: not yet */
@@ -369,9 +379,12 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	struct pf_sample_view v;
 	int err = -ENOMEM;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < b->count; i++) {
 		if (profile__sample(p, b->first + i, &v))
 			return -EIO;
+		if (!kept(b, &v))
+			continue;
+		n++;
 		n_loc_ids += v.n_locs;
 		n_labels += v.n_labels;
 		if (v.stack_id > max_stack)
@@ -389,12 +402,14 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	    !b->label_ptrs || !stack_at || !pairs)
 		goto out;
 
-	for (i = 0; i < n; i++) {
-		pb_sample *ps = &b->samples[i];
+	for (i = 0, k = 0; i < b->count; i++) {
+		pb_sample *ps = &b->samples[k];
 
 		err = -EIO;
 		if (profile__sample(p, b->first + i, &v))
 			goto out;
+		if (!kept(b, &v))
+			continue;
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = v.n_locs;
 		if (!stack_at[v.stack_id]) {
@@ -404,13 +419,16 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 		}
 		ps->location_id = b->loc_ids + stack_at[v.stack_id] - 1;
 		ps->n_value = b->n_values;
-		ps->value = b->values + b->n_values * i;
+		ps->value = b->values + b->n_values * k;
 		/* int64 on the wire: clamp instead of wrapping negative */
-		ps->value[0] = v.count > INT64_MAX ? INT64_MAX : (int64_t)v.count;
-		ps->value[1] = period > 0 && v.count > (uint64_t)(INT64_MAX / period) ?
-			       INT64_MAX : (int64_t)v.count * period;
-		if (b->n_values > 2)
-			ps->value[2] = v.off_ns > INT64_MAX ? INT64_MAX : (int64_t)v.off_ns;
+		if (b->which != PPROF_VALUES_OFF_CPU) {
+			ps->value[0] = v.count > INT64_MAX ? INT64_MAX : (int64_t)v.count;
+			ps->value[1] = period > 0 && v.count > (uint64_t)(INT64_MAX / period) ?
+				       INT64_MAX : (int64_t)v.count * period;
+		}
+		if (b->which == PPROF_VALUES_OFF_CPU || b->n_values > 2)
+			ps->value[b->n_values - 1] = v.off_ns > INT64_MAX ? INT64_MAX :
+									    (int64_t)v.off_ns;
 		ps->n_label = v.n_labels;
 		ps->label = b->label_ptrs + at_label;
 		for (j = 0; j < v.n_labels; j++) {
@@ -434,7 +452,7 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 			}
 			b->label_ptrs[at_label++] = &b->labels[id];
 		}
-		b->sample_ptrs[i] = ps;
+		b->sample_ptrs[k++] = ps;
 	}
 	b->prof.n_sample = n;
 	b->prof.sample = b->sample_ptrs;
@@ -445,9 +463,10 @@ out:
 	return err;
 }
 
-/* Builds the message for samples [first, first + count); prune: only the entries they use. */
+/* Builds the message for samples [first, first + count) with the values chosen; prune: only the
+ * entries they use. */
 static int build(const struct profile *p, struct pb_build *b, size_t first, size_t count,
-		 int prune)
+		 enum pprof_values which, int prune)
 {
 	const struct profile_opts *o = profile__opts(p);
 	int64_t period = o->period_ns > INT64_MAX ? INT64_MAX : (int64_t)o->period_ns;
@@ -458,6 +477,7 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 	perftools__profiles__profile__init(&b->prof);
 	b->first = first;
 	b->count = count;
+	b->which = which;
 	b->st.cap = profile__string_count(p) + N_EXTRA_STRINGS;
 	b->st.v = calloc(b->st.cap, sizeof(*b->st.v));
 	if (!b->st.v)
@@ -478,7 +498,7 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 	s[1] = str_index(p, &b->st, "count");
 	s[2] = str_index(p, &b->st, "cpu");
 	s[3] = str_index(p, &b->st, "nanoseconds");
-	s[4] = o->off_cpu ? str_index(p, &b->st, "off_cpu") : 0;
+	s[4] = o->off_cpu || which == PPROF_VALUES_OFF_CPU ? str_index(p, &b->st, "off_cpu") : 0;
 	snprintf(b->comment_text, sizeof(b->comment_text), "spanprof %s", SPANPROF_VERSION);
 	b->comment = str_index(p, &b->st, b->comment_text);
 	if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || s[4] < 0 || b->comment < 0)
@@ -496,14 +516,16 @@ static int build(const struct profile *p, struct pb_build *b, size_t first, size
 	b->vt[3].type = s[4];
 	b->vt[3].unit = s[3];
 	b->vt_ptrs[2] = &b->vt[3];
-	b->n_values = o->off_cpu ? 3 : 2;
+	b->n_values = which == PPROF_VALUES_OFF_CPU ? 1 : which == PPROF_VALUES_CPU ? 2 :
+		      o->off_cpu ? 3 : 2;
 	b->prof.n_sample_type = b->n_values;
-	b->prof.sample_type = b->vt_ptrs;
-	b->prof.period_type = &b->vt[2];
-	b->prof.period = period;
+	b->prof.sample_type = which == PPROF_VALUES_OFF_CPU ? &b->vt_ptrs[2] : b->vt_ptrs;
+	/* Off-CPU time alone is measured, not sampled: no period (as Pyroscope's off_cpu type). */
+	b->prof.period_type = which == PPROF_VALUES_OFF_CPU ? NULL : &b->vt[2];
+	b->prof.period = which == PPROF_VALUES_OFF_CPU ? 0 : period;
 	b->prof.time_nanos = o->time_ns;
 	b->prof.duration_nanos = o->duration_ns;
-	b->prof.default_sample_type = s[2];
+	b->prof.default_sample_type = which == PPROF_VALUES_OFF_CPU ? s[4] : s[2];
 	b->prof.n_comment = 1;
 	b->prof.comment = &b->comment;
 
@@ -551,7 +573,7 @@ int pprof__write(const struct profile *p, FILE *f)
 	if (!p || !f)
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
-	err = build(p, &b, 0, profile__sample_count(p), 0);
+	err = build(p, &b, 0, profile__sample_count(p), PPROF_VALUES_ALL, 0);
 	if (err)
 		goto free_build;
 
@@ -573,6 +595,14 @@ free_build:
 int pprof__encode(const struct profile *p, size_t first_sample, size_t n_samples, int gzip,
 		  uint8_t **out, size_t *len)
 {
+	return pprof__encode_values(p, first_sample, n_samples, PPROF_VALUES_ALL, gzip, out, len,
+				    NULL);
+}
+
+int pprof__encode_values(const struct profile *p, size_t first_sample, size_t n_samples,
+			 enum pprof_values which, int gzip, uint8_t **out, size_t *len,
+			 size_t *n_written)
+{
 	struct pb_build b;
 	struct gz_sink *g = NULL;
 	uint8_t *buf;
@@ -583,9 +613,11 @@ int pprof__encode(const struct profile *p, size_t first_sample, size_t n_samples
 	    n_samples > profile__sample_count(p) - first_sample)
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
-	err = build(p, &b, first_sample, n_samples, 1);
+	err = build(p, &b, first_sample, n_samples, which, 1);
 	if (err)
 		goto free_build;
+	if (n_written)
+		*n_written = b.prof.n_sample;
 
 	if (!gzip) {
 		n = perftools__profiles__profile__get_packed_size(&b.prof);

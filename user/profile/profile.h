@@ -147,6 +147,17 @@ int pprof__write(const struct profile *p, FILE *f);	/* gzip-compressed profile.p
  */
 int pprof__encode(const struct profile *p, size_t first_sample, size_t n_samples, int gzip,
 		  uint8_t **out, size_t *len);
+/*
+ * Which values a pprof carries: all (samples/count and cpu/nanoseconds, then off_cpu/nanoseconds
+ * when the profile has off-CPU time), the CPU ones only, or the off-CPU time only (one sample type,
+ * off_cpu/nanoseconds, and no period: it is measured, not sampled). With CPU or OFF_CPU, a sample
+ * without a value of that kind is left out.
+ */
+enum pprof_values { PPROF_VALUES_ALL, PPROF_VALUES_CPU, PPROF_VALUES_OFF_CPU };
+/* pprof__encode with the values chosen; *n_written (may be NULL): the samples written. */
+int pprof__encode_values(const struct profile *p, size_t first_sample, size_t n_samples,
+			 enum pprof_values which, int gzip, uint8_t **out, size_t *len,
+			 size_t *n_written);
 /* Folded stacks, root first: "root_label_value;frame;...;leaf count\n". root_key may be NULL. */
 int folded__write(const struct profile *p, FILE *f, const char *root_key);
 /* Self-contained interactive SVG flame graph; root_key as for folded. */

@@ -221,11 +221,13 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		goto err_free;
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->follow_forks = o->follow_forks && o->npids > 0;
+	s->skel->rodata->offcpu_filter = o->off_cpu && !o->npids && o->offcpu_procs_max;
 	ring = o->ringbuf_mb ? (uint64_t)o->ringbuf_mb << 20 : bpfsession__auto_ringbuf_bytes(o->freq);
 	o = &s->o;
 	s->skel->rodata->wakeup_bytes = ring / 4;
 	bpf_map__set_max_entries(s->skel->maps.pid_filter,
-				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? o->npids : 1);
+				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? (uint32_t)o->npids :
+				 o->off_cpu && o->offcpu_procs_max ? o->offcpu_procs_max : 1);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
 	bpf_program__set_autoload(s->skel->progs.offcpu_switch, o->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.offcpu_wakeup, o->off_cpu);
@@ -422,6 +424,19 @@ int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
 int bpfsession__epoll_fd(const struct bpfsession *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
+}
+
+int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on)
+{
+	__u8 one = 1;
+	int err;
+
+	if (!s->o.off_cpu || s->o.npids || !s->o.offcpu_procs_max)
+		return -EINVAL;
+	err = on ? bpf_map__update_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &one,
+					sizeof(one), BPF_ANY) :
+		   bpf_map__delete_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), 0);
+	return err == -E2BIG ? -ENOSPC : err;
 }
 
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid)

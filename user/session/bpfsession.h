@@ -19,6 +19,8 @@ struct bpfsession_opts {
 	int off_cpu;		/* also time the blocks of profiled threads (off-CPU) */
 	uint64_t off_cpu_threshold_ns;	/* blocks this long or longer are sent with stacks;
 					 * shorter ones only counted (0: the default, 1 ms) */
+	uint32_t offcpu_procs_max;	/* without pids: > 0 times only the blocks of the processes
+					 * given to bpfsession__offcpu_track (at most this many) */
 	const char *command;	/* "record" / "agent", for the messages */
 };
 
@@ -59,6 +61,9 @@ int bpf_counters__sum(const struct bpf_map *map, uint32_t n, uint64_t *out);
 int bpfsession__epoll_fd(const struct bpfsession *s);
 /* Whether the sampler profiles pid: always without -p, else when the pid filter holds it. */
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid);
+/* Time the blocks of process pid off-CPU too (on 1) or no longer (0), with offcpu_procs_max.
+ * 0, -ENOSPC (offcpu_procs_max reached) or -errno. */
+int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on);
 /* The sampler's run time so far: 0, or -ENODATA when not measured. */
 int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
 /* The same for an off-CPU program: sched_switch (wakeup 0) or sched_wakeup (1). -ENODATA: not

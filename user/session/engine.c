@@ -72,6 +72,10 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 		return NULL;
 	}
 	e->o = *o;
+	/* Host-wide with dotnet_only: off-CPU time only for the .NET processes, in BPF, as they are
+	 * found (poll_processes), so that the blocks of every other thread cost one lookup. */
+	if (o->dotnet_only && o->bpf.off_cpu && !o->bpf.npids && !o->bpf.offcpu_procs_max)
+		e->o.bpf.offcpu_procs_max = ENGINE_OFFCPU_PROCS;
 	e->env = (struct runtime_env){ .runtimes = runtime_registry,
 				       .enable_perfmap = o->enable_perfmap,
 				       .perfmap_type = o->perfmap_type ? o->perfmap_type :
@@ -107,7 +111,7 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 		*rc = 2;
 		goto err_free;
 	}
-	e->bpf = bpfsession__open(&o->bpf, handle_sample, e, rc);
+	e->bpf = bpfsession__open(&e->o.bpf, handle_sample, e, rc);
 	if (!e->bpf)
 		goto err_free;
 	e->env.ctx_map_fd = bpfsession__ctx_map_fd(e->bpf);
@@ -270,6 +274,16 @@ static void retire(struct engine *e, struct proc *p, uint64_t now)
 	if (symbolizer__finish_proc(e->sym, p))
 		return;	/* out of memory: tried again at the next check */
 	runtime__detach_all(p);
+	if (p->offcpu_tracked) {
+		/* An exec'd program's pid is the newer entry's now: its exit takes the pid out. */
+		struct proc *now = p->execed ? proctab__find(e->procs, p->pid, p->start_ticks) : NULL;
+
+		if (now && now != p)
+			now->offcpu_tracked = 1;
+		else
+			bpfsession__offcpu_track(e->bpf, p->pid, 0);
+		p->offcpu_tracked = 0;
+	}
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	if (p->root_fd >= 0)
@@ -432,6 +446,11 @@ static void poll_processes(struct engine *e, int every_sampled)
 		if (p->sampled && !runtime__has(p, RT_DOTNET) && proc__young(p))
 			proc__refresh_maps(p, YOUNG_MAPS_NS);
 		runtime__poll(p, now);
+		if (e->o.bpf.offcpu_procs_max && !p->offcpu_tracked && runtime__has(p, RT_DOTNET)) {
+			if (bpfsession__offcpu_track(e->bpf, p->pid, 1))
+				e->c.offcpu_untracked++;
+			p->offcpu_tracked = 1;	/* tried once: counted when it failed */
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ struct proctab;
 
 /* Default caps on what a hostile process can make us hold: past them, a counted [truncated]. */
 #define ENGINE_MAX_FRAMES 100000
+#define ENGINE_OFFCPU_PROCS 8192	/* .NET processes whose blocks are timed at once (dotnet_only) */
 #define ENGINE_MAX_STACKS 200000
 #define ENGINE_MAX_SYMBOL_MB 256
 
@@ -66,6 +67,8 @@ struct engine_counters {
 	uint64_t leftovers_undone;	/* perf maps a dead spanprof left on, turned off at start */
 	uint64_t chains_cut;	/* samples whose user stack walk left code: cut there, marked */
 	uint64_t scan_dropped;	/* off-CPU frames from a scanned frame pointer that were data */
+	uint64_t offcpu_untracked;	/* .NET processes whose blocks could not be timed (more than
+					 * ENGINE_OFFCPU_PROCS at once, or a map error) */
 	uint64_t ctx_reregistered;	/* span tables put back after the sampler's LRU dropped them */
 	/* Process events (procevents.h). */
 	uint64_t ev[SP_EV_CNT__MAX];	/* BPF's counters */
