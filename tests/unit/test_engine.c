@@ -65,6 +65,7 @@ void bpfsession__detach(struct bpfsession *s) {}
 int bpfsession__epoll_fd(const struct bpfsession *s) { return -1; }
 int bpfsession__ctx_map_fd(const struct bpfsession *s) { return -1; }
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid) { return 0; }
+int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on) { return 0; }
 
 int bpfsession__counters(const struct bpfsession *s, uint64_t out[SP_CNT__MAX])
 {
