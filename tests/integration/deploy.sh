@@ -14,10 +14,7 @@
 need_cmd kubectl node
 VT=$ROOT/deploy/tools
 K=$ROOT/deploy/kubernetes
-if [ ! -d "$VT/node_modules/kubernetes-models" ] || [ ! -d "$VT/node_modules/@kubernetes-models/prometheus-operator" ]; then
-	command -v npm > /dev/null || skip "npm not found (deploy/tools needs npm ci)"
-	npm ci --prefix "$VT" --no-audit --no-fund > "$TMP/npm.log" 2>&1 || { cat "$TMP/npm.log"; skip "npm ci in deploy/tools failed"; }
-fi
+need_node_modules "$VT" kubernetes-models @kubernetes-models/prometheus-operator
 HELP=
 if [ -x "$SPANPROF" ]; then HELP=$("$SPANPROF" agent --help); else note "no $SPANPROF: agent options not checked"; fi
 

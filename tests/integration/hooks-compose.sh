@@ -27,9 +27,7 @@ need_built "$APP" "$OTHER"
 
 # DOTNET_STARTUP_HOOKS as the filter composes it for a container that lists OtherHook already.
 VT=$ROOT/deploy/tools
-if [ ! -d "$VT/node_modules/yaml" ]; then
-	npm ci --prefix "$VT" --no-audit --no-fund > "$TMP/npm.log" 2>&1 || { cat "$TMP/npm.log"; skip "npm ci in deploy/tools failed"; }
-fi
+need_node_modules "$VT" yaml
 cat > "$TMP/pod.yaml" <<POD
 apiVersion: v1
 kind: Pod

@@ -78,6 +78,19 @@ pprof_has() {
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root${1:+ ($1)}"; }
 need_cmd() { local c; for c; do command -v "$c" > /dev/null || skip "$c not found"; done; }
 need_built() { local f; for f; do [ -e "$f" ] || fail "$f missing: run make apps tools"; done; }
+# need_node_modules DIR MODULE...: DIR's npm packages (npm ci from its lock file) when one of the
+# MODULEs is missing; the test is skipped when npm cannot install them.
+need_node_modules() {
+	local dir=$1 m
+	shift
+	for m; do
+		[ -d "$dir/node_modules/$m" ] && continue
+		command -v npm > /dev/null || skip "npm not found ($dir needs npm ci)"
+		npm ci --prefix "$dir" --no-audit --no-fund > "$TMP/npm.log" 2>&1 ||
+			{ cat "$TMP/npm.log"; skip "npm ci in $dir failed"; }
+		return 0
+	done
+}
 
 # ---- waiting -----------------------------------------------------------------------------------
 # poll SECS CMD...: run CMD every 0.1 s until it succeeds (status 0) or SECS seconds of tries
