@@ -11,6 +11,7 @@ UNIT_TIMEOUT=${UNIT_TIMEOUT:-300}		# seconds per unit test program
 HOOK_TIMEOUT=${HOOK_TIMEOUT:-900}		# the hook's xunit tests, build included
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-300}		# per fuzz target's corpus check
 INTEGRATION_TIMEOUT=${INTEGRATION_TIMEOUT:-900}	# per integration script
+IMAGE_TIMEOUT=${IMAGE_TIMEOUT:-2100}		# image.sh (debootstrap, podman build)
 
 passed=() failed=() skipped=()
 
@@ -53,7 +54,9 @@ suite_integration() {
 	local t
 	for t in ${TESTS:-$(ls tests/integration/*.sh | xargs -n1 basename | sed 's/\.sh$//' |
 		grep -vx -e lib -e nsrun)}; do
-		run "integration/$t" "$INTEGRATION_TIMEOUT" bash "tests/integration/$t.sh"
+		# image.sh builds a Debian base and the image on a fresh machine: its own, longer deadline.
+		run "integration/$t" "$([ "$t" = image ] && echo "$IMAGE_TIMEOUT" || echo "$INTEGRATION_TIMEOUT")" \
+			bash "tests/integration/$t.sh"
 	done
 }
 
