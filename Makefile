@@ -148,6 +148,23 @@ $(BUILD)/spanprof: $(OBJ)/user/cmd/main.o $(ALL_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# build/spanprof-test: the same program with the switches only tests may use compiled in
+# (SPANPROF_TEST_BUILD: $SPANPROF_TEST_REMOTE_FSTYPES in lib/procfs.c, $SPANPROF_TEST_CTX_EVENTS in
+# user/session/procevents.c). The shipped build/spanprof never reads them (tests/integration/switches.sh).
+TESTBUILD_SRCS := lib/procfs.c user/session/procevents.c
+TESTBUILD_OBJS := $(TESTBUILD_SRCS:%.c=$(OBJ)/testbuild/%.o)
+$(TESTBUILD_OBJS): $(OBJ)/testbuild/%.o: %.c | $(DEPS_STAMP) $(GEN_HDRS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -DSPANPROF_TEST_BUILD $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+# testbuild_objs OBJS: OBJS with the test build's objects in place of the shipped ones.
+testbuild_objs = $(filter-out $(TESTBUILD_SRCS:%.c=$(OBJ)/%.o),$(1)) \
+	$(filter $(TESTBUILD_SRCS:%.c=$(OBJ)/testbuild/%.o),$(patsubst $(OBJ)/%,$(OBJ)/testbuild/%,$(1)))
+
+$(BUILD)/spanprof-test: $(call testbuild_objs,$(OBJ)/user/cmd/main.o $(ALL_OBJS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
 # ---- hook and .NET apps --------------------------------------------------------------------
@@ -251,7 +268,7 @@ TEST_OBJS_test_siphash = $(LIB_OBJS)
 TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
-TEST_OBJS_test_procfs  = $(LIB_OBJS)
+TEST_OBJS_test_procfs  = $(call testbuild_objs,$(LIB_OBJS))
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
 TEST_OBJS_test_names   = $(PERFMAP_OBJS)
 TEST_OBJS_test_blocking = $(sort $(OBJ)/user/profile/blocking.o $(TEST_OBJS_test_profile) $(PERFMAP_OBJS))
@@ -351,7 +368,7 @@ $(BUILD)/apps/native/forged_table $(BUILD)/apps/native/memfd_flood: $(BUILD)/app
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -Ibpf -O1 -g $(WARN) $< -o $@
 
-tools: $(TOOLS) $(NATIVE_APPS)
+tools: $(TOOLS) $(NATIVE_APPS) $(BUILD)/spanprof-test
 
 unit: $(TESTS)
 	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done

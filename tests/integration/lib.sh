@@ -24,6 +24,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
+# The same program with the test-only switches compiled in (SPANPROF_TEST_REMOTE_FSTYPES,
+# SPANPROF_TEST_CTX_EVENTS; `make tools`): tests that set them run this one.
+SPANPROF_TEST=$BUILD/spanprof-test
 TOOLS=$ROOT/tests/tools
 NSRUN=$ROOT/tests/integration/nsrun.sh
 GO=/usr/lib/go-1.19/bin/go

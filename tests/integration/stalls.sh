@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # stalls.sh: spanprof is never held up by the processes it profiles (issue 9, "never stalled"):
 # a perf map on a FUSE file system that never answers is refused, not read (and a file system
-# named by SPANPROF_TEST_REMOTE_FSTYPES likewise, read again with --allow-remote-files); -d is a
-# deadline even when every .NET process's diagnostics socket is silent; SIGTERM during a slow exit
-# still writes what there is, at once.
+# named by SPANPROF_TEST_REMOTE_FSTYPES likewise, read again with --allow-remote-files: the test
+# build, build/spanprof-test, runs here; the shipped one ignores it); -d is a deadline even when
+# every .NET process's diagnostics socket is silent; SIGTERM during a slow exit still writes what
+# there is, at once.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd python3 dotnet
@@ -11,16 +12,17 @@ need_cmd python3 dotnet
 FUSEHANG=$BUILD/apps/native/fusehang
 HOTCHAIN_DLL=$BUILD/apps/HotChain/HotChain.dll
 FAKE=$ROOT/tests/integration/fake_dotnet.py
-need_built "$FUSEHANG" "$HOTCHAIN_DLL" "$HOTCHAIN"
+need_built "$FUSEHANG" "$HOTCHAIN_DLL" "$HOTCHAIN" "$SPANPROF_TEST"
 
-# timed NAME SECS ARGS...: spanprof record ARGS -o $TMP/NAME.pb.gz, killed after SECS; sets
-# TOOK (seconds) and RC (137: it had to be killed).
+# timed NAME SECS ARGS...: spanprof record ARGS -o $TMP/NAME.pb.gz (the test build, which reads
+# SPANPROF_TEST_REMOTE_FSTYPES), killed after SECS; sets TOOK (seconds) and RC (137: it had to be
+# killed).
 timed() {
 	local name=$1 secs=$2 t0
 	shift 2
 	t0=$(date +%s.%N)
 	RC=0
-	timeout -s KILL "$secs" "$SPANPROF" record "$@" -o "$TMP/$name.pb.gz" > "$TMP/$name.txt" 2>&1 || RC=$?
+	timeout -s KILL "$secs" "$SPANPROF_TEST" record "$@" -o "$TMP/$name.pb.gz" > "$TMP/$name.txt" 2>&1 || RC=$?
 	TOOK=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 }
 
