@@ -261,6 +261,8 @@ TEST_OBJS_test_rtversion = $(PERFMAP_OBJS)
 ELFSYM_SRCS := user/symbols/elfsym.c user/symbols/elffile.c user/symbols/elfehframe.c user/symbols/elfdebug.c
 ELFSYM_OBJS := $(ELFSYM_SRCS:%.c=$(OBJ)/%.o)
 TEST_OBJS_test_elfsym   = $(ELFSYM_OBJS) $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
+TEST_OBJS_test_elfsym_debug = $(TEST_OBJS_test_elfsym)
+TEST_OBJS_test_elfsym_hostile = $(TEST_OBJS_test_elfsym)
 TEST_OBJS_test_kallsyms = $(OBJ)/user/symbols/kallsyms.o $(LIB_OBJS)
 TEST_OBJS_test_spanctx  = $(TEST_OBJS_test_proctab)
 TEST_OBJS_test_intern  = $(LIB_OBJS)
@@ -312,8 +314,12 @@ TEST_OBJS_test_proctab += $(OTELCTX_PROTO_OBJS)
 TEST_OBJS_test_otelctx = $(OBJ)/user/process/otelctx.o $(OBJ)/user/process/spanctx.o $(OTELCTX_PROTO_OBJS) \
                           $(TEST_OBJS_test_runtime)
 
-# Every test links tests/unit/testutil.c, the shared setup helpers (libc, zlib and cmocka only).
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h \
+# Every test links tests/unit/testutil.c, the shared setup helpers (libc, zlib and cmocka only), and
+# the sources in TEST_SRCS_X (fixtures several programs share).
+TEST_SRCS_test_elfsym = tests/unit/elfsym_fx.c tests/unit/elfsym_fx.h
+TEST_SRCS_test_elfsym_debug = $(TEST_SRCS_test_elfsym)
+TEST_SRCS_test_elfsym_hostile = $(TEST_SRCS_test_elfsym)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h $$(TEST_SRCS_$$*) \
 		$$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
@@ -472,6 +478,12 @@ $(BUILD)/bench/bench_syscall: tests/bench/bench_syscall.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g $(WARN) $< -o $@
 
+# ELF symbol tables: load and lookup on real libraries (the figures test_elfsym printed once).
+$(BUILD)/bench/bench_elfsym: tests/bench/bench_elfsym.c $(TEST_OBJS_test_elfsym)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $^ $(LDLIBS) -o $@
+
 # The tables' hash (lib/siphash.c) against the former unkeyed one, and lookups in the per-sample
 # tables.
 BENCH_HASH_SRCS := lib/siphash.c lib/intern.c lib/idmap.c lib/prefault.c lib/util.c
@@ -508,7 +520,8 @@ print-fuzz-targets:
 demo: all apps
 	$(Q)BUILD=$(BUILD) ./scripts/demo.sh
 
-bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall $(BUILD)/bench/bench_hash
+bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall $(BUILD)/bench/bench_hash \
+	$(BUILD)/bench/bench_elfsym
 	$(Q)BUILD=$(BUILD) ./scripts/bench.sh
 
 clean:
