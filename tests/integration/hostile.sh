@@ -34,23 +34,41 @@ grep -Eq 'span context: with span 0, ' "$TMP/b.txt" || fail "a refused table was
 pass "forged header refused: $(grep -o 'invalid span table[^;]*' "$TMP/b.txt" | head -1)"
 
 # Process churn: hundreds of short-lived processes, each sampled. An exited process's fds and BPF
-# map entries go when it exits (its frames stay named): spanprof's fds must not grow with them.
-# A count of processes, not a time: a busy machine starts fewer in a given time. The recording is
-# ended by SIGINT once they are done.
-record_bg churn.pb.gz -F 499 -d 300
-sleep 1.5
-fds_before=$(ls "/proc/$RECORD_PID/fd" | wc -l)
-for n in $(seq 150); do "$HOTCHAIN" 0.02 > /dev/null; done
-sleep 1.5	# exits are noticed within a second
-fds_after=$(ls "/proc/$RECORD_PID/fd" | wc -l)
+# map entries go when it exits (its frames stay named): spanprof must hold no fd of one once its
+# exit is noticed (every second). A count of processes, not a time: a busy machine starts fewer in
+# a given time. The recording is ended by SIGINT once they are done. The count is of fds on the
+# exited processes' /proc/<pid>: spanprof's total moves with every process of the host (other
+# tests', other agents'), and a total taken before it sampled (6 fds: BPF not loaded, the running
+# processes not scanned) once read as "grew from 6 to 162" with nothing leaked.
+record_bg churn.pb.gz -v -F 499 -d 300
+wait_sampling
+nfds() { ls "/proc/$RECORD_PID/fd" | wc -l; }
+fds_before=$(nfds)
+churned=()
+for n in $(seq 150); do
+	"$HOTCHAIN" 0.02 > /dev/null &
+	churned+=($!)
+	wait $!
+done
+printf '%s\n' "${churned[@]}" > "$TMP/churned"
+# held: the exited processes whose /proc/<pid> spanprof still has open (the link of a dead
+# process's directory reads "/proc/<pid> (deleted)").
+held() {
+	ls -l "/proc/$RECORD_PID/fd" | grep -oE '/proc/[0-9]+( \(deleted\))?$' | cut -d/ -f3 | cut -d' ' -f1 |
+		sort -u | grep -xFf "$TMP/churned" || true
+}
+none_held() { [ -z "$(held)" ]; }
+poll 10 none_held || true
+left=$(held | wc -l)
+fds_after=$(nfds)
 kill -INT "$RECORD_PID"
 wait_record
-note "$n short-lived processes: spanprof had $fds_before fds before, $fds_after after"
+note "$n short-lived processes: spanprof had $fds_before fds before, $fds_after after; $left exited ones still held"
 [ "$n" = 150 ] || fail "only $n short-lived processes started"
-[ "$fds_after" -le $((fds_before + 16)) ] || fail "fds grew from $fds_before to $fds_after with $n exited processes"
+[ "$left" = 0 ] || fail "$left of $n exited processes still have their /proc/<pid> open in spanprof 10 s after the last exit"
 decode "$TMP/churn.pb.gz"
 [ "$(field "$(query leaf "$TMP/churn.json" --leaf inner_hot)" hit)" -ge 100 ] || fail "the short-lived processes' frames were not named"
-pass "churn: $n exited processes cost no fds ($fds_before -> $fds_after), their frames still named"
+pass "churn: $n exited processes hold no fd ($fds_before -> $fds_after fds in all), their frames still named"
 
 # Outputs: a full disk on one of three outputs does not stop the other two nor the report, and the
 # old file there is kept whole; a symlink planted at an output path is not followed.
@@ -85,10 +103,11 @@ start_app "$TMP/k.out" env "$BUILD/apps/HotChain/HotChain" 30 jit
 pid=$APP_PID
 record_bg k.pb.gz -p "$pid" -d 20
 poll 15 test -e "/tmp/perf-$pid.map" || fail "perf maps never turned on in $pid"
-sleep 0.5
+# What the next start reads: the enable written down under /run/spanprof/enabled/<spanprof pid>-*.
+noted() { compgen -G "/run/spanprof/enabled/$RECORD_PID-*" > /dev/null; }
+wait_for 15 "spanprof to write down the perf maps it turned on" noted
 kill -9 "$RECORD_PID"
-wait "$RECORD_PID" 2> /dev/null || true
-sleep 1
+wait_exit 10 "$RECORD_PID" "spanprof after kill -9" 2> /dev/null || true
 size1=$(stat -c %s "/tmp/perf-$pid.map")
 [ -e "/tmp/perf-$pid.map" ] || fail "the perf map vanished by itself"
 record k2.pb.gz -p "$$" -d 0.5	# any later spanprof run
@@ -142,16 +161,18 @@ grep -Eq "pid $pid .*; 0 code ranges" "$TMP/h.txt" || fail "the refused perf map
 pass "perf map not owned by the process (hard link to a root-only file) refused: $(grep -o 'refused[^;]*' "$TMP/h.txt" | head -1)"
 
 # A young process with 60,000 mappings: its maps are re-read less often the more a read costs, so
-# spanprof's CPU stays small (it was ~1 s of CPU per 8 s with a re-read every 250 ms).
+# spanprof's CPU stays small (it was ~1 s of CPU per 8 s with a re-read every 250 ms; the figure is
+# scripts/bench-robust.sh's).
 MANY_MAPS=$BUILD/apps/native/many_maps
 need_built "$MANY_MAPS"
 start_app --pid-line --timeout 60 "$TMP/mm.out" "$MANY_MAPS" 60000 15
 [ "$(wc -l < "/proc/$APP_PID/maps")" -ge 50000 ] || fail "many_maps has only $(wc -l < "/proc/$APP_PID/maps") mappings"
 record mm.pb.gz -p "$APP_PID" -d 8
 cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/mm.txt")
-note "60,000 mappings: spanprof used $cpu ms of CPU while sampling 8 s"
-[ "$cpu" -le 400 ] || fail "$cpu ms of CPU in 8 s for one process with 60,000 mappings"
-pass "60,000 mappings: $cpu ms of CPU in an 8 s recording"
+# The CPU it cost is a figure for scripts/bench-robust.sh (which reads this line), not a bound here.
+note "figure many_maps_cpu_ms=$cpu: 60,000 mappings, spanprof's CPU while sampling 8 s"
+grep -q 'samples taken' "$TMP/mm.txt" || { cat "$TMP/mm.txt"; fail "60,000 mappings: no report"; }
+pass "60,000 mappings: recorded ($cpu ms of CPU in 8 s)"
 
 # Idle processes cost nothing: four idle processes that pass for .NET, each with a 200,000-line
 # perf map, are never read; a fifth runs bursts 4 s apart, and its perf map is freed while it is
@@ -281,9 +302,8 @@ pass "symbol budget: ELF tables evicted for room, max RSS $rss MiB, frames named
 
 # A perf map rewritten (truncated, written whole again) every 0.5 s: each truncation restarts the
 # read, and a restart waits 50 times what the last one cost (it was ~80 % of a CPU: every restart
-# with a fresh budget). The bound is in units of one full read, as this run measured it, so that it
-# holds on a slower machine: the first read, one restart, 8 s / 50 of paced ones and room for the
-# sampling itself. Without the pacing it is 16 reads.
+# with a fresh budget). Here: the restarts are deferred (paced). What that saves in CPU is
+# scripts/bench-robust.sh's figure.
 start_app --pid-line --timeout 60 "$TMP/rw.out" env DOTNET_PerfMapJitDumpPath="$TMP/idle-jd" \
 	"$FAKE" "$TMP/idle-jd/libcoreclr.so" "$TMP/idle-jd" 300000 30 0.1 20 500
 record rw.pb.gz -p "$APP_PID" -d 8 --no-enable-perfmap
@@ -291,10 +311,10 @@ cpu=$(sed -n 's/.*while sampling (\([0-9]*\) ms).*/\1/p' "$TMP/rw.txt")
 restarts=$(grep -o '[0-9]* restarts ([0-9]* more deferred; a read from the start took up to [0-9]* ms)' "$TMP/rw.txt")
 read_ms=$(echo "$restarts" | sed -n 's/.*took up to \([0-9]*\) ms.*/\1/p')
 note "300,000-line perf map rewritten every 0.5 s: spanprof used $cpu ms of CPU while sampling 8 s; $restarts"
+# The CPU against its bound in units of one read is scripts/bench-robust.sh's (from this line).
+note "figure rewrite_cpu_ms=$cpu rewrite_read_ms=$read_ms"
 echo "$restarts" | grep -Eq "restarts \([1-9][0-9]* more deferred" || { cat "$TMP/rw.txt"; fail "no restart of the rewritten perf map was deferred"; }
-bound=$((4 * read_ms + 8000 / 50 + 150))
-[ "$cpu" -le "$bound" ] || fail "$cpu ms of CPU in 8 s for a perf map rewritten every 0.5 s (bound $bound ms: 4 reads of $read_ms ms, 160 ms of paced ones, 150 ms)"
-pass "perf map rewritten every 0.5 s: $cpu ms of CPU in an 8 s recording (bound $bound ms), restarts paced"
+pass "perf map rewritten every 0.5 s: restarts paced ($restarts)"
 
 # A library whose CFI the process shrinks away while it is profiled. Its .eh_frame section header
 # points at a copy appended to the file (section headers are not loaded: the program runs the

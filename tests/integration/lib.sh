@@ -108,6 +108,24 @@ poll() {
 	return 1
 }
 
+# wait_for SECS WHAT CMD...: poll CMD until it succeeds; after SECS seconds, fail naming WHAT
+# ("timed out after 30s waiting for WHAT").
+wait_for() {
+	local secs=$1 what=$2
+	shift 2
+	poll "$secs" "$@" || fail "timed out after ${secs}s waiting for $what"
+}
+
+# wait_exit SECS PID [WHAT]: wait for PID (a child of the test, already told to stop) to exit, at
+# most SECS seconds; returns its exit status. Past SECS it is killed and the test fails naming WHAT
+# (default "process PID"): a hang never outlasts the test's deadline unnamed.
+wait_exit() {
+	local secs=$1 pid=$2 what=${3:-process $2}
+	poll "$secs" gone "$pid" ||
+		{ kill -KILL "$pid" 2>/dev/null || true; fail "$what: still running ${secs}s after it was told to stop"; }
+	wait "$pid"
+}
+
 # has_line FILE PATTERN: FILE exists and has a line matching PATTERN (grep -a: binary files too).
 has_line() { grep -aqs -e "$2" "$1"; }
 
@@ -245,18 +263,29 @@ record() {
 	[ "$rc" = 0 ] || { cat "$TMP/${out%%.*}.txt"; fail "spanprof record $* -o $out: exit code $rc"; }
 }
 
-# record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid.
-# wait_record: wait for it; fails, showing the report, unless it exits 0.
+# record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid. Its
+# stderr is shown and kept in RECORD_ERR ($TMP/NAME.err).
+# wait_sampling [SECS=60]: until the recording samples (needs -v among ARGS: its "spanprof:
+# sampling" line comes once BPF is attached and the processes already running were scanned).
+# wait_record [SECS=120]: wait for it, at most SECS seconds (then it is killed); fails, showing the
+# report, unless it exits 0.
 record_bg() {
 	local out=$1
 	shift
-	"$SPANPROF" record "$@" -o "$TMP/$out" > "$TMP/${out%%.*}.txt" &
-	RECORD_PID=$!
 	RECORD_REPORT=$TMP/${out%%.*}.txt
+	RECORD_ERR=$TMP/${out%%.*}.err
+	"$SPANPROF" record "$@" -o "$TMP/$out" > "$RECORD_REPORT" 2> >(tee "$RECORD_ERR" >&2) &
+	RECORD_PID=$!
 	register "$RECORD_PID"
 }
+wait_sampling() { wait_for_line "$RECORD_ERR" '^spanprof: sampling' "${1:-60}"; }
 wait_record() {
-	local rc=0
+	local rc=0 secs=${1:-120}
+	poll "$secs" gone "$RECORD_PID" || {
+		kill -KILL "$RECORD_PID" 2>/dev/null || true
+		cat "$RECORD_REPORT"
+		fail "spanprof record (pid $RECORD_PID): still running after ${secs}s"
+	}
 	wait "$RECORD_PID" || rc=$?
 	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
 }
