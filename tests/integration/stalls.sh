@@ -98,7 +98,10 @@ got=$(field "$(query total "$TMP/talks.json" --pid "$hot")" total)
 note "five silent sockets and a busy process at 999 Hz, 1 MiB ring buffer: ${TOOK}s for -d 8, $got samples of the busy one, $lost lost (ring buffer full), $tried talks timed out"
 [ "$tried" -ge 1 ] || { cat "$TMP/talks.txt"; fail "no talk to a silent socket was tried"; }
 [ "$lost" = 0 ] || { cat "$TMP/talks.txt"; fail "$lost samples lost while talking to silent sockets"; }
-ge "$got" 5600 || fail "only $got samples of a busy process in 8 s at 999 Hz (want >= 70 %)"
+# How many the busy process had is the machine's load (a figure); that the ring buffer never
+# filled while the talks waited is the test.
+note "figure talks_busy_samples=$got: of the busy process in 8 s at 999 Hz"
+[ "$got" -gt 0 ] || fail "no sample of the busy process"
 note "figure talks_s=$TOOK: -d 8 with five silent sockets beside a busy process"
 stop "$hot" "${fake_pids[@]}"
 pass "talks to five silent sockets cost no sample ($got of the busy process, 0 lost), -d 8 in ${TOOK}s"
