@@ -305,6 +305,7 @@ TEST_OBJS_test_symbolize = $(OBJ)/user/symbols/symbolize.o $(OBJ)/user/symbols/s
                           $(OBJ)/user/symbols/symleaf.o $(ELFSYM_OBJS) \
                           $(OBJ)/user/symbols/symsrv.o $(OBJ)/user/symbols/leafunwind.o \
                           $(OBJ)/user/symbols/kallsyms.o $(TEST_OBJS_test_runtime)
+TEST_OBJS_test_symbolize_runtime = $(TEST_OBJS_test_symbolize)
 TEST_OBJS_test_output   = $(OBJ)/user/export/output.o $(TEST_OBJS_test_otlp)
 TEST_OBJS_test_dirout   = $(OBJ)/user/export/dirout.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_hookproc = $(OBJ)/user/process/hookproc.o $(OBJ)/user/process/spanctx.o \
@@ -319,6 +320,8 @@ TEST_OBJS_test_otelctx = $(OBJ)/user/process/otelctx.o $(OBJ)/user/process/spanc
 TEST_SRCS_test_elfsym = tests/unit/elfsym_fx.c tests/unit/elfsym_fx.h
 TEST_SRCS_test_elfsym_debug = $(TEST_SRCS_test_elfsym)
 TEST_SRCS_test_elfsym_hostile = $(TEST_SRCS_test_elfsym)
+TEST_SRCS_test_symbolize = tests/unit/symbolize_fx.c tests/unit/symbolize_fx.h
+TEST_SRCS_test_symbolize_runtime = $(TEST_SRCS_test_symbolize)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h $$(TEST_SRCS_$$*) \
 		$$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)
