@@ -97,14 +97,16 @@ check_pprof "$TMP/planted.pb.gz" "planted path: no profile"
 pass "outputs: full disk reported, old file kept, others and the report written, planted symlink not followed"
 
 # kill -9 of spanprof after it turned perf maps on in an app: the next spanprof to start turns
-# them off and removes the files (it finds what the dead one did in /run/spanprof).
+# them off and removes the files (it finds what the dead one did in /run/spanprof). A private state
+# directory: another spanprof on this host (other tests, agents) would clean up first otherwise.
+export SPANPROF_STATE_DIR=$TMP/state
 need_cmd dotnet
 start_app "$TMP/k.out" env "$BUILD/apps/HotChain/HotChain" 30 jit
 pid=$APP_PID
 record_bg k.pb.gz -p "$pid" -d 20
 poll 15 test -e "/tmp/perf-$pid.map" || fail "perf maps never turned on in $pid"
-# What the next start reads: the enable written down under /run/spanprof/enabled/<spanprof pid>-*.
-noted() { compgen -G "/run/spanprof/enabled/$RECORD_PID-*" > /dev/null; }
+# What the next start reads: the enable written down under $SPANPROF_STATE_DIR/enabled/<pid>-*.
+noted() { compgen -G "$SPANPROF_STATE_DIR/enabled/$RECORD_PID-*" > /dev/null; }
 wait_for 15 "spanprof to write down the perf maps it turned on" noted
 kill -9 "$RECORD_PID"
 wait_exit 10 "$RECORD_PID" "spanprof after kill -9" 2> /dev/null || true
@@ -114,6 +116,7 @@ record k2.pb.gz -p "$$" -d 0.5	# any later spanprof run
 [ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "the perf map the killed spanprof turned on is still there (size $size1)"
 grep -q "turned off perf maps left on by a spanprof that died" "$TMP/k2.txt" ||
 	{ cat "$TMP/k2.txt"; fail "the clean-up was not reported"; }
+unset SPANPROF_STATE_DIR
 pass "kill -9 of spanprof: the next run turned the app's perf maps off and removed its files"
 
 # A process that forges frame-pointer chains shows new frames in every sample: frames per process
