@@ -314,6 +314,7 @@ TEST_OBJS_test_hookproc = $(OBJ)/user/process/hookproc.o $(OBJ)/user/process/spa
 TEST_OBJS_test_proctab += $(OTELCTX_PROTO_OBJS)
 TEST_OBJS_test_otelctx = $(OBJ)/user/process/otelctx.o $(OBJ)/user/process/spanctx.o $(OTELCTX_PROTO_OBJS) \
                           $(TEST_OBJS_test_runtime)
+TEST_OBJS_test_otelctx_read = $(TEST_OBJS_test_otelctx)
 
 # Every test links tests/unit/testutil.c, the shared setup helpers (libc, zlib and cmocka only), and
 # the sources in TEST_SRCS_X (fixtures several programs share).
@@ -322,6 +323,8 @@ TEST_SRCS_test_elfsym_debug = $(TEST_SRCS_test_elfsym)
 TEST_SRCS_test_elfsym_hostile = $(TEST_SRCS_test_elfsym)
 TEST_SRCS_test_symbolize = tests/unit/symbolize_fx.c tests/unit/symbolize_fx.h
 TEST_SRCS_test_symbolize_runtime = $(TEST_SRCS_test_symbolize)
+TEST_SRCS_test_otelctx = tests/unit/otelctx_pb.c tests/unit/otelctx_pb.h
+TEST_SRCS_test_otelctx_read = $(TEST_SRCS_test_otelctx)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h $$(TEST_SRCS_$$*) \
 		$$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)
