@@ -123,7 +123,7 @@ pass "kill -9 of spanprof: the next run turned the app's perf maps off and remov
 # and stacks per profile are capped, the rest kept under [truncated] and counted, nothing dropped.
 FORGED_STACKS=$BUILD/apps/native/forged_stacks
 need_built "$FORGED_STACKS"
-start_app --pid-line --timeout 30 "$TMP/fs.out" "$FORGED_STACKS" 10
+start_app --pid-line --timeout 30 "$TMP/fs.out" "$FORGED_STACKS" 60	# stopped below: two recordings on a busy machine
 record fs.pb.gz -p "$APP_PID" -d 3 --max-frames 500
 frames=$(sed -n 's/.*frames: \([0-9]*\) distinct.*/\1/p' "$TMP/fs.txt")
 kframes=$(sed -n 's/.*frames: .*, kernel \([0-9]*\).*/\1/p' "$TMP/fs.txt")
@@ -140,6 +140,7 @@ stacks=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/fs2.json')).sampl
 [ "$stacks" -le 41 ] || fail "$stacks distinct stacks with --max-stacks 40"
 grep -Eq 'past --max-stacks, [0-9]+ samples kept .*, [1-9][0-9]* samples went to \[truncated\]' "$TMP/fs2.txt" || { cat "$TMP/fs2.txt"; fail "truncated stacks not counted"; }
 [ "$(count_samples "$TMP/fs2.json")" = "$taken" ] || fail "samples lost to the stack cap"
+stop "$APP_PID"
 pass "forged stacks: $frames frames (cap 500), $stacks stacks (cap 40), every sample kept"
 
 # A perf map that is not the process's own: in the jit dir of a process running as nobody, a hard

@@ -126,6 +126,20 @@ wait_exit() {
 	wait "$pid"
 }
 
+# cpu_ticks PID: the CPU PID has used (utime + stime, clock ticks), or nothing once it is gone.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
+
+# wait_busy SECS PID TICKS [WHAT]: until PID has used TICKS more clock ticks (1/100 s) of CPU from
+# now: it runs its hot code (warmed up, under load), an event where a sleep would be a guess.
+# Fails naming WHAT after SECS seconds, or at once when PID is gone.
+wait_busy() {
+	local secs=$1 pid=$2 ticks=$3 what=${4:-process $2 busy} from
+	from=$(cpu_ticks "$pid") || true
+	[ -n "$from" ] || fail "$what: process $pid is gone"
+	_busy() { local t; t=$(cpu_ticks "$pid") || true; [ -n "$t" ] || fail "$what: process $pid exited"; [ "$t" -ge $((from + ticks)) ]; }
+	wait_for "$secs" "$what ($ticks ticks of CPU)" _busy
+}
+
 # has_line FILE PATTERN: FILE exists and has a line matching PATTERN (grep -a: binary files too).
 has_line() { grep -aqs -e "$2" "$1"; }
 
@@ -264,7 +278,7 @@ record() {
 }
 
 # record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid. Its
-# stderr is shown and kept in RECORD_ERR ($TMP/NAME.err).
+# stderr goes to RECORD_ERR ($TMP/NAME.err), shown when wait_record fails.
 # wait_sampling [SECS=60]: until the recording samples (needs -v among ARGS: its "spanprof:
 # sampling" line comes once BPF is attached and the processes already running were scanned).
 # wait_record [SECS=120]: wait for it, at most SECS seconds (then it is killed); fails, showing the
@@ -274,7 +288,7 @@ record_bg() {
 	shift
 	RECORD_REPORT=$TMP/${out%%.*}.txt
 	RECORD_ERR=$TMP/${out%%.*}.err
-	"$SPANPROF" record "$@" -o "$TMP/$out" > "$RECORD_REPORT" 2> >(tee "$RECORD_ERR" >&2) &
+	"$SPANPROF" record "$@" -o "$TMP/$out" > "$RECORD_REPORT" 2> "$RECORD_ERR" &
 	RECORD_PID=$!
 	register "$RECORD_PID"
 }
@@ -283,11 +297,11 @@ wait_record() {
 	local rc=0 secs=${1:-120}
 	poll "$secs" gone "$RECORD_PID" || {
 		kill -KILL "$RECORD_PID" 2>/dev/null || true
-		cat "$RECORD_REPORT"
+		cat "$RECORD_REPORT"; tail -20 "$RECORD_ERR" >&2
 		fail "spanprof record (pid $RECORD_PID): still running after ${secs}s"
 	}
 	wait "$RECORD_PID" || rc=$?
-	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
+	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; tail -20 "$RECORD_ERR" >&2; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
 }
 
 # ---- profiles ----------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ check_spans() {
 # 1. Service started before spanprof.
 start_service before
 load before 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the before service under load"
 record before.pb.gz -p "$SVC_PID" -d 5 --by-span
 load_done
 stop_service before
@@ -82,8 +82,8 @@ done
 check_spans before "$TMP/before.pb.gz"
 
 # 2. Service started after spanprof (host-wide recording already running).
-record_bg after.pb.gz -d 20
-sleep 1
+record_bg after.pb.gz -v -d 20
+wait_sampling
 start_service after
 load after 8
 load_done
@@ -94,7 +94,7 @@ check_spans after "$TMP/after.pb.gz"
 # 3. Service in its own pid and mount namespace (private /tmp); thread ids mapped to the host's.
 start_service container ns
 load container 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the container service under load"
 record container.pb.gz -p "$SVC_PID" -d 5
 for st in /proc/"$SVC_PID"/task/*/status; do
 	awk -v t="$(basename "$(dirname "$st")")" '/^NSpid:/ { print t, $NF }' "$st" 2>/dev/null || true
@@ -106,7 +106,7 @@ check_spans container "$TMP/container.pb.gz" --tidmap "$TMP/container.tidmap"
 # 4. Pyroscope's convention: span_id is the local root span's id.
 start_service pyro
 load pyro 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the pyro service under load"
 record pyro.pb.gz -p "$SVC_PID" -d 5 --pyroscope-labels
 load_done
 stop_service pyro
@@ -122,7 +122,7 @@ for i in $(seq 60); do
 done
 start_service crowd
 load crowd 10
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the crowd service under load"
 record crowd.pb.gz -d 6 --max-span-tables 16
 load_done
 stop_service crowd
@@ -139,7 +139,7 @@ check_spans crowd "$TMP/crowd.pb.gz"
 # entries again, and only then goes to [truncated]. Every sample is counted.
 start_service capped
 load capped 8
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the capped service under load"
 record capped.pb.gz -p "$SVC_PID" -d 4 --max-stacks 40
 load_done
 stop_service capped
