@@ -114,7 +114,7 @@ run_hookcheck() {
 	done
 	exec {app_out}>&- {app_in}<&-
 	[[ $done == 1 ]] || stop "$app_pid"	# no DONE within 180 s of a line: do not wait forever
-	wait "$app_pid" || rc=$?
+	wait_exit 60 "$app_pid" "$label: the app after DONE" || rc=$?
 	[[ $done == 1 && $rc == 0 ]] || hookcheck_fail "$label: app rc=$rc done=$done"
 	pass "$label: app finished"
 	[[ -d $TMP ]] || fail "$label: work dir $TMP vanished (something else cleaned it)"

@@ -203,7 +203,7 @@ for _ in $(seq 36); do	# 18 s: four bursts, each after more than two idle window
 	sleep 0.5
 done
 kill -TERM "$agent"
-wait "$agent" || { cat "$TMP/idle.agent"; fail "agent exited non-zero"; }
+wait_exit 30 "$agent" "the agent after SIGTERM" || { cat "$TMP/idle.agent"; fail "agent exited non-zero"; }
 note "agent with 4 idle + 1 bursty fake .NET processes (200,000-line perf maps): RSS max $((rss_max / 1024)) MiB"
 # All five maps read whole took 226 MiB; the idle ones never read and the bursty one read sparsely
 # stay far below 120.
