@@ -279,6 +279,8 @@ TEST_OBJS_test_aotname = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_dotnetproc = $(TEST_OBJS_test_proctab)
+# The BPF session itself, on the real kernel (as root).
+TEST_OBJS_test_bpfsession = $(OBJ)/user/session/bpfsession.o $(LIB_OBJS)
 # The engine with its BPF session and process events faked in the test itself.
 TEST_OBJS_test_engine = $(sort $(OBJ)/user/session/engine.o $(TEST_OBJS_test_aggregate) $(TEST_OBJS_test_symbolize) \
                           $(PROCESS_OBJS) $(OTELCTX_PROTO_OBJS))
