@@ -238,9 +238,20 @@ shapes: $(SHAPE_APPS)
 # path (child processes), and the ABI constants against bpf/profiler.h (compiled with $(CC)).
 HOOK_TESTS := tests/hook/SpanProf.Hook.Tests/SpanProf.Hook.Tests.csproj
 # After the apps when both are made: their builds of the hook project share its obj/.
+# The hook's test build: SPANPROF_HOOK_FAULT compiled in (SPANPROF_TEST_FAULTS), its own obj/ and
+# bin/ under $(BUILD)/testhook so that nothing of it reaches $(HOOK_DLL) or the package. The xunit
+# tests and the integration tests that inject faults (hook-table.sh, otelctx.sh, hookpkg.sh) use it.
+TESTHOOK_PROPS = -p:SpanProfBuildDir=$(abspath $(BUILD))/testhook -p:SpanProfTestFaults=true -nologo -v q -clp:NoSummary
+TESTHOOK_DLL := $(BUILD)/testhook/hook/SpanProf.Hook.dll
+$(TESTHOOK_DLL): $(HOOK_SRCS) | $(DEPS_STAMP)
+	$(call msg,DOTNET,$@ (test build))
+	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release -o $(@D) $(TESTHOOK_PROPS)
+	$(Q)touch $@
+testhook: $(TESTHOOK_DLL)
+
 hooktest: $(HOOK_DLL) | $(APP_DLLS)
 	$(call msg,XUNIT,$(HOOK_TESTS))
-	$(Q)CC=$(CC) dotnet test $(HOOK_TESTS) -c Release $(DOTNET_PROPS)
+	$(Q)CC=$(CC) dotnet test $(HOOK_TESTS) -c Release $(TESTHOOK_PROPS)
 
 hook: $(HOOK_DLL)
 pack: $(HOOK_PKG)
@@ -382,7 +393,7 @@ $(BUILD)/apps/native/forged_table $(BUILD)/apps/native/memfd_flood: $(BUILD)/app
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -Ibpf -O1 -g $(WARN) $< -o $@
 
-tools: $(TOOLS) $(NATIVE_APPS) $(BUILD)/spanprof-test
+tools: $(TOOLS) $(NATIVE_APPS) $(BUILD)/spanprof-test $(TESTHOOK_DLL)
 
 unit: $(TESTS)
 	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
@@ -535,5 +546,5 @@ bench: all apps tools $(BUILD)/bench/bench_perfmap $(BUILD)/bench/bench_syscall 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps hook pack hooktest apps shapes test-matrix tools unit test demo bench clean print-fuzz-targets
+.PHONY: all deps hook pack testhook hooktest apps shapes test-matrix tools unit test demo bench clean print-fuzz-targets
 .DEFAULT_GOAL := all

@@ -485,14 +485,20 @@ namespace SpanProfHook
     }
 
     /// <summary>
-    /// SPANPROF_HOOK_FAULT (tests only): a failure to inject at one site. Read once; a static
-    /// readonly null is a constant to the optimizing JIT, so the checks cost nothing in production.
-    /// Sites: memfd, ftruncate, mmap (table creation), runtime (an unsupported runtime), startup,
-    /// span-change, switch, label, label-end (an exception there), otelctx, otelctx-memfd.
+    /// SPANPROF_HOOK_FAULT: a failure to inject at one site, read only by the test build
+    /// (SPANPROF_TEST_FAULTS, -p:SpanProfTestFaults=true: build/testhook); the shipped hook never
+    /// reads it. Read once; a static readonly null is a constant to the optimizing JIT, so the
+    /// checks cost nothing. Sites: memfd, ftruncate, mmap (table creation), runtime (an unsupported
+    /// runtime), startup, span-change, switch, label, label-end (an exception there), otelctx,
+    /// otelctx-memfd.
     /// </summary>
     internal static class Fault
     {
+#if SPANPROF_TEST_FAULTS
         internal static readonly string? Name = Environment.GetEnvironmentVariable("SPANPROF_HOOK_FAULT");
+#else
+        internal static readonly string? Name = null;
+#endif
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         internal static void At(string site)

@@ -35,6 +35,8 @@ FORGED=$BUILD/apps/native/forged_table
 SVC=$BUILD/apps/SpanService/SpanService.dll	# from `make apps`
 LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
 HOOK=$BUILD/hook/SpanProf.Hook.dll
+# The hook's test build (`make tools`): the only one that reads SPANPROF_HOOK_FAULT.
+TESTHOOK=$BUILD/testhook/hook/SpanProf.Hook.dll
 TEST=$(basename "$0" .sh)
 PIDS_TO_KILL=()
 declare -A STARTED_AT=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# switches.sh: the switches only tests may use are not in the shipped build. build/spanprof does
-# not contain nor obey SPANPROF_TEST_REMOTE_FSTYPES and SPANPROF_TEST_CTX_EVENTS; the test build
-# (build/spanprof-test, SPANPROF_TEST_BUILD) obeys both, which shows each case can tell them apart.
+# switches.sh: the switches only tests may use are not in the shipped builds. build/spanprof does
+# not contain nor obey SPANPROF_TEST_REMOTE_FSTYPES and SPANPROF_TEST_CTX_EVENTS, nor the hook
+# (build/hook/SpanProf.Hook.dll) SPANPROF_HOOK_FAULT; the test builds (build/spanprof-test,
+# SPANPROF_TEST_BUILD; build/testhook, SPANPROF_TEST_FAULTS) obey them, which shows each case can
+# tell the two apart.
 . "$(dirname "$0")/lib.sh"
 need_root
 FAKE=$BUILD/apps/native/fake_dotnet
@@ -51,3 +53,25 @@ if grep -q 'span-table events unavailable' "$TMP/ctx-shipped.err"; then
 	fail "the shipped build obeyed SPANPROF_TEST_CTX_EVENTS=none"
 fi
 pass "SPANPROF_TEST_CTX_EVENTS=none: the shipped build kept its span-table events, the test build dropped them"
+
+# 4. The hook: SPANPROF_HOOK_FAULT is read by its test build only (build/testhook, SPANPROF_TEST_FAULTS).
+need_cmd dotnet
+APP=$BUILD/apps/HotChain/HotChain
+need_built "$HOOK" "$TESTHOOK" "$APP"
+utf16() { python3 -c 'import sys; sys.exit(0 if open(sys.argv[1], "rb").read().count(sys.argv[2].encode("utf-16-le")) else 1)' "$@"; }
+utf16 "$TESTHOOK" SPANPROF_HOOK_FAULT || fail "the hook's test build does not contain SPANPROF_HOOK_FAULT (the check below proves nothing)"
+! utf16 "$HOOK" SPANPROF_HOOK_FAULT || fail "the shipped hook contains SPANPROF_HOOK_FAULT"
+# hook_table NAME DLL: HotChain with DLL as its startup hook and SPANPROF_HOOK_FAULT=memfd; the
+# number of span-table mappings it has once it runs.
+hook_table() {
+	start_app "$TMP/$1.out" env DOTNET_STARTUP_HOOKS="$2" SPANPROF_HOOK_FAULT=memfd "$APP" 30
+	TABLES=$(grep -c '/memfd:spanprof-ctx' "/proc/$APP_PID/maps" || true)
+	stop "$APP_PID"
+}
+hook_table testhook "$TESTHOOK"
+[ "$TABLES" = 0 ] && grep -q 'disabled: memfd_create failed' "$TMP/testhook.out" ||
+	{ cat "$TMP/testhook.out"; fail "the hook's test build ignored SPANPROF_HOOK_FAULT=memfd ($TABLES table mappings)"; }
+hook_table shipped "$HOOK"
+[ "$TABLES" -ge 1 ] && ! grep -q 'disabled' "$TMP/shipped.out" ||
+	{ cat "$TMP/shipped.out"; fail "the shipped hook obeyed SPANPROF_HOOK_FAULT=memfd ($TABLES table mappings)"; }
+pass "SPANPROF_HOOK_FAULT: not in the shipped hook, which maps its table under SPANPROF_HOOK_FAULT=memfd; the test build does not"
