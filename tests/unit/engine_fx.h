@@ -1,0 +1,35 @@
+/* engine_fx.h: the engine with its BPF session faked (engine_fx.c: the ring buffer is a queue of
+ * sample records the test writes; process events unavailable), for test_engine.c and
+ * test_report.c. Samples of this process go from a record to a window to a profile. */
+#ifndef SPANPROF_ENGINE_FX_H
+#define SPANPROF_ENGINE_FX_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpfsession.h"
+#include "engine.h"
+#include "profile.h"
+
+struct fx {
+	struct engine *e;
+	struct engine_opts o;
+	char state[PATH_MAX];
+};
+
+/* The fake sampler's counters, as bpfsession__counters gives them (zeroed by setup). */
+extern uint64_t fake_counters[SP_CNT__MAX];
+/* A function of this program for user frames to land in. */
+int test_engine_marked_function(int x);
+/* A record of this process (tid: this thread) with n user frames, queued in the fake ring, its
+ * last cut bytes left out. */
+void queue_sample(const uint64_t *user, uint16_t n, size_t cut);
+/* A state directory of its own, an engine on this process (-p), attached (struct fx in *state). */
+int setup(void **state);
+int teardown(void **state);
+/* The queued records taken (asserts: received of them), then the one window so far built into
+ * one profile; the counters. */
+struct profile *build(struct fx *f, uint64_t received, struct engine_counters *c);
+
+#endif
