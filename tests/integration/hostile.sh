@@ -107,7 +107,8 @@ record_bg k.pb.gz -p "$pid" -d 20
 poll 15 test -e "/tmp/perf-$pid.map" || fail "perf maps never turned on in $pid"
 # What the next start reads: the enable written down under $SPANPROF_STATE_DIR/enabled/<pid>-*.
 noted() { compgen -G "$SPANPROF_STATE_DIR/enabled/$RECORD_PID-*" > /dev/null; }
-wait_for 15 "spanprof to write down the perf maps it turned on" noted
+# (Its perf map on but no entry: another spanprof on this host, an agent, turned it on first.)
+wait_for 15 "spanprof to write down the perf maps it turned on (none: another spanprof on the host turned them on first?)" noted
 kill -9 "$RECORD_PID"
 wait_exit 10 "$RECORD_PID" "spanprof after kill -9" 2> /dev/null || true
 size1=$(stat -c %s "/tmp/perf-$pid.map")
