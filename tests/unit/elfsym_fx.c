@@ -26,6 +26,7 @@
 #include "rootfs.h"
 #include "testutil.h"
 #include "elfsym_fx.h"
+#include <glob.h>
 
 
 /* Fixture binaries, built once for the whole group. */
@@ -317,4 +318,24 @@ unsigned char *read_all(const char *path, size_t *len)
 
 	assert_non_null(buf);
 	return buf;
+}
+
+const char *fx_coreclr(void)
+{
+	static char path[PATH_MAX];
+	glob_t g;
+
+	if (path[0])
+		return path;
+	snprintf(path, sizeof(path), "/usr/share/dotnet/shared/Microsoft.NETCore.App/(none)/libcoreclr.so");
+	if (!glob("/usr/share/dotnet/shared/Microsoft.NETCore.App/*/libcoreclr.so", 0, NULL, &g)) {
+		const char *best = g.gl_pathv[0];
+
+		for (size_t i = 1; i < g.gl_pathc; i++)
+			if (strverscmp(g.gl_pathv[i], best) > 0)
+				best = g.gl_pathv[i];
+		snprintf(path, sizeof(path), "%s", best);
+		globfree(&g);
+	}
+	return path;
 }

@@ -12,7 +12,10 @@
 struct elfsym;
 
 #define LIBC_PATH	"/usr/lib/x86_64-linux-gnu/libc.so.6"
-#define CORECLR_PATH	"/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.12/libcoreclr.so"
+/* libcoreclr.so of the newest .NET runtime installed (any version: the tests need its layout, not
+ * its version), or a path that does not exist. */
+const char *fx_coreclr(void);
+#define CORECLR_PATH	fx_coreclr()
 
 /* The fixture binaries, built once per program (fx_setup) into fx_tmpdir ("/tmp/test_elfsym.XXXXXX")
  * from the sources in fx_srcdir. */
