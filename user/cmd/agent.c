@@ -19,6 +19,7 @@
 #include "exporter.h"
 #include "hookproc.h"
 #include "identity.h"
+#include "log.h"
 #include "metrics.h"
 #include "nametab.h"
 #include "otelctx.h"
@@ -139,7 +140,7 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 			return setup_error("%s", err);
 		a->nex++;
 		/* where it goes, after the environment had its say */
-		fprintf(stderr, "spanprof: otlp: POST %s (%s, %zu extra headers)\n", cfg.url,
+		log_info("otlp: POST %s (%s, %zu extra headers)", cfg.url,
 			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers);
 		otlp_config__clear(&cfg);
 	}
@@ -308,8 +309,8 @@ static int export_window(struct agent *a)
 	if (ms > a->max_build_ms)
 		a->max_build_ms = ms;
 	if (a->o->verbose)
-		fprintf(stderr, "spanprof: window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
-			" series, built in %.1f ms (%.1f ms CPU)\n", a->windows_built, n,
+		log_info("window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
+			" series, built in %.1f ms (%.1f ms CPU)", a->windows_built, n,
 			(uint64_t)nseries, ms, report__cpu_ms() - t0);
 	if (a->o->verbose)
 		report__symbols(stderr, a->e);
@@ -634,15 +635,19 @@ int agent__run(const struct agent_opts *o)
 
 		engine__counters(a.e, &c);
 		if (c.leftovers_undone)
-			fprintf(stderr, "spanprof: turned off perf maps left on by a spanprof that "
-				"died: %" PRIu64 " processes\n", c.leftovers_undone);
+			log_info("turned off perf maps left on by a spanprof that "
+				"died: %" PRIu64 " processes", c.leftovers_undone);
 	}
-	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
-		o->all_processes ? "every process" : ".NET processes", o->freq,
-		bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
-		o->interval, a.metrics ? "" : "\n");
-	if (a.metrics)
-		fprintf(stderr, "; metrics on port %d\n", metrics__port(a.metrics));
+	{
+		char port[48] = "";
+
+		if (a.metrics)
+			snprintf(port, sizeof(port), "; metrics on port %d", metrics__port(a.metrics));
+		log_info("agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
+			 o->all_processes ? "every process" : ".NET processes", o->freq,
+			 bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
+			 o->interval, port);
+	}
 
 	while (!stop) {
 		uint64_t now = now_ns(), end = engine__window_end(a.e) + CUT_GRACE_NS;
@@ -650,14 +655,14 @@ int agent__run(const struct agent_opts *o)
 
 		if (now >= end) {
 			if ((rc = export_window(&a)))
-				fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+				log_error("window lost: %s", strerror(-rc));
 			rc = 0;
 			continue;
 		}
 		if ((end - now) / 1000000 < (uint64_t)timeout)
 			timeout = (end - now) / 1000000 + 1;
 		if ((rc = engine__poll(a.e, timeout))) {
-			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-rc));
+			log_error("ring buffer poll failed: %s", strerror(-rc));
 			rc = 1;
 			break;
 		}
@@ -672,7 +677,7 @@ int agent__run(const struct agent_opts *o)
 	engine__stop(a.e);
 	for (int i = 0; i < 3 && (!i || engine__open_samples(a.e)); i++)
 		if ((rc = export_window(&a)))
-			fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+			log_error("window lost: %s", strerror(-rc));
 	rc = 0;
 	for (int i = 0; i < a.nex; i++)
 		a.ex[i]->ops->flush(a.ex[i]->self, o->flush_timeout_ms);
@@ -683,7 +688,7 @@ int agent__run(const struct agent_opts *o)
 		struct engine_counters c;
 
 		engine__counters(a.e, &c);
-		fprintf(stderr, "spanprof: agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
+		log_info("agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
 			"exported; sampler sent %" PRIu64 ", lost %" PRIu64 " (ring buffer full) %"
 			PRIu64 " (scratch); received %" PRIu64 ", not profiled %" PRIu64
 			", malformed %" PRIu64 ", out of memory %" PRIu64 ", unencodable %" PRIu64
@@ -692,7 +697,7 @@ int agent__run(const struct agent_opts *o)
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
 			c.not_target, c.malformed, c.dropped_nomem, c.refused, c.left_out);
 		if (o->off_cpu)
-			fprintf(stderr, "spanprof: off-CPU: %" PRIu64 " blocks at or above the threshold "
+			log_info("off-CPU: %" PRIu64 " blocks at or above the threshold "
 				"(%.1f ms), %" PRIu64 " shorter (%.1f ms, counted); preempted or yielding "
 				"switches %" PRIu64 "; lost: no per-thread record %" PRIu64 "; processes "
 				"not timed (filter full) %" PRIu64 "\n", c.bpf[SP_CNT_OFFCPU_LONG],
@@ -707,9 +712,9 @@ int agent__run(const struct agent_opts *o)
 			struct export_stats st;
 
 			a.ex[i]->ops->stats(a.ex[i]->self, &st);
-			fprintf(stderr, "spanprof: %s: %" PRIu64 " sent, %" PRIu64 " retried, %" PRIu64
+			log_info("%s: %" PRIu64 " sent, %" PRIu64 " retried, %" PRIu64
 				" failed, dropped %" PRIu64 " (queue full) %" PRIu64 " (shutdown) %"
-				PRIu64 " (expired)\n", a.ex[i]->ops->name, st.sent_ok, st.retried,
+				PRIu64 " (expired)", a.ex[i]->ops->name, st.sent_ok, st.retried,
 				st.failed, st.dropped_queue_full, st.dropped_shutdown,
 				st.dropped_expired);
 		}
