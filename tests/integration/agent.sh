@@ -143,6 +143,24 @@ curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$TMP/metrics.txt"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$METRICS_PORT/healthz")" = 200 ] || fail "/healthz not 200"
 promtool check metrics < "$TMP/metrics.txt" || fail "promtool rejects /metrics"
 pass "/metrics passes promtool check metrics ($(grep -vc '^#' "$TMP/metrics.txt") samples)"
+# Metrics by convention: histograms of window build time and push latency (their +Inf bucket is
+# their count), the build info, the standard process_* metrics, no series that is the sum of its
+# siblings.
+sample() { awk -v k="$1" '$1 == k { print $2; found = 1; exit } END { if (!found) print -1 }' "$TMP/metrics.txt"; }
+for h in 'spanprof_window_build_seconds' 'spanprof_export_latency_seconds{exporter="pyroscope"}'; do
+	base=${h%%\{*} labels=${h#"$base"}
+	count=$(sample "${base}_count$labels")
+	if [ -n "$labels" ]; then inf=$(sample "${base}_bucket${labels%\}},le=\"+Inf\"}")
+	else inf=$(sample "${base}_bucket{le=\"+Inf\"}"); fi
+	[ "$count" -ge 1 ] && [ "$inf" = "$count" ] && grep -q "^# TYPE $base histogram$" "$TMP/metrics.txt" ||
+		{ grep "^$base" "$TMP/metrics.txt"; fail "$h: not a histogram with observations (count $count, +Inf $inf)"; }
+done
+grep -Eq '^spanprof_build_info\{version="[^"]+".*\} 1$' "$TMP/metrics.txt" || fail "no spanprof_build_info{version} 1"
+for m in process_cpu_seconds_total process_resident_memory_bytes process_start_time_seconds process_open_fds; do
+	awk -v m="$m" '$1 == m && $2 > 0 { ok = 1 } END { exit !ok }' "$TMP/metrics.txt" || fail "no $m > 0 on /metrics"
+done
+! grep -Eq '="(all|total|max)"' "$TMP/metrics.txt" || { grep -E '="(all|total|max)"' "$TMP/metrics.txt"; fail "a series sums its siblings"; }
+pass "/metrics: window build and push latency histograms, spanprof_build_info, process_* metrics, no total among parts"
 # Memory by structure, held against the heap: the frames and mappings of the processes sampled
 # are there, and the heap in use holds at least them.
 mem() { awk -v re="^spanprof_$1\\{$2=\"$3\"\\}" '$0 ~ re { print $NF; exit }' "$TMP/metrics.txt"; }
@@ -298,7 +316,7 @@ rss_at() {	# rss_at WINDOWS: the agent's RSS (bytes) once it has built that many
 		[ "$(metric spanprof_windows_total)" -ge "$1" ] 2> /dev/null && break
 		sleep 0.1
 	done
-	metric spanprof_resident_memory_bytes
+	metric process_resident_memory_bytes
 }
 RSS2=$(rss_at 2)
 RSS10=$(rss_at 10)

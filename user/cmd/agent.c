@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 
 #include "agent.h"
 #include "dirout.h"
@@ -68,7 +69,7 @@ struct agent {
 	size_t nseries, cap;
 	/* figures for /metrics */
 	uint64_t windows_built, window_samples, window_series, export_errors;
-	double last_build_ms, max_build_ms;
+	struct metrics_hist build_seconds;	/* time to build and hand over a window */
 	uint64_t wall_minus_mono;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 };
 
@@ -305,9 +306,7 @@ static int export_window(struct agent *a)
 	 * free pages inside the heap back to the kernel. */
 	malloc_trim(0);
 	ms = (now_ns() - wall0) / 1e6;
-	a->last_build_ms = ms;
-	if (ms > a->max_build_ms)
-		a->max_build_ms = ms;
+	metrics_hist__observe(&a->build_seconds, ms / 1e3);
 	if (a->o->verbose)
 		log_info("window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
 			" series, built in %.1f ms (%.1f ms CPU)", a->windows_built, n,
@@ -318,15 +317,6 @@ static int export_window(struct agent *a)
 }
 
 /* ---- self-metrics --------------------------------------------------------------------------- */
-
-static long rss_kib(void)
-{
-	char buf[4096], *s;
-	long n = read_small_file(AT_FDCWD, "/proc/self/status", buf, sizeof(buf));
-
-	s = n > 0 ? strstr(buf, "VmRSS:") : NULL;
-	return s ? strtol(s + 6, NULL, 10) : 0;
-}
 
 #define C(name, help, labels, v) metrics_buf__counter(mb, "spanprof_" name, help, labels, (double)(v))
 #define G(name, help, labels, v) metrics_buf__gauge(mb, "spanprof_" name, help, labels, (double)(v))
@@ -342,11 +332,14 @@ static void publish_metrics(struct agent *a)
 	struct symbolizer_stats st;
 	struct nametab_stats names;
 	const char *text;
+	char libbpf_ver[32];
 	size_t len;
 
 	if (!a->metrics || !mb)
 		return;
 	metrics_buf__reset(mb);
+	snprintf(libbpf_ver, sizeof(libbpf_ver), "%u.%u", libbpf_major_version(),
+		 libbpf_minor_version());
 	engine__counters(a->e, &c);
 	for (int i = 0; i < SP_CNT__MAX; i++) {
 		const char *l[] = { "outcome", sp_counter_names[i], NULL };
@@ -434,9 +427,10 @@ static void publish_metrics(struct agent *a)
 		withheld_by[dotnetproc__withheld(p) % RTWITHHELD__MAX]++;
 	}
 	perfmap__shared_names(&names);
-	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
-	  proctab__live(pt));
-	G("processes", NULL, ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
+	G("processes_tracked", "Processes in the table.", NULL, proctab__live(pt));
+	G("processes", "Processes in the table by what is known of them (.NET; with a span "
+	  "table; holding a perf map index, or reading it sparsely): overlapping sets, not parts of "
+	  "spanprof_processes_tracked.", ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_sparse", NULL }), maps_sparse);
@@ -500,9 +494,8 @@ static void publish_metrics(struct agent *a)
 		  sb.used_by[SB_ELF]);
 		G("memory_bytes", NULL, ((const char *[]){ "structure", "ready_to_run", NULL }),
 		  sb.used_by[SB_R2R]);
-		G("symbol_budget_bytes", "The symbol budget (--max-symbol-mb) and what is held of it.",
-		  ((const char *[]){ "state", "max", NULL }), sb.max);
-		G("symbol_budget_bytes", NULL, ((const char *[]){ "state", "used", NULL }), sb.used);
+		G("symbol_budget_max_bytes", "The symbol budget (--max-symbol-mb).", NULL, sb.max);
+		G("symbol_budget_used_bytes", "What is held of the symbol budget.", NULL, sb.used);
 		for (int k = 0; k < SB__MAX; k++)
 			C("symbol_budget_refused_total", k ? NULL : "Tables (code ranges for perf "
 			  "maps) the symbol budget had no room for.",
@@ -531,10 +524,8 @@ static void publish_metrics(struct agent *a)
 	}
 	C("windows_total", "Windows built and exported.", NULL, a->windows_built);
 	C("window_samples_total", "Samples in exported windows.", NULL, a->window_samples);
-	G("window_build_seconds", "Time to build and hand over the last window.", NULL,
-	  a->last_build_ms / 1e3);
-	G("window_build_seconds_max", "Longest time to build and hand over a window.", NULL,
-	  a->max_build_ms / 1e3);
+	metrics_buf__histogram(mb, "spanprof_window_build_seconds", "Time to build a window's "
+			       "profiles and hand them to the exporters.", NULL, &a->build_seconds);
 	for (int i = 0; i < a->nex; i++) {
 		struct export_stats st;
 		const char *name = a->ex[i]->ops->name;
@@ -561,12 +552,13 @@ static void publish_metrics(struct agent *a)
 		  ((const char *[]){ "exporter", name, NULL }), st.queue_bytes);
 		C("export_bytes_total", "Bytes delivered.",
 		  ((const char *[]){ "exporter", name, NULL }), st.bytes_sent);
-		G("export_latency_seconds", "From window close to the backend's answer, last request.",
-		  ((const char *[]){ "exporter", name, NULL }), st.last_latency_ns / 1e9);
+		metrics_buf__histogram(mb, "spanprof_export_latency_seconds", "From a window's hand-over "
+				       "to the backend's answer, per request.",
+				       ((const char *[]){ "exporter", name, NULL }), &st.latency);
 	}
-	G("resident_memory_bytes", "The agent's resident set size.", NULL, rss_kib() * 1024.0);
-	C("cpu_seconds_total", "The agent's CPU time (user and system).", NULL,
-	  report__cpu_ms() / 1e3);
+	G("build_info", "The agent's version (value 1).",
+	  ((const char *[]){ "version", SPANPROF_VERSION, "libbpf", libbpf_ver, NULL }), 1);
+	metrics_buf__process(mb);
 	text = metrics_buf__text(mb, &len);
 	if (text)
 		metrics__publish(a->metrics, text, len);
