@@ -155,6 +155,23 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 	return 0;
 }
 
+/* A report block (report.c writes to a FILE f) as log lines, one per line. */
+#define LOG_REPORT(call)                                                               \
+	do {                                                                           \
+		char *text_ = NULL, *save_ = NULL;                                     \
+		size_t len_ = 0;                                                       \
+		FILE *f = open_memstream(&text_, &len_);                               \
+                                                                                       \
+		if (!f)                                                                \
+			break;                                                         \
+		call;                                                                  \
+		fclose(f);                                                             \
+		for (char *l = strtok_r(text_, "\n", &save_); l;                       \
+		     l = strtok_r(NULL, "\n", &save_))                                 \
+			log_info("%s", l);                                             \
+		free(text_);                                                           \
+	} while (0)
+
 /* ---- one window ----------------------------------------------------------------------------- */
 
 static void free_ident(void *ident)
@@ -311,8 +328,9 @@ static int export_window(struct agent *a)
 		log_info("window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
 			" series, built in %.1f ms (%.1f ms CPU)", a->windows_built, n,
 			(uint64_t)nseries, ms, report__cpu_ms() - t0);
-	if (a->o->verbose)
-		report__symbols(stderr, a->e);
+	if (a->o->verbose) {
+		LOG_REPORT(report__symbols(f, a->e));
+	}
 	return n < 0 ? (int)n : 0;
 }
 
@@ -697,7 +715,7 @@ int agent__run(const struct agent_opts *o)
 				c.bpf[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_PREEMPT],
 				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked);
 		if (o->verbose)
-			report__dotnet_processes(stderr, a.e, "spanprof:   ");
+			LOG_REPORT(report__dotnet_processes(f, a.e, "  "));
 	}
 	{
 		for (int i = 0; i < a.nex; i++) {
