@@ -155,23 +155,6 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 	return 0;
 }
 
-/* A report block (report.c writes to a FILE f) as log lines, one per line. */
-#define LOG_REPORT(call)                                                               \
-	do {                                                                           \
-		char *text_ = NULL, *save_ = NULL;                                     \
-		size_t len_ = 0;                                                       \
-		FILE *f = open_memstream(&text_, &len_);                               \
-                                                                                       \
-		if (!f)                                                                \
-			break;                                                         \
-		call;                                                                  \
-		fclose(f);                                                             \
-		for (char *l = strtok_r(text_, "\n", &save_); l;                       \
-		     l = strtok_r(NULL, "\n", &save_))                                 \
-			log_info("%s", l);                                             \
-		free(text_);                                                           \
-	} while (0)
-
 /* ---- one window ----------------------------------------------------------------------------- */
 
 static void free_ident(void *ident)

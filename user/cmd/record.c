@@ -112,7 +112,7 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 			return 1;
 		}
 		if (o->verbose && now_ns() >= next_progress) {
-			report__progress(stderr, e, (now_ns() - t_start) / 1e9);
+			LOG_REPORT(report__progress(f, e, (now_ns() - t_start) / 1e9));
 			next_progress += 1000000000ull;
 		}
 	}
