@@ -247,6 +247,14 @@ static void test_options_table_and_help(void **state)
 			else
 				assert_null(strstr(text, want));
 		}
+		/* the default and the variable as the table has them */
+		if (cmd == OPTIONS_AGENT) {
+			assert_non_null(strstr(text, "samples per second per CPU (default 19) "
+						     "[env SPANPROF_FREQ]\n"));
+			assert_non_null(strstr(text, "[env SPANPROF_PYROSCOPE_HEADER, comma-separated]"));
+		} else {
+			assert_non_null(strstr(text, "samples per second per CPU (default 99)\n"));
+		}
 		free(text);
 	}
 }

@@ -180,8 +180,8 @@ static int set_value(const struct flag *f, int cmd, void *base, const char *v, i
 	return -1;
 }
 
-static int value_error(const struct flag_table *t, const struct flag *f, int rc, const char *v,
-		       const char *env, char *err, size_t errlen)
+static int value_error(const struct flag *f, int rc, const char *v, const char *env, char *err,
+		       size_t errlen)
 {
 	char buf[128];
 
@@ -193,12 +193,14 @@ static int value_error(const struct flag_table *t, const struct flag *f, int rc,
 			 "bad value (want true or false)" : why_bad(f, buf, sizeof(buf)), v, env);
 	else
 		snprintf(err, errlen, "%s: %s", why_bad(f, buf, sizeof(buf)), v);
-	(void)t;
 	return -EINVAL;
 }
 
-/* A list from the environment: comma-separated values, kept in one copy owned by the process
- * (the strings are pointed at until exit). */
+/* The copies that lists from the environment point into: kept until exit, and reachable. */
+static char **env_copies;
+static size_t n_env_copies;
+
+/* A list from the environment: comma-separated values, in a copy of the variable. */
 static int set_env(const struct flag_table *t, const struct flag *f, int cmd, void *base,
 		   const char *v, const char *env, char *err, size_t errlen)
 {
@@ -207,9 +209,20 @@ static int set_env(const struct flag_table *t, const struct flag *f, int cmd, vo
 
 	if (!f->max_n) {
 		rc = set_value(f, cmd, base, v, 1);
-		return rc ? value_error(t, f, rc, v, env, err, errlen) : 0;
+		return rc ? value_error(f, rc, v, env, err, errlen) : 0;
 	}
 	copy = strdup(v);
+	if (copy) {
+		char **more = realloc(env_copies, (n_env_copies + 1) * sizeof(*more));
+
+		if (!more) {
+			free(copy);
+			copy = NULL;
+		} else {
+			env_copies = more;
+			env_copies[n_env_copies++] = copy;
+		}
+	}
 	if (!copy) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -218,9 +231,9 @@ static int set_env(const struct flag_table *t, const struct flag *f, int cmd, vo
 		while (*s == ' ')
 			s++;
 		if ((rc = set_value(f, cmd, base, s, 1)))
-			return value_error(t, f, rc, s, env, err, errlen);
+			return value_error(f, rc, s, env, err, errlen);
 	}
-	return 0;	/* copy stays: the list points into it */
+	return 0;
 }
 
 int flags__parse(const struct flag_table *t, int cmd, void *base, int argc, char **argv,
@@ -301,7 +314,7 @@ int flags__parse(const struct flag_table *t, int cmd, void *base, int argc, char
 			from_env[f - t->rows] = 0;
 		}
 		if ((rc = set_value(f, cmd, base, optarg ? optarg : "", 0))) {
-			rc = value_error(t, f, rc, optarg ? optarg : "", NULL, err, errlen);
+			rc = value_error(f, rc, optarg ? optarg : "", NULL, err, errlen);
 			goto out;
 		}
 	}
