@@ -72,7 +72,8 @@ static int parse_whole(const char *s, double min, double max, uint64_t *out)
 
 static int truthy(const char *s, int *out)
 {
-	static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0", "false", "no", "off" };
+	static const char *const yes[] = { "1", "true", "yes", "on" };
+	static const char *const no[] = { "0", "false", "no", "off" };
 
 	for (int i = 0; i < 4; i++) {
 		if (!strcasecmp(s, yes[i]))
@@ -125,7 +126,8 @@ static int set_value(const struct flag *f, int cmd, void *base, const char *v, i
 		return 0;
 	case FLAG_U32:
 	case FLAG_PID:
-		if (parse_whole(v, f->type == FLAG_PID ? 1 : f->min, f->type == FLAG_PID ? 0x7fffffff : f->max, &u))
+		if (f->type == FLAG_PID ? parse_whole(v, 1, 0x7fffffff, &u) :
+					  parse_whole(v, f->min, f->max, &u))
 			return -1;
 		if (!(p = slot(f, cmd, base, sizeof(uint32_t))))
 			return -E2BIG;
