@@ -33,7 +33,7 @@ void report__progress(FILE *f, struct engine *e, double elapsed_s)
 
 	engine__counters(e, &c);
 	symbolizer__stats(engine__symbolizer(e), &st);
-	fprintf(f, "spanprof: %.1fs", elapsed_s);
+	fprintf(f, "%.1fs", elapsed_s);
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		fprintf(f, " %s=%" PRIu64, sp_counter_names[i], c.bpf[i]);
 	for (int i = 0; i < LEAF__MAX; i++)

@@ -257,6 +257,7 @@ static void record_answer(struct delivery *d, const struct item *it, uint64_t no
 	uint64_t lat = now > it->enqueued_ns ? now - it->enqueued_ns : 0;
 
 	d->st.last_latency_ns = lat;
+	metrics_hist__observe(&d->st.latency, lat / 1e9);
 	if (lat > d->st.max_latency_ns)
 		d->st.max_latency_ns = lat;
 }

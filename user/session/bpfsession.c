@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpfsession.h"
+#include "log.h"
 #include "profiler.skel.h"
 #include "util.h"
 
@@ -113,7 +114,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	if (level == LIBBPF_DEBUG)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	log__vmsg(level == LIBBPF_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, fmt, ap);
+	return 0;
 }
 
 static int online_cpus(int *cpus, int max)
@@ -189,7 +191,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		p += len + (p[len] == ',');
 	}
 	if (*variant)
-		fprintf(stderr, "spanprof: sampler variant: %s\n", env);
+		log_info("sampler variant: %s", env);
 	return 0;
 }
 
@@ -315,7 +317,7 @@ int bpfsession__attach(struct bpfsession *s)
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (s->stats_fd < 0)
-			fprintf(stderr, "spanprof: cannot enable BPF run-time stats: %s\n",
+			log_warn("cannot enable BPF run-time stats: %s",
 				strerror(errno));
 	}
 	return 0;
