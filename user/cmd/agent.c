@@ -139,8 +139,10 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 			return setup_error("%s", err);
 		a->nex++;
 		/* where it goes, after the environment had its say */
-		fprintf(stderr, "spanprof: otlp: POST %s (%s, %zu extra headers)\n", cfg.url,
-			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers);
+		fprintf(stderr, "spanprof: otlp: %s %s (%s, %zu extra headers%s)\n",
+			cfg.protocol == OTLP_PROTOCOL_GRPC ? "gRPC" : "POST", cfg.url,
+			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers,
+			cfg.client_cert[0] ? ", client certificate" : "");
 		otlp_config__clear(&cfg);
 	}
 	if (o->output_dir) {
@@ -712,6 +714,14 @@ int agent__run(const struct agent_opts *o)
 				PRIu64 " (expired)\n", a.ex[i]->ops->name, st.sent_ok, st.retried,
 				st.failed, st.dropped_queue_full, st.dropped_shutdown,
 				st.dropped_expired);
+			if (a.ex[i]->ops->last_error) {
+				char last[512];
+
+				a.ex[i]->ops->last_error(a.ex[i]->self, last, sizeof(last));
+				if (last[0])
+					fprintf(stderr, "spanprof: %s: last error: %s\n",
+						a.ex[i]->ops->name, last);
+			}
 		}
 	}
 out:
