@@ -551,6 +551,24 @@ static void test_otlp_encode_gzip_and_file(void **state)
 		free(gz);
 	}
 	assert_int_equal(otlp__write(NULL, stdout, 0), -EINVAL);
+
+	/* a recording's service (profile__set_service) is its resource's service.name */
+	{
+		char *mem = NULL;
+		size_t mlen = 0;
+
+		f = open_memstream(&mem, &mlen);
+		assert_int_equal(profile__set_service(fx.p, "svc-rec"), 0);
+		assert_string_equal(profile__service(fx.p), "svc-rec");
+		assert_int_equal(otlp__write(fx.p, f, 0), 0);
+		fclose(f);
+		r = decode((uint8_t *)mem, mlen);
+		assert_int_equal(r->n_resource_profiles, 1);
+		assert_string_equal(resource_attr(r->resource_profiles[0]->resource, "service.name"),
+				    "svc-rec");
+		request_free(r);
+		free(mem);
+	}
 	profile__free(fx.p);
 }
 

@@ -573,7 +573,8 @@ free_all:
 int otlp__write(const struct profile *p, FILE *f, int gzip)
 {
 	const struct profile_opts *po;
-	struct export_series s = { .prof = p };
+	struct pf_label svc = { .key = PROFILE_SERVICE_LABEL, .value = profile__service(p) };
+	struct export_series s = { .labels = &svc, .n_labels = svc.value ? 1 : 0, .prof = p };
 	struct export_batch b = { 0 };
 	uint8_t *buf;
 	size_t len;

@@ -54,8 +54,8 @@ struct otlp_encode_info {
 int otlp__encode(const struct export_batch *b, int gzip, uint8_t **out, size_t *len,
 		 struct otlp_encode_info *info);
 
-/* One profile (no series labels) as the request above, into f, gzip when gzip is set. For
- * `record -o FILE.otlp.pb`. 0 or -errno. */
+/* One profile as the request above, into f, gzip when gzip is set; its service
+ * (profile__service) is the resource's service.name. For `record -o FILE.otlp.pb`. 0 or -errno. */
 int otlp__write(const struct profile *p, FILE *f, int gzip);
 
 enum otlp_compression {
