@@ -5,7 +5,9 @@
 # named by OTEL_SERVICE_NAME:
 #   1. grpc over h2c: every window with samples arrives as one call and decodes; the service's
 #      resource; a partial success is reported, not retried.
-#   2. http/protobuf (PROFILES_PROTOCOL over the shared PROTOCOL) still posts to /v1development/profiles.
+#   2. http/protobuf (PROFILES_PROTOCOL over the shared PROTOCOL) still posts to /v1development/profiles;
+#      and to Pyroscope, which takes OTLP there too (tests/tools/pyroscope-receiver.js, the same
+#      route and answers as Pyroscope's distributor), with OTEL_EXPORTER_OTLP_ENDPOINT only.
 #   3. UNAVAILABLE for the first calls: retried with backoff, then delivered, nothing lost.
 #   4. PERMISSION_DENIED: refused for good, one line on stderr naming the code and message.
 #   5. mutual TLS (a CA, server and client certificates made here): accepted with the client
@@ -112,6 +114,28 @@ S=$(summary "$TMP/http.rx.jsonl" $SERVICE) || fail "$S"
 	fail "http/protobuf: $S"
 [ "$(field "$S" 'answered.every((a) => a === 200)')" = true ] && [ "$(field "$S" service_total)" -gt 0 ] || fail "http/protobuf: $S"
 pass "http/protobuf (the signal's PROTOCOL over the shared one): POST /v1development/profiles, decoded"
+
+spawn "$TMP/pyro.rx.log" node "$TOOLS/pyroscope-receiver.js" --port 0 --ready "$TMP/pyro.rx.ready" --out "$TMP/pyro.rx.jsonl"
+poll 15 test -s "$TMP/pyro.rx.ready" || { cat "$TMP/pyro.rx.log"; fail "the Pyroscope receiver did not start"; }
+touch "$TMP/pyro.rx.jsonl"
+OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$(cat "$TMP/pyro.rx.ready")" \
+	run_agent pyro at_least "$TMP/pyro.rx.jsonl" 2 -- --otlp
+S=$(node - "$TMP/pyro.rx.jsonl" $SERVICE << 'EOF'
+const fs = require('fs');
+const [file, service] = process.argv.slice(2);
+const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(JSON.parse);
+const bad = lines.find((l) => l.error || l.answered !== 200 || !l.otlp || l.path !== '/v1development/profiles');
+if (bad) throw new Error(`not accepted as OTLP: ${JSON.stringify(bad).slice(0, 400)}`);
+let svc = 0;
+for (const l of lines)
+  for (const s of l.series)
+    if (s.labels.service_name === service) svc += s.profiles.reduce((a, p) => a + p.total, 0);
+if (!svc) throw new Error(`no series with service_name ${service}`);
+console.log(JSON.stringify({ requests: lines.length, service_total: svc }));
+EOF
+) || fail "Pyroscope: $S"
+[ "$(field "$S" requests)" = "$(stat_of pyro sent)" ] || fail "Pyroscope: $(stat_of pyro sent) sent, $S"
+pass "Pyroscope's OTLP route (/v1development/profiles, OTEL_EXPORTER_OTLP_ENDPOINT=http://pyroscope:4040): accepted, decoded, service_name $SERVICE: $S"
 
 # ---- 3. UNAVAILABLE, then OK ---------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 // data model's rules (dictionary zero entries, indices in range, one value per sample, link id
 // sizes, unique attribute keys per sample, a frame type per location, service.name on every
 // resource), and writes one JSON line per request. It also decodes a file (record's .otlp.pb).
+// Its decoder is also a module (loadProtos, decodeBody) for pyroscope-receiver.js.
 // With --grpc it is an OTLP/gRPC server instead (@grpc/grpc-js, the service loaded from the same
 // .proto files by @grpc/proto-loader; the request's bytes are handed to the same decoder).
 //
@@ -450,9 +451,14 @@ function main() {
   process.on('SIGINT', stop);
 }
 
-try {
-  main();
-} catch (e) {
-  process.stderr.write(`otlp-receiver: ${e.message}\n`);
-  process.exit(2);
+// The decoder, for the Pyroscope stand-in's OTLP route.
+module.exports = { loadProtos, decodeBody };
+
+if (require.main === module) {
+  try {
+    main();
+  } catch (e) {
+    process.stderr.write(`otlp-receiver: ${e.message}\n`);
+    process.exit(2);
+  }
 }
