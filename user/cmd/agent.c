@@ -23,7 +23,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "nametab.h"
-#include "otelctx.h"
 #include "otlp.h"
 #include "proctab.h"
 #include "profile.h"
@@ -141,8 +140,10 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 			return setup_error("%s", err);
 		a->nex++;
 		/* where it goes, after the environment had its say */
-		log_info("otlp: POST %s (%s, %zu extra headers)", cfg.url,
-			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers);
+		log_info("otlp: %s %s (%s, %zu extra headers%s)",
+			cfg.protocol == OTLP_PROTOCOL_GRPC ? "gRPC" : "POST", cfg.url,
+			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers,
+			cfg.client_cert[0] ? ", client certificate" : "");
 		otlp_config__clear(&cfg);
 	}
 	if (o->output_dir) {
@@ -157,52 +158,6 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 
 /* ---- one window ----------------------------------------------------------------------------- */
 
-static void free_ident(void *ident)
-{
-	free(ident);
-}
-
-/* The OTel process context (OTEP 4719) names the service first: it is what the app's SDK uses.
- * It may be read after the process's first window: from then on its series follows it. */
-static const struct proc_identity *otel_service(struct proc *p, struct proc_identity *id)
-{
-	const char *name = otelctx__service_name(p);
-
-	if (name && name[0] && strcmp(name, id->service_name) &&
-	    strlen(name) < sizeof(id->service_name)) {
-		snprintf(id->service_name, sizeof(id->service_name), "%s", name);
-		id->source = IDENTITY_SRC_OTEL_CTX;
-	}
-	return id;
-}
-
-static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
-{
-	struct proc_identity *id;
-	struct proc *now;
-
-	/* A process is one service across exec (its launcher's samples too, env and cgroup being
-	 * the same): the entry of the program it exec'd into names it, while that entry is there. */
-	if (p->execed && (now = proctab__find(engine__procs(a->e), p->pid, p->start_ticks)))
-		p = now;
-	id = p->ident;
-
-	if (id)
-		return otel_service(p, id);
-	id = calloc(1, sizeof(*id));
-	if (!id)
-		return NULL;
-	if (p->dir_fd < 0 || identity__resolve(a->ids, p->dir_fd, p->comm, id)) {
-		memset(id, 0, sizeof(*id));
-		snprintf(id->service_name, sizeof(id->service_name), "%s",
-			 p->comm[0] ? p->comm : "unknown");
-		id->source = IDENTITY_SRC_COMM;
-	}
-	p->ident = id;
-	p->ident_free = free_ident;
-	return otel_service(p, id);
-}
-
 static void add_label(struct series *s, const char *k, const char *v)
 {
 	if (v && v[0] && s->n_labels < SERIES_LABELS)
@@ -213,7 +168,7 @@ static void add_label(struct series *s, const char *k, const char *v)
 static int series_of(void *arg, struct proc *p)
 {
 	struct agent *a = arg;
-	const struct proc_identity *id = identity_of(a, p);
+	const struct proc_identity *id = identity__of_proc(a->ids, engine__procs(a->e), p);
 	struct profile_opts po = { .period_ns = 1000000000ull / a->o->freq,
 				   .off_cpu = a->o->off_cpu };
 	struct series *s;
@@ -710,6 +665,14 @@ int agent__run(const struct agent_opts *o)
 				PRIu64 " (expired)", a.ex[i]->ops->name, st.sent_ok, st.retried,
 				st.failed, st.dropped_queue_full, st.dropped_shutdown,
 				st.dropped_expired);
+			if (a.ex[i]->ops->last_error) {
+				char last[512];
+
+				a.ex[i]->ops->last_error(a.ex[i]->self, last, sizeof(last));
+				if (last[0])
+					log_info("%s: last error: %s",
+						a.ex[i]->ops->name, last);
+			}
 		}
 	}
 out:

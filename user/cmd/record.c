@@ -12,6 +12,7 @@
 #include "command.h"
 #include "engine.h"
 #include "exporter.h"
+#include "identity.h"
 #include "log.h"
 #include "output.h"
 #include "profile.h"
@@ -122,8 +123,23 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 	return 0;
 }
 
+/* The services of the recorded processes, named as the agent names its series. */
+struct services {
+	struct identity_ctx *ids;
+	const struct proctab *procs;
+	char name[IDENTITY_SERVICE_LEN];	/* the first one seen */
+	int many;				/* another one seen too */
+};
+
 static int every_process(void *arg, struct proc *p)
 {
+	struct services *s = arg;
+	const struct proc_identity *id = s->ids ? identity__of_proc(s->ids, s->procs, p) : NULL;
+
+	if (id && !s->name[0])
+		snprintf(s->name, sizeof(s->name), "%s", id->service_name);
+	else if (id && strcmp(s->name, id->service_name))
+		s->many = 1;
 	return 0;	/* one profile */
 }
 
@@ -156,6 +172,7 @@ int record__run(const struct record_opts *o)
 	struct agg_window *w = NULL;
 	struct profile *prof = NULL;
 	struct engine *e = NULL;
+	struct services svcs = { 0 };
 	int64_t wall_start;
 	char err[512];
 	int rc, nouts = 0, go = -1, cmd_rc = -1;
@@ -226,7 +243,10 @@ int record__run(const struct record_opts *o)
 	}
 	w = engine__cut(e);
 	prof = profile__new(&po);
-	if (!w || !prof || engine__build(e, w, every_process, NULL, &prof, 1) < 0) {
+	svcs.ids = identity__new(NULL, NULL, NULL);	/* none: the outputs name no service */
+	svcs.procs = engine__procs(e);
+	if (!w || !prof || engine__build(e, w, every_process, &svcs, &prof, 1) < 0 ||
+	    (svcs.name[0] && !svcs.many && profile__set_service(prof, svcs.name))) {
 		log_error("out of memory while building the profile");
 		rc = 2;
 		goto out;
@@ -267,6 +287,7 @@ out:
 	aggregate__window_free(w);
 	profile__free(prof);
 	engine__free(e);
+	identity__free(svcs.ids);
 	if (files)
 		files->ops->free(files->self);
 	for (int i = 0; i < nouts; i++)

@@ -53,6 +53,8 @@ struct exporter_ops {
 	int (*flush)(void *self, uint32_t timeout_ms);
 	void (*stats)(void *self, struct export_stats *out);
 	void (*free)(void *self);	/* NULL-safe on self */
+	/* The last failure's one-line reason, "" if none (NULL op: the exporter keeps none). */
+	void (*last_error)(void *self, char *buf, size_t len);
 };
 
 struct exporter {
