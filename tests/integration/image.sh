@@ -202,7 +202,7 @@ BCAPS=(--cap-drop "$(IFS=,; echo "${drop[*]}")" --cap-add "$(IFS=,; c=("${sup[@]
 # run_agent NAME CAP...: the rendered agent under exactly CAP..., until the app's service has two
 # windows in /out/NAME.d; sets NAMED (fraction of the app's samples named), BY_HANDLE, BY_PATH.
 run_agent() {
-	local name=$1 list pid bpid port f win rc=0 i
+	local name=$1 list pid bpid port f win rc=0 i total named nwin r
 	shift
 	list=-all$(printf ',+%s' "${@,,}")
 	mkdir -p "$OUT/$name.d"
@@ -231,18 +231,22 @@ run_agent() {
 	wait "$bpid" || rc=$?	# buildah run, with the agent's exit status
 	[ "$rc" = 0 ] || { cat "$TMP/$name.txt"; fail "$name: the agent's exit status after SIGTERM: $rc"; }
 	grep -q 'kernel symbols hidden' "$TMP/$name.txt" && fail "$name: kernel symbols hidden: CAP_SYSLOG missing?"
-	win=$(ls -S "$OUT/$name.d/$SERVICE/"*.pb.gz | head -1)
-	cp "$win" "$TMP/$name.pb.gz"
-	decode "$TMP/$name.pb.gz"
-	NAMED=$(field "$(query managed "$TMP/$name.json" --pid "$APP")" frac)
-	NAMED=$(awk -v n="$NAMED" 'BEGIN { printf "%.3f", n }')
-	SAMPLES=$(count_samples "$TMP/$name.json" --pid "$APP")
-	[ "$SAMPLES" -ge 100 ] || fail "$name: only $SAMPLES samples of the app in its largest window"
+	# Every window of the service: samples of the app, and those with .NET frames all named.
+	total=0 named=0 nwin=0
+	for win in "$OUT/$name.d/$SERVICE/"*.pb.gz; do
+		cp "$win" "$TMP/$name-$nwin.pb.gz"
+		decode "$TMP/$name-$nwin.pb.gz"
+		r=$(query managed "$TMP/$name-$nwin.json" --pid "$APP")
+		total=$((total + $(field "$r" total))) named=$((named + $(field "$r" named))) nwin=$((nwin + 1))
+	done
+	SAMPLES=$total
+	[ "$SAMPLES" -ge 100 ] || fail "$name: only $SAMPLES samples of the app in $nwin windows"
+	NAMED=$(awk -v n="$named" -v t="$total" 'BEGIN { printf "%.3f", n / t }')
 	f=$(grep 'mapped files opened:' "$TMP/$name.txt" | tail -1)
 	BY_HANDLE=$(sed -n 's/.*opened: \([0-9]*\) by handle.*/\1/p' <<< "$f")
 	BY_PATH=$(sed -n 's/.* \([0-9]*\) by path.*/\1/p' <<< "$f")
 	[ -n "$BY_HANDLE" ] && [ -n "$BY_PATH" ] || { cat "$TMP/$name.txt"; fail "$name: no 'mapped files opened' line in the agent's report"; }
-	note "$name ($*): CapEff $(cap_mask "$@"), .NET frames named in $NAMED of the app's $SAMPLES samples (the largest of $(ls "$OUT/$name.d/$SERVICE" | wc -l) windows), mapped files opened by handle $BY_HANDLE, by path $BY_PATH"
+	note "$name ($*): CapEff $(cap_mask "$@"), .NET frames named in $NAMED of the app's $SAMPLES samples ($nwin windows), mapped files opened by handle $BY_HANDLE, by path $BY_PATH"
 }
 
 run_agent rendered "${GRANT[@]}"
