@@ -5,6 +5,7 @@
 #   docker build -f deploy/hook.Dockerfile -t spanprof-hook .            # from the repository root
 #   podman build --isolation=chroot -f deploy/hook.Dockerfile \
 #       --ignorefile deploy/hook.Dockerfile.dockerignore -t spanprof-hook .
+#   deploy/build-local.sh hook          # without a registry: on busybox-local.Dockerfile (2.28 MB)
 #
 # Unlike the agent image it needs no BTF kernel and no C toolchain: only the .NET SDK stage.
 

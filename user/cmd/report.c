@@ -261,6 +261,10 @@ void report__symbols(FILE *f, struct engine *e)
 			"symbol budget), %" PRIu64 " dropped idle, %" PRIu64 " read again; %" PRIu64
 			" frames module+offset for it\n", st.elf_evicted, st.elf_over_budget,
 			st.elf_idle_released, st.elf_reloaded, st.elf_not_held);
+	if (st.opened_by_handle || st.opened_by_path)
+		fprintf(f, "  mapped files opened: %" PRIu64 " by handle (/proc/<pid>/map_files), %"
+			PRIu64 " by path (inside the process's root)\n", st.opened_by_handle,
+			st.opened_by_path);
 	if (st.debug_refused) {
 		fprintf(f, "  debug files refused (outside the process's root, no matching build id): %"
 			PRIu64 "\n", st.debug_refused);
