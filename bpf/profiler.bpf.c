@@ -21,6 +21,9 @@ const volatile bool offcpu_filter = false;
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
+/* Set by user space when it attaches the off-CPU programs again after a pause (CLOCK_MONOTONIC):
+ * a block that began before the pause is timed from here, not billed across the pause. */
+__u64 offcpu_resume_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -588,7 +591,7 @@ int BPF_PROG(offcpu_wakeup, struct task_struct *p)
 	if (!b || !b->start_ns)
 		return 0;
 	now = bpf_ktime_get_ns();
-	delta = now - b->start_ns;
+	delta = now - (b->start_ns > offcpu_resume_ns ? b->start_ns : offcpu_resume_ns);
 	b->start_ns = 0;
 	if (delta < offcpu_threshold_ns) {
 		count(SP_CNT_OFFCPU_SHORT);
