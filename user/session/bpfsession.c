@@ -34,6 +34,11 @@ const char *const sp_counter_help[SP_CNT__MAX] = {
 #undef SP_COUNTER_HELP
 };
 
+/* Places where profiled threads block whose stacks the off-CPU switch-out keeps (an LRU in the
+ * kernel, about 2.2 KiB each, allocated at load): a thread's repeat block at one of them costs a
+ * lookup, not a stack walk. */
+#define OFFCPU_SITES 2048
+
 struct bpfsession {
 	struct bpfsession_opts o;
 	struct profiler_bpf *skel;
@@ -236,6 +241,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
+	bpf_map__set_max_entries(s->skel->maps.offcpu_sites, o->off_cpu ? OFFCPU_SITES : 1);
 	err = profiler_bpf__load(s->skel);
 	if (err) {
 		*rc = setup_error("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "
