@@ -165,19 +165,23 @@ HOOK_VERSION := $(shell sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' hook/Direc
 HOOK_SRCS := $(call dotnet_srcs,hook/src) hook/SpanProf.Hook.csproj hook/Directory.Build.props
 HOOK_DLL := $(BUILD)/hook/SpanProf.Hook.dll
 HOOK_PKG := $(BUILD)/nuget/SpanProf.Hook.$(HOOK_VERSION).nupkg
+# The hook targets net6.0 and net8.0 (SpanProf.Hook.csproj says why): both build to their own bin/
+# folders, which `dotnet pack --no-build` packs; $(HOOK_DLL) is the net6.0 one.
+HOOK_BIN := $(BUILD)/bin/hook/SpanProf.Hook/Release
 $(HOOK_DLL): $(HOOK_SRCS) hook/startup/SpanProf.Hook.Startup.csproj | $(DEPS_STAMP)
 	$(call msg,DOTNET,$@)
-	$(call DOTNET_BUILD,hook/SpanProf.Hook.csproj,$(BUILD)/hook)
+	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release $(DOTNET_PROPS)
+	$(Q)mkdir -p $(@D) && cp $(HOOK_BIN)/net6.0/SpanProf.Hook.* $(@D)/
 	$(call DOTNET_BUILD,hook/startup/SpanProf.Hook.Startup.csproj,$(BUILD)/hook)
 	$(Q)touch $@
 
 # `dotnet pack` of what $(HOOK_DLL) built (--no-build: nothing compiles twice), with the package
-# README and the build targets that start the hook at startup (hook/package/).
+# README, the build targets that start the hook before Main and the module initializer they add to
+# apps that run no startup hook (hook/package/).
 $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 	$(call msg,PACK,$@)
 	$(Q)rm -f $(BUILD)/nuget/SpanProf.Hook.*.nupkg
-	$(Q)dotnet pack hook/SpanProf.Hook.csproj -c Release --no-build -p:OutputPath=$(abspath $(BUILD))/hook/ \
-		-o $(BUILD)/nuget $(DOTNET_PROPS)
+	$(Q)dotnet pack hook/SpanProf.Hook.csproj -c Release --no-build -o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
 APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen OffCpu,$(BUILD)/apps/$(a)/$(a).dll)
