@@ -190,34 +190,37 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
 	$(Q)touch $@
 
-# The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix):
-# self-contained composite ReadyToRun (the app and its framework precompiled into one
-# <App>.r2r.dll). Runtime packs come from the NuGet feed; obj/ and bin/ are per shape (the apps'
-# Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/.
+# The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix), each
+# $(SHAPES)/<shape>/<App>/<App>. Runtime packs come from the NuGet feed; obj/ and bin/ are per shape
+# (the apps' Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/. SpanService
+# gets the hook as the package gives it (its .csproj imports hook/package/SpanProf.Hook.targets).
+#   composite  self-contained composite ReadyToRun (the app and its framework in one <App>.r2r.dll)
+#   aot        Native AOT: the binary and its symbols (<App>.dbg, found by .gnu_debuglink)
+#   trimmed    self-contained, PublishTrimmed (no startup hooks: the package's module initializer)
+#   rt8, rt9   self-contained on the runtime packs of .NET 8 and 9 (the patch the SDK picks)
+#   rt11       self-contained on runtime $(RT11): the SDK (10) builds the apps for their own target
+#              (net8.0; a global TargetFramework would reach the hook's project too)
 SHAPES := $(BUILD)/shapes
 SHAPE_TFM ?= net10.0
-SHAPE_TFM_ARGS = -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM)
-SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 $(if $(5),$(5),$(SHAPE_TFM_ARGS)) \
-	-o $(3) $(DOTNET_PROPS) -p:SpanProfShape=$(2) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(2) $(4)
-SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain \
-	$(SHAPES)/rt11/HotChain/HotChain $(SHAPES)/rt11/SpanService/SpanService
-$(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
-	$(call msg,PUBLISH,$@ (self-contained composite ReadyToRun))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),composite,$(@D),--self-contained \
-		-p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true)
-	$(Q)touch $@
-# Native AOT: the binary and its symbols (HotChain.dbg, found by .gnu_debuglink).
-$(SHAPES)/aot/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
-	$(call msg,PUBLISH,$@ (Native AOT))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),aot,$(@D),-p:PublishAot=true)
-	$(Q)touch $@
-# Runtime 11, self-contained: the SDK (10) builds the apps for their own target (net8.0; a global
-# TargetFramework would reach the hook's project too) and the runtime pack of RT11 runs them.
 RT11 ?= 11.0.0
-$(SHAPES)/rt11/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
-	$(call msg,PUBLISH,$@ (self-contained, runtime $(RT11)))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),rt11,$(@D),--self-contained \
-		-p:RuntimeFrameworkVersion=$(RT11),-p:SpanProfRuntime=$(RT11))
+tfm_args = -f $(1) -p:TargetFrameworks=$(1)
+SHAPE_ARGS_composite := --self-contained -p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_aot := -p:PublishAot=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_trimmed := --self-contained -p:PublishTrimmed=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_rt8 := --self-contained $(call tfm_args,net8.0)
+SHAPE_ARGS_rt9 := --self-contained $(call tfm_args,net9.0)
+SHAPE_ARGS_rt11 := --self-contained -p:RuntimeFrameworkVersion=$(RT11)
+SHAPE_NAMES := composite aot trimmed rt8 rt9 rt11
+SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix \
+	$(foreach s,$(SHAPE_NAMES),$(foreach a,HotChain SpanService,$(SHAPES)/$(s)/$(a)/$(a)))
+# $(SHAPES)/<shape>/<App>/<App>: $* is <shape>/<App>/<App>.
+shape_of = $(firstword $(subst /, ,$(1)))
+shape_app = $(word 2,$(subst /, ,$(1)))
+$(SHAPE_APPS): $(SHAPES)/%: $$(call dotnet_srcs,tests/apps/$$(call shape_app,$$*)) $(HOOK_SRCS) $(wildcard hook/package/*)
+	$(call msg,PUBLISH,$@ ($(call shape_of,$*)))
+	$(Q)dotnet publish tests/apps/$(call shape_app,$*) -c Release -r linux-x64 -o $(@D) $(DOTNET_PROPS) \
+		-p:SpanProfShape=$(call shape_of,$*) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(call shape_of,$*) \
+		$(SHAPE_ARGS_$(call shape_of,$*))
 	$(Q)touch $@
 shapes: $(SHAPE_APPS)
 
