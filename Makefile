@@ -480,17 +480,12 @@ all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 test: all apps tools $(TESTS) fuzz
 	$(Q)BUILD=$(BUILD) ./tests/run-all.sh
 
-# The frame tests over the shapes .NET ships in (make shapes): composite ReadyToRun (the
-# dotnet-r2r.sh cases on its CoreLibMix), Native AOT (dotnet-aot.sh), and the frame and span
-# tests on runtime 11 self-contained. `make test` runs the
-# framework-dependent cases and skips what needs the shapes.
+# The frame and span tests over every shape .NET ships in (make shapes): framework-dependent,
+# composite ReadyToRun, Native AOT, trimmed, self-contained on runtimes 8, 9 and 11 (tests/matrix.sh;
+# MATRIX_SHAPES="rt11 aot" picks shapes), ending with the table of every cell
+# ($(BUILD)/matrix/table.md). `make test` runs the framework-dependent cases and skips the shapes.
 test-matrix: all apps tools shapes
-	$(Q)BUILD=$(BUILD) MATRIX=1 SUITES=integration TESTS=dotnet-aot ./tests/run-all.sh
-	$(Q)BUILD=$(BUILD) R2R_APP=$(abspath $(SHAPES))/composite/CoreLibMix/CoreLibMix \
-		SUITES=integration TESTS=dotnet-r2r ./tests/run-all.sh
-	$(Q)BUILD=$(BUILD) FRAMES_APP=$(abspath $(SHAPES))/rt11/HotChain/HotChain \
-		SVC_EXE=$(abspath $(SHAPES))/rt11/SpanService/SpanService \
-		SUITES=integration TESTS="dotnet-frames spans" ./tests/run-all.sh
+	$(Q)BUILD=$(BUILD) ./tests/matrix.sh
 
 print-fuzz-targets:
 	@echo $(FUZZ_TARGETS)
