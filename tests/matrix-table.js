@@ -23,7 +23,9 @@ const shapes = [...new Set(rows.map((r) => r.shape))];
 const tests = [...new Set(rows.map((r) => r.test))];
 const out = [];
 for (const t of tests) {
-  const cases = [...new Set(rows.filter((r) => r.test === t).map((r) => r.case))];
+  // the test's exit last: its cases first, in the order they ran
+  const cases = [...new Set(rows.filter((r) => r.test === t).map((r) => r.case))]
+    .sort((a, b) => (a === '(exit)') - (b === '(exit)'));
   out.push(`\n**${t}**\n`);
   out.push(`| shape | ${cases.join(' | ')} |`);
   out.push(`|---|${cases.map(() => '---').join('|')}|`);
