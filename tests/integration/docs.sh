@@ -55,7 +55,9 @@ pass "docs/agent.md gives the variable of each of the $(wc -l < "$TMP/env.bin") 
 # ---- the hook: target framework and file names -------------------------------------------------
 HOOK_DOCS=(README.md hook/README.md deploy/README.md deploy/Dockerfile deploy/kubernetes/app-patch/*.yaml
 	docs/cli.md docs/agent.md docs/architecture.md)
-tfm=$(sed -n 's:.*<TargetFramework>\(.*\)</TargetFramework>.*:\1:p' "$ROOT/hook/SpanProf.Hook.csproj")
+# The hook targets net6.0;net8.0: the first is the startup hook's (the DLL the docs name), the
+# second only what a package reference from a .NET 8+ app compiles against.
+tfm=$(sed -n 's:.*<TargetFrameworks>\([^;<]*\).*</TargetFrameworks>.*:\1:p' "$ROOT/hook/SpanProf.Hook.csproj")
 tfm2=$(sed -n 's:.*<TargetFramework>\(.*\)</TargetFramework>.*:\1:p' "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj")
 [[ $tfm =~ ^net[0-9]+\.[0-9]+$ ]] || fail "hook/SpanProf.Hook.csproj: no TargetFramework found"
 [ "$tfm" = "$tfm2" ] || fail "the hook's two projects target $tfm and $tfm2"

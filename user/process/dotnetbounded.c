@@ -240,7 +240,7 @@ void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env
 			s.bytes >> 20);
 		return;
 	case PMPOLICY_RESTART:
-		err = start_policy_talk(p, d, o->perfmap_type);
+		err = start_policy_talk(p, d, dn_enable_type(d, o));
 		break;
 	case PMPOLICY_OFF:
 		err = start_policy_talk(p, d, 0);
@@ -252,8 +252,8 @@ void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env
 		COUNT(o, on_again);
 		dn_note_enabled(p);
 		dn_set_state(d, DOTNETPROC_WAITING, "sampled again: asking it to turn its perf map on");
-		if ((err = dn_start_enable(p, d, o->perfmap_type, o->deadline_ns)))
-			dn_enable_ended(p, d, o->perfmap_type, err, 0);
+		if ((err = dn_start_enable(p, d, dn_enable_type(d, o), o->deadline_ns)))
+			dn_enable_ended(p, d, dn_enable_type(d, o), err, 0);
 		return;
 	}
 	if (err) {
