@@ -182,19 +182,23 @@ HOOK_VERSION := $(shell sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' hook/Direc
 HOOK_SRCS := $(call dotnet_srcs,hook/src) hook/SpanProf.Hook.csproj hook/Directory.Build.props
 HOOK_DLL := $(BUILD)/hook/SpanProf.Hook.dll
 HOOK_PKG := $(BUILD)/nuget/SpanProf.Hook.$(HOOK_VERSION).nupkg
+# The hook targets net6.0 and net8.0 (SpanProf.Hook.csproj says why): both build to their own bin/
+# folders, which `dotnet pack --no-build` packs; $(HOOK_DLL) is the net6.0 one.
+HOOK_BIN := $(BUILD)/bin/hook/SpanProf.Hook/Release
 $(HOOK_DLL): $(HOOK_SRCS) hook/startup/SpanProf.Hook.Startup.csproj | $(DEPS_STAMP)
 	$(call msg,DOTNET,$@)
-	$(call DOTNET_BUILD,hook/SpanProf.Hook.csproj,$(BUILD)/hook)
+	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release $(DOTNET_PROPS)
+	$(Q)mkdir -p $(@D) && cp $(HOOK_BIN)/net6.0/SpanProf.Hook.* $(@D)/
 	$(call DOTNET_BUILD,hook/startup/SpanProf.Hook.Startup.csproj,$(BUILD)/hook)
 	$(Q)touch $@
 
 # `dotnet pack` of what $(HOOK_DLL) built (--no-build: nothing compiles twice), with the package
-# README and the build targets that start the hook at startup (hook/package/).
+# README, the build targets that start the hook before Main and the module initializer they add to
+# apps that run no startup hook (hook/package/).
 $(HOOK_PKG): $(HOOK_DLL) $(wildcard hook/package/*)
 	$(call msg,PACK,$@)
 	$(Q)rm -f $(BUILD)/nuget/SpanProf.Hook.*.nupkg
-	$(Q)dotnet pack hook/SpanProf.Hook.csproj -c Release --no-build -p:OutputPath=$(abspath $(BUILD))/hook/ \
-		-o $(BUILD)/nuget $(DOTNET_PROPS)
+	$(Q)dotnet pack hook/SpanProf.Hook.csproj -c Release --no-build -o $(BUILD)/nuget $(DOTNET_PROPS)
 	$(Q)test -s $@ || { echo "dotnet pack made no $@" >&2; exit 1; }
 
 APP_DLLS := $(foreach a,HotChain SpanService LoadGen LeafCall CoreLibMix SpanLoop CodeGen OffCpu,$(BUILD)/apps/$(a)/$(a).dll)
@@ -203,34 +207,37 @@ $(BUILD)/apps/%.dll: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$
 	$(call DOTNET_BUILD,tests/apps/$(firstword $(subst /, ,$*)),$(@D))
 	$(Q)touch $@
 
-# The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix):
-# self-contained composite ReadyToRun (the app and its framework precompiled into one
-# <App>.r2r.dll). Runtime packs come from the NuGet feed; obj/ and bin/ are per shape (the apps'
-# Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/.
+# The test apps in the other shapes .NET ships in (make shapes; used by make test-matrix), each
+# $(SHAPES)/<shape>/<App>/<App>. Runtime packs come from the NuGet feed; obj/ and bin/ are per shape
+# (the apps' Directory.Build.props, the hook's SpanProfBuildDir) under $(SHAPES)/msbuild/. SpanService
+# gets the hook as the package gives it (its .csproj imports hook/package/SpanProf.Hook.targets).
+#   composite  self-contained composite ReadyToRun (the app and its framework in one <App>.r2r.dll)
+#   aot        Native AOT: the binary and its symbols (<App>.dbg, found by .gnu_debuglink)
+#   trimmed    self-contained, PublishTrimmed (no startup hooks: the package's module initializer)
+#   rt8, rt9   self-contained on the runtime packs of .NET 8 and 9 (the patch the SDK picks)
+#   rt11       self-contained on runtime $(RT11): the SDK (10) builds the apps for their own target
+#              (net8.0; a global TargetFramework would reach the hook's project too)
 SHAPES := $(BUILD)/shapes
 SHAPE_TFM ?= net10.0
-SHAPE_TFM_ARGS = -f $(SHAPE_TFM) -p:TargetFrameworks=$(SHAPE_TFM)
-SHAPE_PUBLISH = $(Q)dotnet publish tests/apps/$(1) -c Release -r linux-x64 $(if $(5),$(5),$(SHAPE_TFM_ARGS)) \
-	-o $(3) $(DOTNET_PROPS) -p:SpanProfShape=$(2) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(2) $(4)
-SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix $(SHAPES)/aot/HotChain/HotChain \
-	$(SHAPES)/rt11/HotChain/HotChain $(SHAPES)/rt11/SpanService/SpanService
-$(SHAPES)/composite/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
-	$(call msg,PUBLISH,$@ (self-contained composite ReadyToRun))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),composite,$(@D),--self-contained \
-		-p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true)
-	$(Q)touch $@
-# Native AOT: the binary and its symbols (HotChain.dbg, found by .gnu_debuglink).
-$(SHAPES)/aot/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*)))
-	$(call msg,PUBLISH,$@ (Native AOT))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),aot,$(@D),-p:PublishAot=true)
-	$(Q)touch $@
-# Runtime 11, self-contained: the SDK (10) builds the apps for their own target (net8.0; a global
-# TargetFramework would reach the hook's project too) and the runtime pack of RT11 runs them.
 RT11 ?= 11.0.0
-$(SHAPES)/rt11/%: $$(call dotnet_srcs,tests/apps/$$(firstword $$(subst /, ,$$*))) $(HOOK_DLL)
-	$(call msg,PUBLISH,$@ (self-contained, runtime $(RT11)))
-	$(call SHAPE_PUBLISH,$(firstword $(subst /, ,$*)),rt11,$(@D),--self-contained \
-		-p:RuntimeFrameworkVersion=$(RT11),-p:SpanProfRuntime=$(RT11))
+tfm_args = -f $(1) -p:TargetFrameworks=$(1)
+SHAPE_ARGS_composite := --self-contained -p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_aot := -p:PublishAot=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_trimmed := --self-contained -p:PublishTrimmed=true $(call tfm_args,$(SHAPE_TFM))
+SHAPE_ARGS_rt8 := --self-contained $(call tfm_args,net8.0)
+SHAPE_ARGS_rt9 := --self-contained $(call tfm_args,net9.0)
+SHAPE_ARGS_rt11 := --self-contained -p:RuntimeFrameworkVersion=$(RT11)
+SHAPE_NAMES := composite aot trimmed rt8 rt9 rt11
+SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix \
+	$(foreach s,$(SHAPE_NAMES),$(foreach a,HotChain SpanService,$(SHAPES)/$(s)/$(a)/$(a)))
+# $(SHAPES)/<shape>/<App>/<App>: $* is <shape>/<App>/<App>.
+shape_of = $(firstword $(subst /, ,$(1)))
+shape_app = $(word 2,$(subst /, ,$(1)))
+$(SHAPE_APPS): $(SHAPES)/%: $$(call dotnet_srcs,tests/apps/$$(call shape_app,$$*)) $(HOOK_SRCS) $(wildcard hook/package/*)
+	$(call msg,PUBLISH,$@ ($(call shape_of,$*)))
+	$(Q)dotnet publish tests/apps/$(call shape_app,$*) -c Release -r linux-x64 -o $(@D) $(DOTNET_PROPS) \
+		-p:SpanProfShape=$(call shape_of,$*) -p:SpanProfBuildDir=$(abspath $(SHAPES))/msbuild/$(call shape_of,$*) \
+		$(SHAPE_ARGS_$(call shape_of,$*))
 	$(Q)touch $@
 shapes: $(SHAPE_APPS)
 
@@ -280,6 +287,8 @@ TEST_OBJS_test_intern  = $(LIB_OBJS)
 TEST_OBJS_test_siphash = $(LIB_OBJS)
 TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
+TEST_OBJS_test_log     = $(LIB_OBJS)
+TEST_OBJS_test_options = $(OBJ)/user/cmd/options.o $(OBJ)/user/cmd/flags.o $(LIB_OBJS)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(call testbuild_objs,$(LIB_OBJS))
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
@@ -306,7 +315,7 @@ TEST_OBJS_test_folded   = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_flamegraph = $(TEST_OBJS_test_profile)
 TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_delivery = $(TEST_OBJS_test_pyroscope)
-TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/otlpdict.o $(OBJ)/user/export/otlpconfig.o \
+TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/otlpdict.o $(OBJ)/user/export/otlpconfig.o $(OBJ)/user/export/otlpgrpc.o \
                           $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
 TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
@@ -525,17 +534,12 @@ all: $(BUILD)/spanprof $(HOOK_DLL) $(HOOK_PKG)
 test: all apps tools $(TESTS) fuzz
 	$(Q)BUILD=$(BUILD) ./tests/run-all.sh
 
-# The frame tests over the shapes .NET ships in (make shapes): composite ReadyToRun (the
-# dotnet-r2r.sh cases on its CoreLibMix), Native AOT (dotnet-aot.sh), and the frame and span
-# tests on runtime 11 self-contained. `make test` runs the
-# framework-dependent cases and skips what needs the shapes.
+# The frame and span tests over every shape .NET ships in (make shapes): framework-dependent,
+# composite ReadyToRun, Native AOT, trimmed, self-contained on runtimes 8, 9 and 11 (tests/matrix.sh;
+# MATRIX_SHAPES="rt11 aot" picks shapes), ending with the table of every cell
+# ($(BUILD)/matrix/table.md). `make test` runs the framework-dependent cases and skips the shapes.
 test-matrix: all apps tools shapes
-	$(Q)BUILD=$(BUILD) MATRIX=1 SUITES=integration TESTS=dotnet-aot ./tests/run-all.sh
-	$(Q)BUILD=$(BUILD) R2R_APP=$(abspath $(SHAPES))/composite/CoreLibMix/CoreLibMix \
-		SUITES=integration TESTS=dotnet-r2r ./tests/run-all.sh
-	$(Q)BUILD=$(BUILD) FRAMES_APP=$(abspath $(SHAPES))/rt11/HotChain/HotChain \
-		SVC_EXE=$(abspath $(SHAPES))/rt11/SpanService/SpanService \
-		SUITES=integration TESTS="dotnet-frames spans" ./tests/run-all.sh
+	$(Q)BUILD=$(BUILD) ./tests/matrix.sh
 
 print-fuzz-targets:
 	@echo $(FUZZ_TARGETS)

@@ -443,13 +443,41 @@ namespace SpanProfHook
         }
     }
 
+#if NET8_0_OR_GREATER
     /// <summary>
-    /// Activity.CurrentChanged (.NET 7+), subscribed by reflection: the assembly is built for net6.0
-    /// (so that a .NET 6 or 7 runtime can load it and be told it is not served), whose
-    /// DiagnosticSource has no such event. The handler is OnChanged&lt;ActivityChangedEventArgs&gt;,
-    /// made once at start: an ordinary delegate call. It reads Activity.Current (one AsyncLocal
-    /// read more than e.Current; not measured separately), which the runtime sets just before it
-    /// raises the event, to the value of e.Current.
+    /// Activity.CurrentChanged (.NET 7+), subscribed directly in the net8.0 build: nothing for the
+    /// trimmer to remove, nothing for Native AOT to miss. The handler reads Activity.Current, which
+    /// the runtime sets just before it raises the event, to the value of e.Current.
+    /// </summary>
+    internal static class SpanChanges
+    {
+        private static EventHandler<ActivityChangedEventArgs>? s_handler;
+
+        public static bool Subscribe(out string? error)
+        {
+            error = null;
+            EventHandler<ActivityChangedEventArgs> h = OnChanged;
+            Activity.CurrentChanged += h;
+            s_handler = h;
+            return true;
+        }
+
+        public static void Unsubscribe()
+        {
+            if (s_handler != null)
+                Activity.CurrentChanged -= s_handler;
+        }
+
+        private static void OnChanged(object? sender, ActivityChangedEventArgs e) => Hook.OnActivityChanged(Activity.Current);
+    }
+#else
+    /// <summary>
+    /// Activity.CurrentChanged (.NET 7+), subscribed by reflection in the net6.0 build (so that a
+    /// .NET 6 or 7 runtime can load it and be told it is not served), whose DiagnosticSource has no
+    /// such event. The handler is OnChanged&lt;ActivityChangedEventArgs&gt;, made once at start: an
+    /// ordinary delegate call. It reads Activity.Current (one AsyncLocal read more than e.Current;
+    /// not measured separately), which the runtime sets just before it raises the event, to the
+    /// value of e.Current. Trimmed and Native AOT apps compile against the net8.0 build instead.
     /// </summary>
     internal static class SpanChanges
     {
@@ -483,6 +511,7 @@ namespace SpanProfHook
 
         private static void OnChanged<TArgs>(object? sender, TArgs e) => Hook.OnActivityChanged(Activity.Current);
     }
+#endif
 
     /// <summary>
     /// SPANPROF_HOOK_FAULT: a failure to inject at one site, read only by the test build

@@ -53,7 +53,7 @@ pass "agent: no syscall tracepoint"
 "$SPANPROF" record -v -d 60 -o "$TMP/rec.pb.gz" > "$TMP/rec.txt" 2> "$TMP/rec.err" &
 rec=$!
 register "$rec"
-wait_for_line "$TMP/rec.err" '^spanprof: sampling' 60
+wait_for_line "$TMP/rec.err" ' sampling .* Hz on ' 60
 check_hooks record "$rec" announce
 kill -INT "$rec"
 wait "$rec" || { cat "$TMP/rec.txt"; fail "record exited non-zero"; }
@@ -64,7 +64,7 @@ SPANPROF_TEST_CTX_EVENTS=none "$SPANPROF_TEST" record -v -d 60 -o "$TMP/nofexit.
 	2> "$TMP/nofexit.err" &
 rec=$!
 register "$rec"
-wait_for_line "$TMP/nofexit.err" '^spanprof: sampling' 60
+wait_for_line "$TMP/nofexit.err" ' sampling .* Hz on ' 60
 check_hooks "record without fexit" "$rec"
 kill -INT "$rec"
 wait "$rec" || { cat "$TMP/nofexit.txt"; fail "record without fexit exited non-zero"; }

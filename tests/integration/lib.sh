@@ -337,6 +337,34 @@ count_samples() {
 	field "$r" total
 }
 
+# matrix_row CASE STATUS [KEY=VALUE...]: one cell of make test-matrix (tests/matrix.sh): printed as
+# "matrix: {json}" and, when MATRIX_ROWS names a file, appended to it as one JSON line, with the
+# shape (MATRIX_SHAPE, default "fd/10": framework-dependent on the installed runtime) and the test.
+# STATUS: pass, fail, or not-run (with why=...). Numeric values stay numbers.
+matrix_row() {
+	local row
+	row=$(node -e '
+const [shape, test, kase, status, ...kv] = process.argv.slice(1);
+const r = { shape, test, case: kase, status };
+for (const x of kv) {
+  const i = x.indexOf("=");
+  const k = x.slice(0, i), v = x.slice(i + 1);
+  r[k] = v !== "" && !isNaN(Number(v)) ? Number(v) : v;
+}
+console.log(JSON.stringify(r));' "${MATRIX_SHAPE:-fd/10}" "$TEST" "$@")
+	echo "matrix: $row"
+	if [ -n "${MATRIX_ROWS:-}" ]; then echo "$row" >> "$MATRIX_ROWS"; fi
+}
+
+# perfmaps_preempted PID: true when the process's perf map or jitdump exists before spanprof asked
+# for it: another tool (another helper's spanprof agent, host-wide) turned them on first, so a
+# "turned on at run time" case cannot be run on it.
+perfmaps_preempted() {
+	local ns
+	ns=$(awk '/^NStgid:/ { print $NF }' "/proc/$1/status" 2>/dev/null || echo "$1")
+	[ -e "/proc/$1/root/tmp/perf-$ns.map" ] || [ -e "/proc/$1/root/tmp/jit-$ns.dump" ]
+}
+
 # ---- setup and cleanup -------------------------------------------------------------------------
 # at_exit CMD: run CMD (a function name) at exit, after the test's processes are stopped.
 AT_EXIT=()
