@@ -281,8 +281,8 @@ record() {
 
 # record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid. Its
 # stderr goes to RECORD_ERR ($TMP/NAME.err), shown when wait_record fails.
-# wait_sampling [SECS=60]: until the recording samples (needs -v among ARGS: its "spanprof:
-# sampling" line comes once BPF is attached and the processes already running were scanned).
+# wait_sampling [SECS=60]: until the recording samples (needs -v among ARGS: its "sampling ... Hz
+# on N CPUs" log line comes once BPF is attached and the processes already running were scanned).
 # wait_record [SECS=120]: wait for it, at most SECS seconds (then it is killed); fails, showing the
 # report, unless it exits 0.
 record_bg() {
@@ -294,7 +294,7 @@ record_bg() {
 	RECORD_PID=$!
 	register "$RECORD_PID"
 }
-wait_sampling() { wait_for_line "$RECORD_ERR" '^spanprof: sampling' "${1:-60}"; }
+wait_sampling() { wait_for_line "$RECORD_ERR" ' sampling .* Hz on ' "${1:-60}"; }
 wait_record() {
 	local rc=0 secs=${1:-120}
 	poll "$secs" gone "$RECORD_PID" || {
