@@ -408,8 +408,9 @@ $(BUILD)/apps/native/forged_table $(BUILD)/apps/native/memfd_flood: $(BUILD)/app
 
 tools: $(TOOLS) $(NATIVE_APPS) $(BUILD)/spanprof-test $(TESTHOOK_DLL)
 
+# Every unit program, whatever fails, each under its deadline; one summary line (tests/run-all.sh).
 unit: $(TESTS)
-	$(Q)set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	$(Q)BUILD=$(BUILD) SUITES=unit ./tests/run-all.sh
 
 # ---- fuzz ----------------------------------------------------------------------------------
 # Every tests/fuzz/fuzz_X.c is a libFuzzer target (clang, ASan+UBSan) built with the sources in
