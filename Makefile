@@ -252,7 +252,8 @@ TESTHOOK_PROPS = -p:SpanProfBuildDir=$(abspath $(BUILD))/testhook -p:SpanProfTes
 TESTHOOK_DLL := $(BUILD)/testhook/hook/SpanProf.Hook.dll
 $(TESTHOOK_DLL): $(HOOK_SRCS) | $(DEPS_STAMP)
 	$(call msg,DOTNET,$@ (test build))
-	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release -o $(@D) $(TESTHOOK_PROPS)
+	$(Q)dotnet build hook/SpanProf.Hook.csproj -c Release $(TESTHOOK_PROPS)
+	$(Q)mkdir -p $(@D) && cp $(BUILD)/testhook/bin/hook/SpanProf.Hook/Release/net6.0/SpanProf.Hook.* $(@D)/
 	$(Q)touch $@
 testhook: $(TESTHOOK_DLL)
 

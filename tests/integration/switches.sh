@@ -61,6 +61,16 @@ need_built "$HOOK" "$TESTHOOK" "$APP"
 utf16() { python3 -c 'import sys; sys.exit(0 if open(sys.argv[1], "rb").read().count(sys.argv[2].encode("utf-16-le")) else 1)' "$@"; }
 utf16 "$TESTHOOK" SPANPROF_HOOK_FAULT || fail "the hook's test build does not contain SPANPROF_HOOK_FAULT (the check below proves nothing)"
 ! utf16 "$HOOK" SPANPROF_HOOK_FAULT || fail "the shipped hook contains SPANPROF_HOOK_FAULT"
+# Nor do the package's assemblies (every target framework).
+for pkg in "$BUILD"/nuget/SpanProf.Hook.*.nupkg; do
+	[ -e "$pkg" ] || continue
+	python3 - "$pkg" <<'PY' || fail "$pkg: an assembly contains SPANPROF_HOOK_FAULT"
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+dlls = [n for n in z.namelist() if n.endswith("SpanProf.Hook.dll")]
+sys.exit(1 if not dlls or any("SPANPROF_HOOK_FAULT".encode("utf-16-le") in z.read(n) for n in dlls) else 0)
+PY
+done
 # hook_table NAME DLL: HotChain with DLL as its startup hook and SPANPROF_HOOK_FAULT=memfd; the
 # number of span-table mappings it has once it runs.
 hook_table() {
