@@ -43,7 +43,7 @@ windows_at_least() { [ "$(grep -c 'window [0-9]*:' "$TMP/$1.agent")" -ge "$2" ];
 at_least() { [ "$(lines "$1")" -ge "$2" ]; }
 
 # run_agent NAME UNTIL_CMD... -- AGENT ARGS: the agent (1 s windows) until UNTIL_CMD succeeds
-# (30 s at most), then SIGTERM; it must exit 0. Its stderr in $TMP/NAME.agent.
+# (60 s at most: other work on the machine slows it), then SIGTERM; it must exit 0. Its stderr in $TMP/NAME.agent.
 run_agent() {
 	local name=$1 until=()
 	shift
@@ -51,8 +51,8 @@ run_agent() {
 	shift
 	spawn "$TMP/$name.agent" "$SPANPROF" agent --all-processes -F 49 --interval 1 -v "$@"
 	AGENT_PID=$SPAWNED
-	wait_for_line "$TMP/$name.agent" 'agent sampling' 30
-	poll 30 "${until[@]}" || { cat "$TMP/$name.agent"; fail "$name: timed out waiting for: ${until[*]}"; }
+	wait_for_line "$TMP/$name.agent" 'agent sampling' 60
+	poll 60 "${until[@]}" || { cat "$TMP/$name.agent"; fail "$name: timed out waiting for: ${until[*]}"; }
 	kill -TERM "$AGENT_PID"
 	poll 15 gone "$AGENT_PID" || { cat "$TMP/$name.agent"; fail "$name: agent still running 15 s after SIGTERM"; }
 	wait "$AGENT_PID" || { cat "$TMP/$name.agent"; fail "$name: agent exited non-zero"; }
