@@ -43,7 +43,8 @@ windows_at_least() { [ "$(grep -c 'window [0-9]*:' "$TMP/$1.agent")" -ge "$2" ];
 at_least() { [ "$(lines "$1")" -ge "$2" ]; }
 
 # run_agent NAME UNTIL_CMD... -- AGENT ARGS: the agent (1 s windows) until UNTIL_CMD succeeds
-# (60 s at most: other work on the machine slows it), then SIGTERM; it must exit 0. Its stderr in $TMP/NAME.agent.
+# (60 s at most: other work on the machine slows it), then SIGTERM; it must exit 0. Its stderr
+# in $TMP/NAME.agent.
 run_agent() {
 	local name=$1 until=()
 	shift
