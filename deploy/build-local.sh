@@ -2,29 +2,40 @@
 # deploy/build-local.sh: build the spanprof image with podman on a machine that has no Docker
 # engine and reaches no container registry (only Debian's and NuGet's package servers).
 #
-#   deploy/build-local.sh [base|sdk|image|all]     (default all; as root)
+#   deploy/build-local.sh [base|sdk|image|hook|all]     (default all; as root)
 #
 #   base   localhost/bookworm:base     debootstrap --variant=minbase bookworm, imported; kept
-#                                      when it exists (FORCE_BASE=1 rebuilds it)
+#                                      when it exists (FORCE_BASE=1 rebuilds it), loaded from
+#                                      BASE_ARCHIVE (a `podman save` of it, written after each
+#                                      debootstrap) when podman's storage lacks it
 #   sdk    localhost/dotnet-sdk:local  the host's own .NET SDK on that base, with the host's NuGet
 #                                      configuration and CA bundle; rebuilt when the host's SDK
 #                                      version changes
 #   image  localhost/spanprof:latest   deploy/Dockerfile with those two as BASE_IMAGE and
 #                                      DOTNET_SDK_IMAGE (podman's layer cache makes a rebuild of
 #                                      unchanged sources take seconds)
+#   hook   localhost/spanprof-hook:latest  the hook-only image (init container of application pods):
+#                                      deploy/hook.Dockerfile on localhost/busybox:local
+#                                      (deploy/busybox-local.Dockerfile: Debian's busybox-static on
+#                                      scratch), ~2.3 MB
 #
 # The images use the host's package sources: its apt sources (when the host runs bookworm, else
 # debootstrap's default mirror, or DEBIAN_MIRROR), its NuGet.Config and its CA bundle.
 #
-# Environment: IMAGE, BASE_IMAGE, SDK_IMAGE (the names above), DEBIAN_MIRROR (debootstrap's
-# mirror), DOTNET_DIR (the host SDK's directory, default: where `dotnet` resolves to),
-# NUGET_CONFIG, PODMAN_BUILD_ARGS (extra `podman build` arguments), FORCE_BASE=1, FORCE_SDK=1.
+# Environment: IMAGE, BASE_IMAGE, SDK_IMAGE, HOOK_IMAGE, BUSYBOX_IMAGE (the names above),
+# BASE_ARCHIVE, DEBIAN_MIRROR (debootstrap's mirror), DOTNET_DIR (the host SDK's directory,
+# default: where `dotnet` resolves to), NUGET_CONFIG, PODMAN_BUILD_ARGS (extra `podman build`
+# arguments), FORCE_BASE=1, FORCE_SDK=1.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IMAGE=${IMAGE:-localhost/spanprof:latest}
 BASE_IMAGE=${BASE_IMAGE:-localhost/bookworm:base}
 SDK_IMAGE=${SDK_IMAGE:-localhost/dotnet-sdk:local}
+HOOK_IMAGE=${HOOK_IMAGE:-localhost/spanprof-hook:latest}
+BUSYBOX_IMAGE=${BUSYBOX_IMAGE:-localhost/busybox:local}
+# `podman save` of the base image, loaded instead of running debootstrap when present.
+BASE_ARCHIVE=${BASE_ARCHIVE:-/var/cache/spanprof-build/bookworm-base.tar}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-}
 # The build runs as a chroot with the host's namespaces: no OCI runtime, no user namespace
 # (the only isolation that works where setrlimit in a new container is refused).
@@ -43,6 +54,11 @@ build_base() {
 	if [ "${FORCE_BASE:-0}" != 1 ] && podman image exists "$BASE_IMAGE"; then
 		log "$BASE_IMAGE exists: kept (FORCE_BASE=1 rebuilds it)"
 		return
+	fi
+	if [ "${FORCE_BASE:-0}" != 1 ] && [ -r "$BASE_ARCHIVE" ]; then
+		log "podman load $BASE_ARCHIVE -> $BASE_IMAGE"
+		podman load -q -i "$BASE_ARCHIVE" >/dev/null && podman image exists "$BASE_IMAGE" && return
+		log "$BASE_ARCHIVE did not give $BASE_IMAGE: debootstrap instead"
 	fi
 	command -v debootstrap >/dev/null || die "debootstrap missing: apt-get install debootstrap"
 	local dir
@@ -78,6 +94,11 @@ EOF
 	log "podman import -> $BASE_IMAGE"
 	tar -C "$dir/root" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
 		podman import --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+	# Kept outside podman's storage too: a reset storage loads it back instead of debootstrapping.
+	if mkdir -p "$(dirname "$BASE_ARCHIVE")" 2>/dev/null; then
+		podman save -q -o "$BASE_ARCHIVE.tmp" "$BASE_IMAGE" && mv "$BASE_ARCHIVE.tmp" "$BASE_ARCHIVE" ||
+			rm -f "$BASE_ARCHIVE.tmp"
+	fi
 }
 
 build_sdk() {
@@ -119,10 +140,31 @@ build_image() {
 		-t "$IMAGE" -f "$ROOT/deploy/Dockerfile" "$ROOT"
 }
 
+build_hook() {
+	local version
+	version=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+	local ctx
+	ctx=$(mktemp -d /var/tmp/spanprof-busybox.XXXXXX)	# empty: the Dockerfile copies nothing in
+	CLEAN+=("$ctx")
+	log "podman build $BUSYBOX_IMAGE"
+	podman build --isolation="$BUILD_ISOLATION" ${EXTRA[@]+"${EXTRA[@]}"} \
+		--build-arg BASE_IMAGE="$BASE_IMAGE" \
+		-t "$BUSYBOX_IMAGE" -f "$ROOT/deploy/busybox-local.Dockerfile" "$ctx"
+	log "podman build $HOOK_IMAGE (version $version)"
+	podman build --isolation="$BUILD_ISOLATION" ${EXTRA[@]+"${EXTRA[@]}"} \
+		--ignorefile "$ROOT/deploy/hook.Dockerfile.dockerignore" \
+		--build-arg DOTNET_SDK_IMAGE="$SDK_IMAGE" \
+		--build-arg HOOK_BASE_IMAGE="$BUSYBOX_IMAGE" \
+		--build-arg VERSION="$version" \
+		-t "$HOOK_IMAGE" -f "$ROOT/deploy/hook.Dockerfile" "$ROOT"
+	log "$HOOK_IMAGE: $(podman image inspect --format '{{.Size}}' "$HOOK_IMAGE") bytes"
+}
+
 case ${1:-all} in
 base) build_base ;;
 sdk) build_base; build_sdk ;;
 image) build_image ;;
-all) build_base; build_sdk; build_image ;;
-*) die "usage: $0 [base|sdk|image|all]" ;;
+hook) build_hook ;;
+all) build_base; build_sdk; build_image; build_hook ;;
+*) die "usage: $0 [base|sdk|image|hook|all]" ;;
 esac

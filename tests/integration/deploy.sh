@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deploy.sh: the Kubernetes manifests, rendered and checked without a cluster (issue 33).
 # `kubectl kustomize` of the base with every combination of the components (pyroscope, otlp,
-# off-cpu, podmonitor; at least one destination), each checked against the Kubernetes schema
+# off-cpu, podmonitor: 16), each checked against the Kubernetes schema
 # (deploy/tools/validate-manifests.mjs: kubernetes-models, and the Prometheus Operator's models for
 # the PodMonitor) and for what the DaemonSet must be: the generated ConfigMap's hashed name in the
 # pod template (and a changed setting changes it), the least-privilege capability set, the state
@@ -55,28 +55,37 @@ if (!c.args.some((a) => a === "--pyroscope-url" || a === "--otlp" || a === "--ot
 }
 
 # ---- every combination of the components -------------------------------------------------------
+# All 16 subsets of the four. Those without a destination (neither pyroscope nor otlp) render and
+# are valid objects, but the agent exits at start without one: the destination check says so.
+COMPONENTS=(pyroscope otlp off-cpu podmonitor)
 n=0
-for dest in pyroscope otlp "pyroscope otlp"; do
-	for extra in "" off-cpu podmonitor "off-cpu podmonitor"; do
-		comps=($dest $extra)
-		name=$(IFS=+; echo "${comps[*]}")
-		d=$TMP/overlay-$name
-		mkdir -p "$d"
-		rel=$(realpath --relative-to="$d" "$K")	# kustomize takes no absolute paths
-		{
-			echo "resources: [$rel/base]"
-			echo "components:"
-			for c in "${comps[@]}"; do echo "  - $rel/components/$c"; done
-		} > "$d/kustomization.yaml"
-		kubectl kustomize "$d" > "$d/out.yaml" 2> "$d/err" || { cat "$d/err"; fail "$name: kubectl kustomize"; }
-		node "$VT/validate-manifests.mjs" "$d/out.yaml" > "$d/schema" || { cat "$d/schema"; fail "$name: schema check"; }
-		probs=$(ds_check "$d/out.yaml")
+for mask in $(seq 0 15); do
+	comps=()
+	for i in 0 1 2 3; do (( mask >> i & 1 )) && comps+=("${COMPONENTS[$i]}"); done
+	name=$(IFS=+; echo "${comps[*]:-base}")
+	d=$TMP/overlay-$name
+	mkdir -p "$d"
+	rel=$(realpath --relative-to="$d" "$K")	# kustomize takes no absolute paths
+	{
+		echo "resources: [$rel/base]"
+		echo "components: [$(for c in "${comps[@]}"; do printf '%s' "${c/#/, $rel/components/}"; done | cut -c3-)]"
+	} > "$d/kustomization.yaml"
+	kubectl kustomize "$d" > "$d/out.yaml" 2> "$d/err" || { cat "$d/err"; fail "$name: kubectl kustomize"; }
+	node "$VT/validate-manifests.mjs" "$d/out.yaml" > "$d/schema" || { cat "$d/schema"; fail "$name: schema check"; }
+	probs=$(ds_check "$d/out.yaml")
+	if [[ " ${comps[*]} " == *" pyroscope "* || " ${comps[*]} " == *" otlp "* ]]; then
 		[ -z "$probs" ] || fail "$name: $probs"
-		if [[ " ${comps[*]} " == *" podmonitor "* ]]; then grep -q '^kind: PodMonitor' "$d/out.yaml" || fail "$name: no PodMonitor"; fi
-		n=$((n + 1))
-	done
+	else
+		[ "$probs" = "no destination (--pyroscope-url, --otlp)" ] || fail "$name (no destination): $probs"
+	fi
+	if [[ " ${comps[*]} " == *" podmonitor "* ]]; then grep -q '^kind: PodMonitor' "$d/out.yaml" || fail "$name: no PodMonitor"; fi
+	if [[ " ${comps[*]} " == *" otlp "* ]]; then
+		grep -q 'name: OTEL_EXPORTER_OTLP_PROTOCOL' "$d/out.yaml" && grep -q 'otlp-protocol: http/protobuf' "$d/out.yaml" ||
+			fail "$name: no OTEL_EXPORTER_OTLP_PROTOCOL from the ConfigMap's otlp-protocol"
+	fi
+	n=$((n + 1))
 done
-pass "$n combinations of base + components render, match the schema, and the DaemonSet holds (hashed ConfigMap, capabilities, state, cache, options)"
+pass "$n combinations of base + components render and match the schema; the DaemonSet holds (hashed ConfigMap, capabilities, state, cache, options; a destination in the 12 that have one)"
 
 # The default kustomization is base + pyroscope.
 kubectl kustomize "$K" > "$TMP/default.yaml"
@@ -85,10 +94,13 @@ probs=$(ds_check "$TMP/default.yaml")
 [ -z "$probs" ] || fail "deploy/kubernetes: $probs"
 pass "deploy/kubernetes (base + pyroscope) renders and holds"
 
-# A changed setting changes the ConfigMap's name in the pod template (the pods roll).
+# A changed setting, in the overlay form deploy/README.md shows (base, a component, and a merge of
+# the ConfigMap in one kustomization): the value is the overlay's (a component's own generator would
+# undo it) and the ConfigMap's name in the pod template changes (the pods roll).
 mkdir -p "$TMP/changed"
 cat > "$TMP/changed/kustomization.yaml" <<EOF2
-resources: [$(realpath --relative-to="$TMP/changed" "$K")]
+resources: [$(realpath --relative-to="$TMP/changed" "$K/base")]
+components: [$(realpath --relative-to="$TMP/changed" "$K/components/pyroscope")]
 configMapGenerator:
   - name: spanprof-config
     behavior: merge

@@ -4,8 +4,8 @@
 # served here, so tests/apps/HookCompose/OtherHook stands in for it: a startup hook of its own that
 # makes spans on a thread it starts, while the app (HookCompose) makes spans on its main thread.
 # DOTNET_STARTUP_HOOKS is what deploy/tools/inject-hook.mjs writes for a container that already
-# lists OtherHook (ours appended after ':'), and the other order, which is what the Operator makes
-# at admission of a pod that the filter already gave our hook (it appends its own after ':').
+# lists OtherHook (ours appended after ':'), and the other order with every variable the Operator
+# sets at admission of a pod that the filter already gave our hook (it appends its own after ':').
 # In both: both hooks load (the app lists both assemblies, OtherHook says so on stderr, the report
 # finds the span table), and `spanprof record -p PID` labels the samples of either hook's spans
 # with their span (ids and span_name).
@@ -48,7 +48,26 @@ console.log(p.spec.containers[0].env.find((e) => e.name === "DOTNET_STARTUP_HOOK
 pass "inject-hook.mjs keeps the existing hook: DOTNET_STARTUP_HOOKS=$composed"
 # The volume's path here is the hook's build directory.
 filter_order=${composed//\/spanprof-hook\//$(dirname "$HOOK")/}
-operator_order=$HOOK:$OTHER
+
+# What the OpenTelemetry Operator adds at admission to a container that the filter gave our hook
+# (internal/instrumentation/dotnet.go, injectDefaultDotNetEnvVars and setDotNetEnvVar): its own
+# startup hook appended after ours, DOTNET_ADDITIONAL_DEPS and DOTNET_SHARED_STORE (appended to
+# an existing value, here none), OTEL_DOTNET_AUTO_HOME, and the CLR profiler variables, all under
+# its volume /otel-auto-instrumentation-dotnet. Here that directory holds OtherHook as the startup
+# hook, empty AdditionalDeps and store, and no native profiler (not served here): the runtime finds
+# no profiler at CORECLR_PROFILER_PATH and runs on without one.
+AUTO=$TMP/otel-auto-instrumentation-dotnet
+mkdir -p "$AUTO/net" "$AUTO/AdditionalDeps" "$AUTO/store" "$AUTO/linux-x64"
+cp "$OTHER" "$AUTO/net/"
+operator_env=(
+	CORECLR_ENABLE_PROFILING=1
+	"CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-B85E1B658318}"
+	CORECLR_PROFILER_PATH="$AUTO/linux-x64/OpenTelemetry.AutoInstrumentation.Native.so"
+	DOTNET_ADDITIONAL_DEPS="$AUTO/AdditionalDeps"
+	OTEL_DOTNET_AUTO_HOME="$AUTO"
+	DOTNET_SHARED_STORE="$AUTO/store"
+)
+operator_order=$HOOK:$AUTO/net/OtherHook.dll
 
 # spans_in PROFILE PID LEAF_RE SPAN_NAME: {"leaf": samples of PID in LEAF_RE, "span": those with a
 # 16-hex span_id and 32-hex trace_id, "named": those whose span_name is SPAN_NAME}
@@ -68,11 +87,12 @@ for (const s of p.samples) {
 console.log(JSON.stringify({ leaf: inleaf, span, named }));' "$1" "$2" "$3" "$4"
 }
 
-# run NAME HOOKS: the app with DOTNET_STARTUP_HOOKS=HOOKS, profiled by `record -p`; both hooks
-# loaded, both kinds of span on the samples of their code.
+# run NAME HOOKS [VAR=VALUE...]: the app with DOTNET_STARTUP_HOOKS=HOOKS and the VARs, profiled by
+# `record -p`; both hooks loaded, both kinds of span on the samples of their code.
 run() {
 	local name=$1 hooks=$2 rc=0 r what
-	DOTNET_STARTUP_HOOKS=$hooks dotnet "$APP" 6 > "$TMP/$name.out" 2> "$TMP/$name.err" &
+	shift 2
+	env "$@" DOTNET_STARTUP_HOOKS="$hooks" dotnet "$APP" 6 > "$TMP/$name.out" 2> "$TMP/$name.err" &
 	APP_PID=$!
 	register "$APP_PID"
 	wait_for_line "$TMP/$name.out" '^ready ' 60
@@ -92,8 +112,8 @@ run() {
 		ge "$(field "$r" "span / $(field "$r" leaf)")" 0.95 || fail "$name: span ids on $(field "$r" span) of $(field "$r" leaf) samples in ${what%%:*}"
 		ge "$(field "$r" "named / $(field "$r" leaf)")" 0.95 || fail "$name: span_name ${what#*:} on $(field "$r" named) of $(field "$r" leaf) samples in ${what%%:*}"
 	done
-	pass "$name: DOTNET_STARTUP_HOOKS=$hooks: both hooks loaded ($(sed -n 's/^hooks //p' "$TMP/$name.out")), the app's spans and OtherHook's label their samples"
+	pass "$name: DOTNET_STARTUP_HOOKS=$hooks${1:+ with $*}: both hooks loaded ($(sed -n 's/^hooks //p' "$TMP/$name.out")), the app's spans and OtherHook's label their samples"
 }
 
 run filter "$filter_order"
-run operator "$operator_order"
+run operator "$operator_order" "${operator_env[@]}"

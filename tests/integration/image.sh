@@ -1,92 +1,46 @@
 #!/usr/bin/env bash
-# image.sh: the deployment (deploy/). Builds the container image with podman exactly as
-# deploy/README.md says for a machine without Docker (deploy/build-local.sh: a debootstrap base,
-# cached; an SDK image from the host's .NET SDK, cached per SDK version; deploy/Dockerfile), runs
-# spanprof *inside the image* against host processes with the DaemonSet's capabilities (a native
-# busy process, and a .NET app running as another user with the hook that the app-patch init
-# container copies), and renders and checks both kustomizations.
+# image.sh: the deployment (deploy/), as the cluster would run it, with nothing written by hand.
+# Builds the agent image and the hook-only image with podman as deploy/README.md says for a machine
+# without Docker (deploy/build-local.sh: a bookworm base, an SDK image from the host's .NET SDK,
+# deploy/Dockerfile, deploy/hook.Dockerfile on a local busybox), renders the DaemonSet with
+# `kubectl kustomize` (base + pyroscope, the URL pointed at a local Pyroscope receiver by an
+# overlay, as a user would) and the example workloads through deploy/tools/inject-hook.mjs, then:
+#   - the init container of the rendered workloads, from the hook-only image, as uid 65532 with no
+#     capabilities: it copies the hook into a directory standing in for the emptyDir;
+#   - a .NET app (HotChain) as nobody, loading the copied hook from there, no perf map;
+#   - the agent container of the rendered DaemonSet (tests/integration/podspec.js: its command,
+#     args and env with ConfigMap references resolved, and its capabilities) inside the image,
+#     three times on the same app: with the rendered capabilities (CHECKPOINT_RESTORE), with
+#     SYS_ADMIN in its place, and with neither. Each time: the effective capabilities of the agent
+#     process are exactly those, /healthz and /metrics answer, pushes reach the receiver, and the
+#     .NET frames of the app are named as well as with the rendered set; the symbolizer's count of
+#     mapped files opened by handle (/proc/<pid>/map_files) and by path shows which way each took.
 #
 # Running the image: `podman run` is refused here (setrlimit in the OCI runtime), so the image
 # runs through a buildah working container with chroot isolation, which shares the host's pid,
 # network and cgroup namespaces (like hostPID: true) and shows the host's /proc and /sys
-# (/sys/kernel/btf/vmlinux included: no extra mount). What BPF needs there:
-#   buildah from --security-opt seccomp=unconfined IMAGE     (the containers-common seccomp
-#       profile lets bpf() and perf_event_open() through only with CAP_SYS_ADMIN)
-#   buildah run --isolation=chroot --cap-drop <all others> --cap-add <the DaemonSet's list> CTR -- CMD
-#   (--cap-drop ALL cannot be combined with --cap-add: buildah then drops everything)
-# No /sys/fs/bpf mount (nothing is pinned). CAP_SYS_RESOURCE is left out where this shell's own
-# bounding set lacks it (as in some sandboxes; noted in the output).
+# (/sys/kernel/btf/vmlinux included: no extra mount). `--security-opt seccomp=unconfined` as the
+# DaemonSet's seccompProfile. buildah cannot limit capabilities exactly (`--cap-drop ALL` with
+# `--cap-add` drops everything), so the container gets a superset and `setpriv` inside it sets
+# the bounding, inheritable and ambient sets to the wanted ones and no_new_privs
+# (allowPrivilegeEscalation: false) before exec'ing the agent as uid 0 (runAsUser: 0): for uid 0
+# exec then makes the permitted and effective sets the bounding set, as the container runtime does.
+# A capability that this shell's own bounding set lacks (CAP_SYS_RESOURCE in some sandboxes) cannot
+# be granted: it is left out of every run and named in the output.
 #
-# Environment: SPANPROF_IT_IMAGE (default localhost/spanprof:test), IMAGE_PROFILER (auto|record|agent,
-# see below). Timings of each phase are printed at the end.
+# Environment: SPANPROF_IT_IMAGE (default localhost/spanprof:test), SPANPROF_IT_HOOK_IMAGE
+# (localhost/spanprof-hook:test). Timings of each phase are printed at the end.
 . "$(dirname "$0")/lib.sh"
 need_root "podman's root storage, debootstrap, BPF"
 
 T_START=$(date +%s)
 IMAGE=${SPANPROF_IT_IMAGE:-localhost/spanprof:test}
-CTR=spanprof-it-image
+HOOK_IMAGE=${SPANPROF_IT_HOOK_IMAGE:-localhost/spanprof-hook:test}
+CTR=spanprof-it-image HCTR=spanprof-it-hook
+SERVICE=spanprof-it-dotnet
 OUT=$TMP/out		# bind-mounted at /out in the container: profiles come out through it
-mkdir -p "$OUT"
-chmod 755 "$TMP"	# the .NET app below runs as nobody and loads the hook from under $TMP
-
-# ---- what runs inside the image ------------------------------------------------------------------
-# IMAGE_PROFILER=record: `spanprof record -p PID -d 3 -o /out/NAME.pb.gz`.
-# IMAGE_PROFILER=agent:  `spanprof agent --output-dir /out/NAME.d --interval 3` for 10 s, then
-#                        SIGTERM; its /healthz and /metrics are read from the host meanwhile, and the
-#                        largest window of the target's service (OTEL_SERVICE_NAME) is checked.
-# IMAGE_PROFILER=auto (default): agent when the image's spanprof has the subcommand, else record.
-IMAGE_PROFILER=${IMAGE_PROFILER:-auto}
-METRICS_CHECKED=""
-AGENT_PID=""
-
-metrics_match() {
-	curl -fsS "http://127.0.0.1:$1/metrics" > "$TMP/metrics.txt" 2>&1 && grep -Eq -- "$2" "$TMP/metrics.txt"
-}
-
-# profile_in_image NAME PID SERVICE [AGENT-ARGS...]: profile PID (whose OTEL_SERVICE_NAME is
-# SERVICE) from inside the image into $TMP/NAME.pb.gz, decoded into $TMP/NAME.json; spanprof's
-# report (stdout and stderr) in $TMP/NAME.txt.
-profile_in_image() {
-	local name=$1 pid=$2 service=$3 rc=0 apid port f
-	shift 3
-	case $IMAGE_PROFILER in
-	record)
-		in_image timeout -s INT 30 spanprof record -p "$pid" -d 3 -o "/out/$name.pb.gz" \
-			> "$TMP/$name.txt" 2>&1 || rc=$?
-		[ "$rc" = 0 ] || { cat "$TMP/$name.txt"; fail "spanprof record in the image: exit code $rc"; }
-		;;
-	agent)
-		mkdir -p "$OUT/$name.d"
-		in_image timeout --preserve-status -s TERM 10 spanprof agent --output-dir "/out/$name.d" \
-			--interval 3 -F 99 --metrics-addr 127.0.0.1:0 -v "$@" > "$TMP/$name.txt" 2>&1 &
-		apid=$!
-		AGENT_PID=$apid		# the EXIT trap waits for it (at most its 10 s timeout)
-		# The container shares the host's network namespace: the probes' endpoints are here.
-		wait_for_line "$TMP/$name.txt" 'metrics on port [0-9]' 20
-		port=$(grep -o -m1 'metrics on port [0-9]*' "$TMP/$name.txt" | awk '{ print $NF }')
-		[ "$(curl -fsS "http://127.0.0.1:$port/healthz")" = ok ] || fail "agent /healthz is not ok"
-		# The text is published at the end of each window (3 s); METRICS_WANT: a line to wait for.
-		poll 8 metrics_match "$port" "${METRICS_WANT:-^# TYPE }" ||
-			{ cat "$TMP/metrics.txt"; fail "agent /metrics: no line matching ${METRICS_WANT:-^# TYPE } after 8 s"; }
-		cp "$TMP/metrics.txt" "$TMP/$name.metrics"
-		if [ -z "$METRICS_CHECKED" ]; then
-			pass "agent in the image serves /healthz (ok) and /metrics ($(grep -c '^# TYPE ' "$TMP/metrics.txt") metrics)"
-			METRICS_CHECKED=1
-		fi
-		wait "$apid" || rc=$?
-		AGENT_PID=""
-		[ "$rc" = 0 ] || { cat "$TMP/$name.txt"; fail "spanprof agent in the image: exit code $rc after SIGTERM"; }
-		[ -d "$OUT/$name.d/$service" ] || { cat "$TMP/$name.txt"; ls "$OUT/$name.d"; fail "agent wrote nothing for service $service"; }
-		f=$(ls -S "$OUT/$name.d/$service/"*.pb.gz | head -1)
-		note "agent windows for $service: $(ls "$OUT/$name.d/$service" | wc -l), checking the largest (${f##*/})"
-		cp "$f" "$OUT/$name.pb.gz"
-		;;
-	*) fail "IMAGE_PROFILER=$IMAGE_PROFILER: record, agent or auto" ;;
-	esac
-	[ -s "$OUT/$name.pb.gz" ] || { cat "$TMP/$name.txt"; fail "no profile from spanprof $IMAGE_PROFILER in the image"; }
-	cp "$OUT/$name.pb.gz" "$TMP/$name.pb.gz"
-	decode "$TMP/$name.pb.gz"
-}
+mkdir -p "$OUT" "$TMP/state"
+chmod 755 "$TMP"
 
 # ---- tools ---------------------------------------------------------------------------------------
 missing=()
@@ -102,215 +56,226 @@ if [ ${#missing[@]} -gt 0 ]; then
 	done
 fi
 [ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux: the image build compiles BPF against it"
-need_cmd dotnet node
+need_cmd dotnet node kubectl setpriv
+APPSRC=$BUILD/apps/HotChain
+need_built "$APPSRC/HotChain"
+VT=$ROOT/deploy/tools
+need_node_modules "$VT" yaml kubernetes-models @kubernetes-models/prometheus-operator
+need_node_modules "$ROOT/tests/tools" protobufjs pprof-format
 
-# kustomize output, when kubectl is there (also the source of the capability list below).
-KUBECTL=$(command -v kubectl || true)
-if [ -n "$KUBECTL" ]; then
-	"$KUBECTL" kustomize "$ROOT/deploy/kubernetes" > "$TMP/agent.yaml"
-	# The example workloads with the hook added by deploy/tools/inject-hook.mjs; the init
-	# container's image is this image (it holds the hook at the same path as the hook-only image).
-	VT=$ROOT/deploy/tools
-	if [ ! -d "$VT/node_modules/yaml" ] && command -v npm > /dev/null; then
-		npm ci --prefix "$VT" --no-audit --no-fund > "$TMP/npm.log" 2>&1 || note "npm ci failed: $(tail -1 "$TMP/npm.log")"
-	fi
-	"$KUBECTL" kustomize "$ROOT/deploy/kubernetes/app-patch" | node "$VT/inject-hook.mjs" --image "$IMAGE" > "$TMP/app.yaml" ||
-		fail "kubectl kustomize deploy/kubernetes/app-patch | inject-hook.mjs"
-fi
+# ---- a Pyroscope for the agents to push to ---------------------------------------------------------
+spawn "$TMP/receiver.log" node "$ROOT/tests/tools/pyroscope-receiver.js" --port 0 \
+	--ready "$TMP/receiver.port" --out "$TMP/pushes.jsonl"
+poll 20 test -s "$TMP/receiver.port" || { cat "$TMP/receiver.log"; fail "the Pyroscope receiver did not start"; }
+RPORT=$(cat "$TMP/receiver.port")
+
+# ---- the manifests, rendered ---------------------------------------------------------------------
+K=$ROOT/deploy/kubernetes
+mkdir -p "$TMP/overlay"
+cat > "$TMP/overlay/kustomization.yaml" <<EOF2
+resources: [$(realpath --relative-to="$TMP/overlay" "$K/base")]
+components: [$(realpath --relative-to="$TMP/overlay" "$K/components/pyroscope")]
+configMapGenerator:
+  - name: spanprof-config
+    behavior: merge
+    literals: [pyroscope-url=http://127.0.0.1:$RPORT]
+EOF2
+kubectl kustomize "$TMP/overlay" > "$TMP/agent.yaml" || fail "kubectl kustomize (base + pyroscope)"
+kubectl kustomize "$K/app-patch" | node "$VT/inject-hook.mjs" --image "$HOOK_IMAGE" > "$TMP/app.yaml" ||
+	fail "kubectl kustomize deploy/kubernetes/app-patch | inject-hook.mjs"
+node "$VT/validate-manifests.mjs" "$TMP/agent.yaml" > "$TMP/schema.txt" || { cat "$TMP/schema.txt"; fail "the DaemonSet: schema check"; }
+node "$VT/validate-manifests.mjs" "$TMP/app.yaml" > "$TMP/schema.txt" || { cat "$TMP/schema.txt"; fail "app-patch: schema check"; }
+pass "rendered: the DaemonSet (base + pyroscope, $(grep -c '^kind:' "$TMP/agent.yaml") objects) and app-patch through inject-hook.mjs, schema-valid"
+
+# The init container and the hook path of the StatefulSet example (its only container, hook added).
+read_app() {
+	node -e '
+const y = require(process.argv[1]);
+const docs = y.parseAllDocuments(require("fs").readFileSync(process.argv[2], "utf8")).map((d) => d.toJS());
+const p = docs.find((o) => o.kind === "StatefulSet").spec.template.spec;
+const what = process.argv[3];
+if (what === "init") for (const a of p.initContainers[0].command) console.log(a);
+if (what === "image") console.log(p.initContainers[0].image);
+if (what === "user") console.log(p.initContainers[0].securityContext.runAsUser);
+if (what === "hooks") console.log(p.containers[0].env.find((e) => e.name === "DOTNET_STARTUP_HOOKS").value);' \
+	"$VT/node_modules/yaml" "$TMP/app.yaml" "$1"
+}
 
 # ---- build ---------------------------------------------------------------------------------------
 stamp() { date +%s; }
 t0=$(stamp)
-IMAGE=$IMAGE "$ROOT/deploy/build-local.sh" base > "$TMP/build-base.log" 2>&1 ||
-	{ tail -40 "$TMP/build-base.log"; fail "deploy/build-local.sh base"; }
-t1=$(stamp)
-IMAGE=$IMAGE "$ROOT/deploy/build-local.sh" sdk > "$TMP/build-sdk.log" 2>&1 ||
-	{ tail -40 "$TMP/build-sdk.log"; fail "deploy/build-local.sh sdk"; }
-t2=$(stamp)
-IMAGE=$IMAGE "$ROOT/deploy/build-local.sh" image > "$TMP/build-image.log" 2>&1 ||
-	{ tail -60 "$TMP/build-image.log"; fail "deploy/build-local.sh image"; }
-t3=$(stamp)
-grep -h '^build-local:' "$TMP/build-base.log" "$TMP/build-sdk.log" "$TMP/build-image.log" | sed 's/^/  /'
-pass "image built: base $((t1 - t0))s, sdk $((t2 - t1))s, image $((t3 - t2))s"
+phase() { # NAME: deploy/build-local.sh NAME, or fail showing its log
+	IMAGE=$IMAGE HOOK_IMAGE=$HOOK_IMAGE "$ROOT/deploy/build-local.sh" "$1" > "$TMP/build-$1.log" 2>&1 ||
+		{ tail -60 "$TMP/build-$1.log"; fail "deploy/build-local.sh $1"; }
+}
+phase base; t1=$(stamp)
+phase sdk; t2=$(stamp)
+phase image; t3=$(stamp)
+phase hook; t4=$(stamp)
+grep -h '^build-local:' "$TMP"/build-*.log | sed 's/^/  /'
+pass "images built: base $((t1 - t0))s, sdk $((t2 - t1))s, image $((t3 - t2))s, hook $((t4 - t3))s"
 
 entry=$(podman image inspect --format '{{json .Config.Entrypoint}}' "$IMAGE")
 [ "$entry" = '["/usr/local/bin/spanprof","agent"]' ] || fail "entrypoint is $entry, want spanprof agent"
-pass "entrypoint: $entry"
+hsize=$(podman image inspect --format '{{.Size}}' "$HOOK_IMAGE")
+[ "$hsize" -lt $((8 << 20)) ] || fail "the hook-only image is $hsize bytes"
+pass "agent image entrypoint $entry; hook-only image $(awk -v b="$hsize" 'BEGIN { printf "%.2f MB", b / 1e6 }')"
 
-# ---- the working container -----------------------------------------------------------------------
-# The DaemonSet's capabilities (from the rendered manifest; the same list written out otherwise).
-if [ -n "$KUBECTL" ]; then
-	read -r -a WANT <<< "$(awk '/^ *capabilities:/ { c = 1; next }
-		c && /^ *add:/ { a = 1; next }
-		a && /^ *- / { printf "%s ", $2; next }
-		a { exit }' "$TMP/agent.yaml")"
-else
-	WANT=(BPF PERFMON SYS_PTRACE CHECKPOINT_RESTORE SYSLOG DAC_OVERRIDE SYS_RESOURCE)
-fi
-[ ${#WANT[@]} -ge 3 ] || fail "no capabilities.add list in the DaemonSet"
+# ---- working containers --------------------------------------------------------------------------
 ALL_CAPS=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
 	NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT
 	SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE
 	AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ
 	PERFMON BPF CHECKPOINT_RESTORE)
+cap_bit() { local i; for i in "${!ALL_CAPS[@]}"; do [ "${ALL_CAPS[$i]}" = "$1" ] && { echo "$i"; return; }; done; fail "unknown capability $1"; }
 bnd=$((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)))
-have_cap() { local i; for i in "${!ALL_CAPS[@]}"; do [ "${ALL_CAPS[$i]}" = "$1" ] && return $(((bnd >> i & 1) == 0)); done; return 1; }
-add=() drop=()
-for c in "${WANT[@]}"; do
-	if have_cap "$c"; then add+=("CAP_$c"); else note "CAP_$c: not in this shell's bounding set, left out"; fi
-done
-for c in "${ALL_CAPS[@]}"; do
-	[[ " ${WANT[*]} " == *" $c "* ]] || drop+=("CAP_$c")
-done
-CAPS=(--cap-drop "$(IFS=,; echo "${drop[*]}")" --cap-add "$(IFS=,; echo "${add[*]}")")
-note "capabilities in the image: ${add[*]}"
+grantable() { (( bnd >> $(cap_bit "$1") & 1 )); }
+cap_mask() { local m=0 c; for c; do m=$((m | 1 << $(cap_bit "$c"))); done; printf '%016x' "$m"; }
 
-buildah rm "$CTR" > /dev/null 2>&1 || true
+buildah rm "$CTR" "$HCTR" > /dev/null 2>&1 || true
 buildah from --name "$CTR" --security-opt seccomp=unconfined --pull=never "$IMAGE" > /dev/null
-# lib.sh's cleanup is the EXIT trap: remove the working container first, keeping the exit status.
-# An agent still running in the image (a check failed while it ran) ends first: its timeout stops
-# it, and cleanup must not remove $TMP while it writes there.
+buildah from --name "$HCTR" --pull=never "$HOOK_IMAGE" > /dev/null
+# lib.sh's cleanup is the EXIT trap (it stops the registered processes, agents included): the
+# working containers go first, keeping the exit status.
 image_cleanup() {
 	local rc=$?
 	trap - ERR
 	set +e
-	[ -z "$AGENT_PID" ] || wait "$AGENT_PID" 2> /dev/null
-	buildah rm "$CTR" > /dev/null 2>&1
+	stop "${PIDS_TO_KILL[@]}"
+	buildah rm "$CTR" "$HCTR" > /dev/null 2>&1
 	(exit "$rc")	# lib.sh's cleanup takes the exit status from $?
 	cleanup
 }
 trap image_cleanup EXIT
-in_image() { buildah run --isolation=chroot "${CAPS[@]}" -v "$OUT:/out" "$CTR" -- "$@"; }
 
-v=$(in_image spanprof --version)
-pass "spanprof --version in the image: $v"
-in_image ldd /usr/local/bin/spanprof > "$TMP/ldd.txt"
+v=$(buildah run --isolation=chroot "$CTR" -- spanprof --version)
+buildah run --isolation=chroot "$CTR" -- ldd /usr/local/bin/spanprof > "$TMP/ldd.txt"
 if grep -q 'not found' "$TMP/ldd.txt"; then cat "$TMP/ldd.txt"; fail "libraries missing in the image"; fi
-pass "ldd: $(grep -c '=>' "$TMP/ldd.txt") libraries, none missing"
-in_image sh -c 'test -s /opt/spanprof/hook/SpanProf.Hook.dll && test -s /opt/spanprof/hook/SpanProf.Hook.Startup.dll'
-pass "hook DLLs in /opt/spanprof/hook"
-cap_eff=$(in_image awk '/^CapEff:/ { print $2 }' /proc/self/status)
-note "CapEff in the image: $cap_eff"
-if [ "$IMAGE_PROFILER" = auto ]; then
-	if in_image spanprof agent --help > /dev/null 2>&1; then IMAGE_PROFILER=agent; else IMAGE_PROFILER=record; fi
-fi
-note "profiling in the image with spanprof $IMAGE_PROFILER"
+pass "in the image: spanprof --version ($v), ldd ($(grep -c '=>' "$TMP/ldd.txt") libraries, none missing)"
 
-# ---- a native host process, profiled from the image ------------------------------------------------
-if [ -x "$HOTCHAIN" ]; then
-	start_app --pid-line --timeout 30 "$TMP/hot.out" env OTEL_SERVICE_NAME=spanprof-it-native "$HOTCHAIN" 30
-	pid=$APP_PID
-else
-	note "no $HOTCHAIN (make tools): a shell busy loop instead"
-	spawn "$TMP/busy.out" env OTEL_SERVICE_NAME=spanprof-it-native sh -c 'while :; do :; done'
-	pid=$SPAWNED
-fi
-# --all-processes: the agent's default is .NET processes only.
-profile_in_image native "$pid" spanprof-it-native --all-processes
-total=$(count_samples "$TMP/native.json" --pid "$pid")
-[ "$total" -ge 30 ] || { cat "$TMP/native.txt"; fail "only $total samples of pid $pid from the image (3 s at 99 Hz)"; }
-if [ -x "$HOTCHAIN" ]; then
-	leaf=$(query leaf "$TMP/native.json" --pid "$pid" --leaf '^inner_hot$')
-	ge "$(field "$leaf" frac)" 0.90 || { cat "$TMP/native.txt"; fail "inner_hot is the leaf of only $(field "$leaf" frac) of the samples"; }
-	pass "native host process from the image: $total samples, inner_hot leaf $(field "$leaf" frac)"
-else
-	pass "host busy loop from the image: $total samples"
-fi
-grep -q 'kernel symbols hidden' "$TMP/native.txt" && fail "kernel symbols hidden: CAP_SYSLOG missing?"
-stop "$pid"
-
-# ---- the app-patch path: hook copied by the init container, .NET app as another user -----------------
-# The init container's command, as its securityContext runs it (uid 65532, no capabilities), into
-# a directory standing in for the emptyDir.
+# ---- the init container: hook-only image, uid 65532, no capabilities --------------------------------
 world_dir	# the hook volume and the app run as nobody below: somewhere nobody can reach (lib.sh)
 HOOKVOL=$WORLD_DIR/spanprof-hook
 mkdir -m 1777 "$HOOKVOL"
-initcmd=(cp -R /opt/spanprof/hook/. /spanprof-hook/)
-if [ -n "$KUBECTL" ]; then
-	read -r -a initcmd <<< "$(awk '/^ *initContainers:/ { i = 1 } i && /^ *(- )?command:/ { c = 1; next }
-		c && /^ *- / { printf "%s ", $2; next } c { exit }' "$TMP/app.yaml")"
-fi
-buildah run --isolation=chroot --user 65532:65532 --cap-drop "$(IFS=,; echo "${ALL_CAPS[*]/#/CAP_}")" \
-	-v "$HOOKVOL:/spanprof-hook" "$CTR" -- "${initcmd[@]}"
-[ "$(stat -c %u "$HOOKVOL/SpanProf.Hook.dll")" = 65532 ] || fail "init container copy: wrong owner"
-pass "init container command (${initcmd[*]}) as uid 65532 copies the hook"
+mapfile -t initcmd < <(read_app init)
+[ "$(read_app image)" = "$HOOK_IMAGE" ] || fail "init container image $(read_app image), want $HOOK_IMAGE"
+uid=$(read_app user)
+buildah run --isolation=chroot --user "$uid:$uid" --cap-drop "$(IFS=,; echo "${ALL_CAPS[*]/#/CAP_}")" \
+	-v "$HOOKVOL:/spanprof-hook" "$HCTR" -- "${initcmd[@]}" || fail "the init container's command ${initcmd[*]}"
+[ "$(stat -c %u "$HOOKVOL/SpanProf.Hook.dll")" = "$uid" ] || fail "init container copy: wrong owner"
+pass "init container (hook-only image) as uid $uid: ${initcmd[*]} copies $(ls "$HOOKVOL" | wc -l) files"
 
-APP=$WORLD_DIR/HotChain/HotChain
-[ -x "$BUILD/apps/HotChain/HotChain" ] && cp -a "$BUILD/apps/HotChain" "$WORLD_DIR/HotChain"
-if [ -x "$APP" ]; then
-	hookpath=$(awk '/name: DOTNET_STARTUP_HOOKS/ { getline; print $2; exit }' "$TMP/app.yaml" 2>/dev/null || true)
-	hookpath=${hookpath:-/spanprof-hook/SpanProf.Hook.dll}
-	# As nobody, without perf maps: the agent must turn them on over the app's diagnostics socket
-	# (mode 0600, owned by nobody: CAP_DAC_OVERRIDE) and read its span table (CAP_SYS_PTRACE).
-	start_app --timeout 60 "$TMP/app.out" setpriv --reuid 65534 --regid 65534 --clear-groups \
-		env -u DOTNET_PerfMapEnabled HOME=/tmp OTEL_SERVICE_NAME=spanprof-it-dotnet \
-		DOTNET_STARTUP_HOOKS="$HOOKVOL/${hookpath##*/}" "$APP" 30
-	pid=$APP_PID
-	# The span table is read (CAP_SYS_PTRACE): the agent's gauge, or record's report line.
-	METRICS_WANT='^spanprof_processes\{[^}]*kind="span_table"[^}]*\} [1-9]' \
-		profile_in_image dotnet "$pid" spanprof-it-dotnet
-	if [ "$IMAGE_PROFILER" = record ]; then
-		grep -E "\.NET pid $pid " "$TMP/dotnet.txt" | sed 's/^ */  /' || true
-		grep -Eq "\.NET pid $pid .*span table v1" "$TMP/dotnet.txt" ||
-			{ cat "$TMP/dotnet.txt"; fail "span table of the hooked app (uid nobody) not read from the image"; }
-	else
-		grep -E '^spanprof_processes\{' "$TMP/dotnet.metrics" | sed 's/^/  /'
-	fi
-	named=$(query managed "$TMP/dotnet.json" --pid "$pid")
-	ge "$(field "$named" frac)" 0.90 || { cat "$TMP/dotnet.txt"; fail ".NET frames named in only $(field "$named" frac) of the samples"; }
-	pass ".NET app as nobody with the copied hook, from the image: span table read, .NET frames named in $(field "$named" frac)"
-	stop "$pid"
-else
-	note "no $APP (make apps): .NET check left out"
-fi
+# ---- the app: as nobody, with the copied hook, no perf map --------------------------------------------
+cp -a "$APPSRC" "$WORLD_DIR/HotChain"
+hookpath=$(read_app hooks)
+# Every variable is set before setpriv, so each program of the chain (setpriv, HotChain) has the
+# same environment: the service name cannot depend on which exec a reader saw. (The agent names a
+# process by the program it exec'd into last, from /proc/<pid>/environ, and the hook by
+# OTEL_SERVICE_NAME, else the entry assembly: HotChain.)
+start_app --timeout 60 "$TMP/app.out" env -u DOTNET_PerfMapEnabled HOME=/tmp OTEL_SERVICE_NAME=$SERVICE \
+	DOTNET_STARTUP_HOOKS="$HOOKVOL/${hookpath##*/}" \
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$WORLD_DIR/HotChain/HotChain" 300
+APP=$APP_PID
+tr '\0' '\n' < "/proc/$APP/environ" | grep -qx "OTEL_SERVICE_NAME=$SERVICE" ||
+	fail "the app's environment lacks OTEL_SERVICE_NAME=$SERVICE"
+[ "$(awk '/^Uid:/ { print $2 }' "/proc/$APP/status")" = 65534 ] || fail "the app does not run as nobody"
+note "app: pid $APP, uid 65534, DOTNET_STARTUP_HOOKS=$HOOKVOL/${hookpath##*/}"
 
-# ---- the DaemonSet's own command line, in the image ------------------------------------------------
-# Its args as rendered, with the Pyroscope URL pointed at the discard port of this host and the
-# metrics port made ephemeral (port 9464 may be taken here): the options must parse, the agent must
-# run and stop cleanly on SIGTERM.
-if [ -n "$KUBECTL" ] && [ "$IMAGE_PROFILER" = agent ]; then
-	mapfile -t dsargs < <(awk '/^kind: DaemonSet/ { d = 1 } d && /^ *- args:/ { a = 1; next }
-		a && /^ *- / { sub(/^ *- /, ""); gsub(/^"|"$/, ""); print; next } a { exit }' "$TMP/agent.yaml")
-	[ ${#dsargs[@]} -gt 0 ] || fail "no args in the rendered DaemonSet"
-	dsargs=("${dsargs[@]//\$(SPANPROF_PYROSCOPE_URL)/http://127.0.0.1:9}")
-	dsargs=("${dsargs[@]//0.0.0.0:9464/127.0.0.1:0}")
-	rc=0
-	buildah run --isolation=chroot "${CAPS[@]}" --env NODE_NAME=it-node "$CTR" -- \
-		timeout --preserve-status -s TERM 6 spanprof agent "${dsargs[@]}" > "$TMP/ds.txt" 2>&1 || rc=$?
-	[ "$rc" = 0 ] && grep -q 'agent sampling' "$TMP/ds.txt" ||
-		{ cat "$TMP/ds.txt"; fail "spanprof agent ${dsargs[*]} (the DaemonSet's args): exit code $rc"; }
-	pass "the DaemonSet's args run in the image: spanprof agent ${dsargs[*]}"
-fi
+# ---- the agent container of the rendered DaemonSet ---------------------------------------------------
+mapfile -t ARGV < <(node "$ROOT/tests/integration/podspec.js" "$TMP/agent.yaml" --part argv --entrypoint "$entry")
+mapfile -t ENVS < <(node "$ROOT/tests/integration/podspec.js" "$TMP/agent.yaml" --part env --node it-node)
+mapfile -t WANT < <(node "$ROOT/tests/integration/podspec.js" "$TMP/agent.yaml" --part caps)
+[ ${#ARGV[@]} -gt 2 ] && [ ${#WANT[@]} -ge 3 ] || fail "podspec.js: argv (${ARGV[*]}), caps (${WANT[*]})"
+note "rendered: ${ENVS[*]} ${ARGV[*]}; capabilities ${WANT[*]}"
+# The test's own additions, after the rendered args (later options win): an ephemeral metrics
+# port (9464 may be taken here), windows of 3 s at 99 Hz written to /out too, and the report.
+EXTRA=(--metrics-addr 127.0.0.1:0 -F 99 --interval 3 -v)
+GRANT=() LEFT=()
+for c in "${WANT[@]}"; do if grantable "$c"; then GRANT+=("$c"); else LEFT+=("$c"); fi; done
+[ ${#LEFT[@]} -eq 0 ] || note "not in this shell's bounding set, so granted in no run: ${LEFT[*]}"
+grantable SYS_ADMIN || fail "CAP_SYS_ADMIN not in this shell's bounding set: the comparison needs it"
+# The working container's superset: the wanted capabilities, SYS_ADMIN, and SETPCAP for setpriv.
+sup=("${GRANT[@]}" SYS_ADMIN SETPCAP) drop=()
+for c in "${ALL_CAPS[@]}"; do [[ " ${sup[*]} " == *" $c "* ]] || drop+=("CAP_$c"); done
+BCAPS=(--cap-drop "$(IFS=,; echo "${drop[*]}")" --cap-add "$(IFS=,; c=("${sup[@]/#/CAP_}"); echo "${c[*]}")")
 
-# ---- Kubernetes manifests --------------------------------------------------------------------------
-if [ -n "$KUBECTL" ]; then
-	A=$TMP/agent.yaml P=$TMP/app.yaml
-	for want in 'kind: DaemonSet' 'hostPID: true' 'fieldPath: spec.nodeName' 'prometheus.io/scrape: "true"' \
-		'prometheus.io/port: "9464"' 'prometheus.io/path: /metrics' 'path: /healthz' 'operator: Exists' \
-		'containerPort: 9464' 'path: /var/log/pods' 'path: /var/log/containers' 'name: spanprof-config' \
-		'name: spanprof-pyroscope' 'optional: true' 'namespace: spanprof'; do
-		grep -qF -- "$want" "$A" || fail "rendered deploy/kubernetes lacks '$want'"
+# run_agent NAME CAP...: the rendered agent under exactly CAP..., until the app's service has two
+# windows in /out/NAME.d; sets NAMED (fraction of the app's samples named), BY_HANDLE, BY_PATH.
+run_agent() {
+	local name=$1 list pid bpid port f win rc=0 i total named nwin r
+	shift
+	list=-all$(printf ',+%s' "${@,,}")
+	mkdir -p "$OUT/$name.d"
+	# sh writes its pid (that of the agent it execs into: the host's pid namespace) for the checks.
+	buildah run --isolation=chroot "${BCAPS[@]}" -v "$OUT:/out" -v "$TMP/state:/var/lib/spanprof" "$CTR" -- \
+		setpriv --no-new-privs --bounding-set="$list" --inh-caps="$list" --ambient-caps="$list" -- \
+		sh -c 'echo $$ > "$0"; exec "$@"' "/out/$name.pid" \
+		env "${ENVS[@]}" "${ARGV[@]}" "${EXTRA[@]}" --output-dir "/out/$name.d" > "$TMP/$name.txt" 2>&1 &
+	bpid=$!
+	register "$bpid"
+	poll 20 test -s "$OUT/$name.pid" || { cat "$TMP/$name.txt"; fail "$name: the agent did not start"; }
+	pid=$(cat "$OUT/$name.pid")
+	register "$pid"
+	wait_for_line "$TMP/$name.txt" 'metrics on port [0-9]' 30
+	[ "$(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status")" = "$(cap_mask "$@")" ] ||
+		fail "$name: agent pid $pid CapEff $(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status"), want $(cap_mask "$@") ($*)"
+	[ "$(awk '/^NoNewPrivs:/ { print $2 }' "/proc/$pid/status")" = 1 ] || fail "$name: no_new_privs not set"
+	[ "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")" = 0 ] || fail "$name: the agent is not uid 0"
+	port=$(grep -o -m1 'metrics on port [0-9]*' "$TMP/$name.txt" | awk '{ print $NF }')
+	[ "$(curl -fsS "http://127.0.0.1:$port/healthz")" = ok ] || fail "$name: /healthz is not ok"
+	curl -fsS "http://127.0.0.1:$port/metrics" > "$TMP/$name.metrics" || fail "$name: /metrics"
+	windows() { [ "$(ls "$OUT/$name.d/$SERVICE" 2>/dev/null | wc -l)" -ge 3 ]; }
+	poll 40 windows || { cat "$TMP/$name.txt"; ls -R "$OUT/$name.d"; fail "$name: fewer than 3 windows of $SERVICE after 40 s"; }
+	kill -TERM "$pid"
+	for i in $(seq 100); do alive "$pid" || break; sleep 0.1; done
+	wait "$bpid" || rc=$?	# buildah run, with the agent's exit status
+	[ "$rc" = 0 ] || { cat "$TMP/$name.txt"; fail "$name: the agent's exit status after SIGTERM: $rc"; }
+	grep -q 'kernel symbols hidden' "$TMP/$name.txt" && fail "$name: kernel symbols hidden: CAP_SYSLOG missing?"
+	# Every window of the service: samples of the app, and those with .NET frames all named.
+	total=0 named=0 nwin=0
+	for win in "$OUT/$name.d/$SERVICE/"*.pb.gz; do
+		cp "$win" "$TMP/$name-$nwin.pb.gz"
+		decode "$TMP/$name-$nwin.pb.gz"
+		r=$(query managed "$TMP/$name-$nwin.json" --pid "$APP")
+		total=$((total + $(field "$r" total))) named=$((named + $(field "$r" named))) nwin=$((nwin + 1))
 	done
-	init_image=$(awk '/initContainers:/ { i = 1 } i && /^ *image:/ { print $2; exit }' "$P")
-	[ "$init_image" = "$IMAGE" ] || fail "init container image $init_image, want $IMAGE (inject-hook.mjs --image)"
-	grep -qF 'value: /spanprof-hook/SpanProf.Hook.dll' "$P" || fail "app-patch: no DOTNET_STARTUP_HOOKS"
-	grep -qF 'mountPath: /spanprof-hook' "$P" || fail "app-patch: no hook volume mount"
-	pass "kubectl kustomize renders deploy/kubernetes ($(grep -c '^kind:' "$A") objects) and app-patch"
-	# Schema check offline (no API server): deploy/tools/validate-manifests.mjs.
-	VT=$ROOT/deploy/tools
-	if [ ! -d "$VT/node_modules/kubernetes-models" ] && command -v npm > /dev/null; then
-		npm ci --prefix "$VT" --no-audit --no-fund > "$TMP/npm.log" 2>&1 || note "npm ci failed: $(tail -1 "$TMP/npm.log")"
-	fi
-	if [ -d "$VT/node_modules/kubernetes-models" ]; then
-		node "$VT/validate-manifests.mjs" "$A" | sed 's/^/  /' || fail "deploy/kubernetes: schema check"
-		node "$VT/validate-manifests.mjs" "$P" | sed 's/^/  /' || fail "app-patch: schema check"
-		pass "rendered manifests match the Kubernetes API schema (kubernetes-models)"
-	else
-		note "kubernetes-models not installed: schema check left out"
-	fi
-else
-	note "no kubectl: kustomize checks left out"
-fi
+	SAMPLES=$total
+	[ "$SAMPLES" -ge 100 ] || fail "$name: only $SAMPLES samples of the app in $nwin windows"
+	NAMED=$(awk -v n="$named" -v t="$total" 'BEGIN { printf "%.3f", n / t }')
+	f=$(grep 'mapped files opened:' "$TMP/$name.txt" | tail -1)
+	BY_HANDLE=$(sed -n 's/.*opened: \([0-9]*\) by handle.*/\1/p' <<< "$f")
+	BY_PATH=$(sed -n 's/.* \([0-9]*\) by path.*/\1/p' <<< "$f")
+	[ -n "$BY_HANDLE" ] && [ -n "$BY_PATH" ] || { cat "$TMP/$name.txt"; fail "$name: no 'mapped files opened' line in the agent's report"; }
+	note "$name ($*): CapEff $(cap_mask "$@"), .NET frames named in $NAMED of the app's $SAMPLES samples ($nwin windows), mapped files opened by handle $BY_HANDLE, by path $BY_PATH"
+}
 
-t4=$(stamp)
-note "timing: base $((t1 - t0))s, sdk $((t2 - t1))s, image $((t3 - t2))s, checks $((t4 - t3))s, total $((t4 - T_START))s"
+run_agent rendered "${GRANT[@]}"
+N0=$NAMED
+ge "$N0" 0.90 || { cat "$TMP/rendered.txt"; fail "rendered capabilities: .NET frames named in only $N0 of the samples"; }
+[ "$BY_HANDLE" -gt 0 ] || fail "rendered capabilities (CHECKPOINT_RESTORE): no file opened through map_files"
+grep -qE '^spanprof_processes\{[^}]*kind="span_table"[^}]*\} [1-9]' "$TMP/rendered.metrics" ||
+	{ grep '^spanprof_processes' "$TMP/rendered.metrics"; fail "rendered: the span table of the app (uid nobody) not read"; }
+grep -q "\"service_name\":\"$SERVICE\"" "$TMP/pushes.jsonl" ||
+	{ head -c 2000 "$TMP/pushes.jsonl"; fail "rendered: no push of $SERVICE reached the receiver at the ConfigMap's pyroscope-url"; }
+pass "the rendered agent container (${GRANT[*]}): effective capabilities exactly these, no_new_privs, uid 0; pushes of $SERVICE reach the ConfigMap's URL; span table read; .NET frames named in $N0; map_files opened by handle ($BY_HANDLE, by path $BY_PATH)"
+
+sysadmin=()
+for c in "${GRANT[@]}"; do [ "$c" = CHECKPOINT_RESTORE ] && sysadmin+=(SYS_ADMIN) || sysadmin+=("$c"); done
+run_agent sys_admin "${sysadmin[@]}"
+N1=$NAMED
+[ "$BY_HANDLE" -gt 0 ] || fail "SYS_ADMIN: no file opened through map_files"
+neither=()
+for c in "${GRANT[@]}"; do [ "$c" = CHECKPOINT_RESTORE ] || neither+=("$c"); done
+run_agent neither "${neither[@]}"
+N2=$NAMED
+[ "$BY_HANDLE" = 0 ] && [ "$BY_PATH" -gt 0 ] ||
+	fail "neither CHECKPOINT_RESTORE nor SYS_ADMIN: mapped files opened by handle $BY_HANDLE, by path $BY_PATH (want 0 and some)"
+# The same naming: each within 0.05 of the rendered set's fraction (windows of a few hundred samples).
+lo=$(awk -v n="$N0" 'BEGIN { print n - 0.05 }')
+for n in "$N1" "$N2"; do
+	ge "$n" "$lo" || fail ".NET naming $N0 with CHECKPOINT_RESTORE, $N1 with SYS_ADMIN, $N2 with neither"
+done
+pass "naming unchanged: .NET frames named in $N0 (CHECKPOINT_RESTORE), $N1 (SYS_ADMIN instead), $N2 (neither: map_files refused, opened by path)"
+
+t5=$(stamp)
+note "timing: base $((t1 - t0))s, sdk $((t2 - t1))s, image $((t3 - t2))s, hook $((t4 - t3))s, checks $((t5 - t4))s, total $((t5 - T_START))s"

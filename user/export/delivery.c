@@ -11,9 +11,11 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+
 #include <curl/curl.h>
 
 #include "delivery.h"
+#include "log.h"
 #include "util.h"
 
 #ifndef SPANPROF_VERSION
@@ -329,18 +331,19 @@ static void record_answer(struct delivery *d, const struct item *it, uint64_t no
 	uint64_t lat = now > it->enqueued_ns ? now - it->enqueued_ns : 0;
 
 	d->st.last_latency_ns = lat;
+	metrics_hist__observe(&d->st.latency, lat / 1e9);
 	if (lat > d->st.max_latency_ns)
 		d->st.max_latency_ns = lat;
 }
 
-/* A refusal that will not be retried: said on stderr, unless it was just said. Called locked. */
+/* A refusal that will not be retried: logged, unless it was just said. Called locked. */
 static void log_refusal(struct delivery *d, const char *why, uint64_t now)
 {
 	if (!strcmp(d->logged, why) && now - d->logged_ns < LOG_EVERY_NS)
 		return;
 	snprintf(d->logged, sizeof(d->logged), "%s", why);
 	d->logged_ns = now;
-	fprintf(stderr, "spanprof: %s: request refused, not retried: %s\n", d->name, why);
+	log_warn("%s: request refused, not retried: %s", d->name, why);
 }
 
 static void *worker(void *arg)

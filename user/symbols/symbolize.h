@@ -37,6 +37,9 @@ struct symbolizer_stats {
 	uint64_t aot_raw;	/* Native AOT methods whose symbol could not be read back for certain */
 	uint64_t debug_attached;	/* debug files from the symbol servers put to use */
 	uint64_t debug_refused;		/* files whose debug file outside their root was refused */
+	uint64_t opened_by_handle;	/* mapped files opened through /proc/<pid>/map_files (needs
+					 * CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN) */
+	uint64_t opened_by_path;	/* ... through their path inside the process's root instead */
 	uint32_t refused_named[SYM_REFUSED_NAMED];	/* "binary (pid N): debug file", string ids */
 	uint32_t n_refused_named;
 	uint64_t unknown;	/* no mapping, or anonymous memory no runtime claims ([heap]) */

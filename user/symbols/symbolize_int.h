@@ -169,7 +169,7 @@ struct proc_syms *sym_proc_syms(struct symbolizer *sym, struct proc *p);
 
 /* symfiles.c: the ELF files behind mappings, shared by file identity, within the symbol budget. */
 /* Open the file behind a mapping (map_files, else the path inside its root): an fd, or -errno. */
-int sym_open_file(const struct proc *p, const struct vma *v);
+int sym_open_file(struct symbolizer *sym, const struct proc *p, const struct vma *v);
 /* The symbol file of v in p, looked up once per mapping of the process (*file: its index + 1,
  * 0: none); NULL when it is not a file or not read. */
 struct symfile *sym_symfile(struct symbolizer *sym, struct proc_syms *ps, const struct proc *p,

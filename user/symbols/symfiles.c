@@ -33,7 +33,7 @@ static struct file_key file_key_of(const struct stat *st)
  * mapped (no path for a container to redirect); the path inside the root is the fallback, and
  * the only way once the process exec'd (map_files then shows the new program's files).
  * Returns an fd, or -errno. */
-int sym_open_file(const struct proc *p, const struct vma *v)
+int sym_open_file(struct symbolizer *sym, const struct proc *p, const struct vma *v)
 {
 	char name[64], self[64];
 	struct stat st;
@@ -49,12 +49,17 @@ int sym_open_file(const struct proc *p, const struct vma *v)
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
 		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		close(pfd);
-		if (fd >= 0)
+		if (fd >= 0) {
+			sym->stats.opened_by_handle++;
 			return fd;
+		}
 	}
 	if (p->root_fd < 0)
 		return -ESRCH;
-	return rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
+	fd = rootfs__open(p->root_fd, v->path, O_RDONLY, S_IFREG, ELFSYM_MAX_FILE, 0);
+	if (fd >= 0)
+		sym->stats.opened_by_path++;
+	return fd;
 }
 
 static void note_refusal(struct symbolizer *sym, const struct proc *p, const struct vma *v,
@@ -162,7 +167,7 @@ struct elfsym *sym_table(struct symbolizer *sym, struct symfile *f, const struct
 	if (!f->reload_after_ns || now < f->reload_after_ns)
 		return NULL;
 	f->reload_after_ns = now + RELOAD_EVICTED_NS;
-	fd = sym_open_file(p, v);
+	fd = sym_open_file(sym, p, v);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st)) {
@@ -221,7 +226,7 @@ static uint32_t symfile_id(struct symbolizer *sym, const struct proc *p, const s
 		return 0;
 	memset(&key, 0, sizeof(key));
 	bid[0] = 0;
-	fd = sym_open_file(p, v);
+	fd = sym_open_file(sym, p, v);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		key = file_key_of(&st);
 		elfsym__read_build_id(fd, bid, sizeof(bid));

@@ -42,7 +42,7 @@ static struct leaf_where native_where(struct symbolizer *sym, struct symfile *f,
 		return w;
 	if (!f->cfi_tried) {
 		f->cfi_tried = 1;
-		fd = sym_open_file(p, v);
+		fd = sym_open_file(sym, p, v);
 		f->cfi = fd >= 0 ? leafcfi__open_fd(fd) : NULL;
 		/* The sections read count in the symbol budget, as the table does. */
 		if (f->cfi && !symbudget__take(SB_ELF, leafcfi__bytes(f->cfi))) {
