@@ -9,7 +9,8 @@
 #      and to Pyroscope, which takes OTLP there too (tests/tools/pyroscope-receiver.js, the same
 #      route and answers as Pyroscope's distributor), with OTEL_EXPORTER_OTLP_ENDPOINT only.
 #   3. UNAVAILABLE for the first calls: retried with backoff, then delivered, nothing lost.
-#   4. PERMISSION_DENIED: refused for good, one line on stderr naming the code and message.
+#   4. PERMISSION_DENIED: refused for good, one line on stderr naming the code and message. The
+#      protocol and the port mismatched, either way: the error says so.
 #   5. mutual TLS (a CA, server and client certificates made here): accepted with the client
 #      certificate, refused without it; a client certificate that is not there stops the agent
 #      at start with one line.
@@ -38,10 +39,12 @@ start_receiver() {
 }
 
 lines() { wc -l < "$1"; }
+windows_at_least() { [ "$(grep -c 'window [0-9]*:' "$TMP/$1.agent")" -ge "$2" ]; }
 at_least() { [ "$(lines "$1")" -ge "$2" ]; }
 
 # run_agent NAME UNTIL_CMD... -- AGENT ARGS: the agent (1 s windows) until UNTIL_CMD succeeds
-# (30 s at most), then SIGTERM; it must exit 0. Its stderr in $TMP/NAME.agent.
+# (60 s at most: other work on the machine slows it), then SIGTERM; it must exit 0. Its stderr
+# in $TMP/NAME.agent.
 run_agent() {
 	local name=$1 until=()
 	shift
@@ -49,8 +52,8 @@ run_agent() {
 	shift
 	spawn "$TMP/$name.agent" "$SPANPROF" agent --all-processes -F 49 --interval 1 -v "$@"
 	AGENT_PID=$SPAWNED
-	wait_for_line "$TMP/$name.agent" 'agent sampling' 30
-	poll 30 "${until[@]}" || { cat "$TMP/$name.agent"; fail "$name: timed out waiting for: ${until[*]}"; }
+	wait_for_line "$TMP/$name.agent" 'agent sampling' 60
+	poll 60 "${until[@]}" || { cat "$TMP/$name.agent"; fail "$name: timed out waiting for: ${until[*]}"; }
 	kill -TERM "$AGENT_PID"
 	poll 15 gone "$AGENT_PID" || { cat "$TMP/$name.agent"; fail "$name: agent still running 15 s after SIGTERM"; }
 	wait "$AGENT_PID" || { cat "$TMP/$name.agent"; fail "$name: agent exited non-zero"; }
@@ -174,6 +177,20 @@ case "$line" in *" otlp: request refused, not retried: gRPC PERMISSION_DENIED (7
 [ "$(grep -c 'request refused' "$TMP/denied.agent")" = 1 ] || fail "the same refusal said more than once"
 pass "PERMISSION_DENIED: not retried, said once on stderr: $line"
 
+# http/protobuf to the gRPC server: an HTTP/2-only server answers HTTP/1.1 with binary frames
+refused_h1() { grep -q 'request refused' "$TMP/h1togrpc.agent"; }
+run_agent h1togrpc refused_h1 -- --otlp-url "http://127.0.0.1:$RX_PORT"
+grep -q 'request refused, not retried: curl: .*(the server speaks HTTP/2 only: a gRPC port?)' "$TMP/h1togrpc.agent" ||
+	fail "http/protobuf to a gRPC port: $(grep 'refused' "$TMP/h1togrpc.agent")"
+# grpc to the OTLP/HTTP server: HTTP/1.1 only, it hangs up on the HTTP/2 preface (retried: a
+# server that restarts does the same)
+start_receiver h1
+OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$RX_PORT" \
+	run_agent h2toh1 windows_at_least h2toh1 3 -- --otlp
+grep -q 'otlp: last error: curl: .*(no HTTP/2 answer: not a gRPC port?)' "$TMP/h2toh1.agent" ||
+	fail "grpc to an HTTP/1.1 port: $(grep 'last error' "$TMP/h2toh1.agent")"
+pass "protocol and port mismatched: said ($(grep 'last error' "$TMP/h1togrpc.agent" | sed 's/.*(/(/'), $(grep 'last error' "$TMP/h2toh1.agent" | sed 's/.*(/(/'))"
+
 # ---- 5. mutual TLS -------------------------------------------------------------------------------
 
 PKI=$TMP/pki
@@ -199,8 +216,7 @@ S=$(summary "$TMP/mtls.rx.jsonl" $SERVICE) || fail "$S"
 pass "mutual TLS with the client certificate: $(field "$S" requests) calls accepted"
 
 n=$(lines "$TMP/mtls.rx.jsonl")
-windows3() { [ "$(grep -c 'window [0-9]*:' "$TMP/nocert.agent")" -ge 3 ]; }
-run_agent nocert windows3 -- --otlp
+run_agent nocert windows_at_least nocert 3 -- --otlp
 [ "$(lines "$TMP/mtls.rx.jsonl")" = "$n" ] || fail "a call without a client certificate was accepted"
 [ "$(stat_of nocert sent)" = 0 ] || fail "sent without a client certificate"
 grep -q 'otlp: last error: curl: ' "$TMP/nocert.agent" || fail "no TLS error reported"

@@ -143,7 +143,7 @@ kill -INT "$REC_PID" 2> /dev/null || true
 rc=0
 wait "$REC_PID" || rc=$?
 [ "$rc" = 0 ] || { cat "$TMP/cpu.txt" "$TMP/cpu.progress"; fail "spanprof record: exit code $rc"; }
-note "record: $(sed -n 's/^spanprof: \([0-9.]*s\) .* received=\([0-9]*\) .*/\1, \2 samples/p' "$TMP/cpu.progress" | tail -1)"
+note "record: $(sed -n 's/.*[ :]\([0-9.]*s\) .* received=\([0-9]*\) .*/\1, \2 samples/p' "$TMP/cpu.progress" | tail -1)"
 stop "$LOAD_PID"
 stop_service rec
 grep -q 'wrote .*cpu.otlp.pb (OTLP profiles)' "$TMP/cpu.txt" || { cat "$TMP/cpu.txt"; fail "record did not write the OTLP file"; }

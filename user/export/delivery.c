@@ -255,8 +255,17 @@ static enum outcome attempt(struct delivery *d, struct item *it, long *retry_aft
 	curl_multi_remove_handle(d->multi, d->easy);
 
 	if (rc != CURLE_OK) {
-		snprintf(why, whylen, "curl: %s%s%s", curl_easy_strerror(rc),
-			 d->curl_err[0] ? ": " : "", d->curl_err);
+		/* A gRPC port given an HTTP/1.1 request, or the reverse, fails with words that do
+		 * not say so: say it. */
+		const char *hint = "";
+
+		if (!d->http2 && rc == CURLE_UNSUPPORTED_PROTOCOL && strstr(d->curl_err, "HTTP/0.9"))
+			hint = " (the server speaks HTTP/2 only: a gRPC port?)";
+		else if (d->http2 && (rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 ||
+				      rc == CURLE_WEIRD_SERVER_REPLY))
+			hint = " (no HTTP/2 answer: not a gRPC port?)";
+		snprintf(why, whylen, "curl: %s%s%s%s", curl_easy_strerror(rc),
+			 d->curl_err[0] ? ": " : "", d->curl_err, hint);
 		return curl_permanent(rc) ? OUT_FAIL : OUT_RETRY;
 	}
 	if (d->http2 && version != CURL_HTTP_VERSION_2_0) {
