@@ -21,6 +21,9 @@ const volatile bool offcpu_filter = false;
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
+/* Set by user space when it attaches the off-CPU programs again after a pause (CLOCK_MONOTONIC):
+ * a block that began before the pause is timed from here, not billed across the pause. */
+__u64 offcpu_resume_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -56,14 +59,54 @@ struct {
 } counters SEC(".maps");
 
 /*
- * Off-CPU (--off-cpu): a profiled thread that blocked, as it was when it switched out: when, and
- * the record (stacks, span) its wake-up sends if the block lasted long enough.
+ * Off-CPU (--off-cpu). A place where threads block: the process (pid and start, against reuse),
+ * the user registers at the syscall and its number. Two call paths that reach the same leaf with
+ * the same stack depth and frame pointer would share stacks: rare, and told apart by any
+ * difference in these. A thread's stack has its own addresses, so a place is one thread's.
  */
+struct offcpu_site {
+	__u32 tgid;
+	__u32 reserved;
+	__u64 start_ticks;
+	__u64 ip, sp, bp, nr;	/* sp 0: no registers (other architectures): never cached */
+};
+
+/* The stacks taken the first time a thread blocked at a place; frames as in sp_sample's data. */
+struct offcpu_stacks {
+	__u32 flags;		/* SP_F_* of the stacks and leaf */
+	__u16 n_user, n_kernel;
+	__u16 user_scan_at;
+	__u16 reserved[3];
+	__u64 leaf_ip, leaf_sp, leaf_bp;
+	__u64 leaf_words[SP_LEAF_WORDS];
+	__u64 frames[2 * SP_MAX_FRAMES];
+};
+
+/* A repeat block at a known place costs a lookup here, not a stack walk. An LRU: the places
+ * blocked at least recently make room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);		/* resized by user space with --off-cpu */
+	__type(key, struct offcpu_site);
+	__type(value, struct offcpu_stacks);
+} offcpu_sites SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_stacks);
+} offcpu_stacks_scratch SEC(".maps");
+
+/* A profiled thread that blocked, as it was when it switched out: when, where, and its span
+ * record (read then: only the thread itself writes it, and it cannot while blocked). */
 struct offcpu_block {
 	__u64 start_ns;		/* 0: not blocked */
-	__u64 size;		/* bytes of rec to send */
-	__u64 site[4];		/* user ip, sp, bp and syscall number the stacks in buf were taken at */
-	__u8 buf[SP_SAMPLE_MAX];	/* struct sp_sample and its data */
+	struct offcpu_site site;
+	__u32 cpu;
+	__u16 ctx_len;
+	__u16 ctx_status;
+	__u8 ctx[SP_CTX_MAX];
 };
 
 struct {
@@ -509,7 +552,8 @@ int sample(struct bpf_perf_event_data *ctx)
 /*
  * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
  * is still the current task, so its user stack, kernel stack and span record are read there (its
- * own context), into its task storage, with the time. The block ends when the thread is woken
+ * own context), with the time: the span record into its task storage, the stacks into the cache
+ * of places (offcpu_sites), once per place. The block ends when the thread is woken
  * (sched_wakeup, in the waker's context): a block at or above the threshold is sent then, a
  * shorter one only counted (count and nanoseconds). The time is blocked time, switch-out to
  * wake-up: the run-queue wait after it is CPU contention, like preemption, not blocking. The
@@ -524,11 +568,13 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 tgid = prev->tgid;
+	__u32 tgid = prev->tgid, zero = 0;
+	struct offcpu_stacks *st;
 	struct offcpu_block *b;
+	struct sp_ctx_proc *cp;
 	struct sp_sample *rec;
 	struct pt_regs *ur;
-	__u64 site[4];
+	__u64 ticks, n;
 
 	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;	/* the first check: an unprofiled thread leaves here */
@@ -543,52 +589,91 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		count(SP_CNT_OFFCPU_NO_STORAGE);
 		return 0;
 	}
-	rec = (struct sp_sample *)b->buf;
-	/*
-	 * The stacks cost microseconds; most blocks are short and are only counted. A thread that
-	 * blocks again where it blocked last (the same user ip, sp, bp and syscall) keeps the stacks
-	 * taken then: only its span record is read again. Two call paths that reach the same leaf
-	 * with the same stack depth and frame pointer would share stacks: rare, and told apart by
-	 * any difference in the four.
-	 */
-	__builtin_memset(site, 0, sizeof(site));	/* sp 0: no reuse (other architectures) */
+	ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
+	__builtin_memset(&b->site, 0, sizeof(b->site));
+	b->site.tgid = tgid;
+	b->site.start_ticks = ticks;
 #if defined(__TARGET_ARCH_x86)
 	ur = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (ur) {
-		site[0] = ur->ip;
-		site[1] = ur->sp;
-		site[2] = ur->bp;
-		site[3] = ur->orig_ax;
+		b->site.ip = ur->ip;
+		b->site.sp = ur->sp;
+		b->site.bp = ur->bp;
+		b->site.nr = ur->orig_ax;
 	}
 #endif
-	if (b->size && site[1] && site[0] == b->site[0] && site[1] == b->site[1] &&
-	    site[2] == b->site[2] && site[3] == b->site[3] && rec->n_user <= SP_MAX_FRAMES &&
-	    rec->n_kernel <= SP_MAX_FRAMES) {
-		count(SP_CNT_OFFCPU_SAME_SITE);
-		b->size = fill_span(rec, prev, tgid, (rec->n_user + rec->n_kernel) * 8);
-	} else {
-		/* prev is the current task here: the record is its own. The kernel stack skips
-		 * this program, bpf_trace_run4 and __traceiter_sched_switch: it starts at
-		 * __schedule. */
-		b->size = fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
-		rec->flags |= SP_F_OFFCPU;
-		__builtin_memcpy(b->site, site, sizeof(site));
+	b->cpu = bpf_get_smp_processor_id();
+	/*
+	 * The stacks cost microseconds and most blocks are short, only counted: a place seen before
+	 * keeps the stacks taken there the first time, and only the span record is read (prev is the
+	 * current task: the record is its own).
+	 */
+	st = b->site.sp ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
+	if (st) {
+		count(SP_CNT_OFFCPU_SITE_HIT);
+		b->ctx_len = 0;
+		b->ctx_status = SP_CNT_CTX_UNHOOKED;
+		cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
+		if (cp && cp->proc_start_ticks == ticks && cp->slot_count &&
+		    (cp->slot_count & (cp->slot_count - 1)) == 0)
+			b->ctx_len = read_span(prev, cp, b->ctx, &b->ctx_status);
+		b->start_ns = bpf_ktime_get_ns();
+		return 0;
 	}
+
+	/* A new place: the whole record in the per-CPU scratch, as the CPU sampler takes it. The
+	 * kernel stack skips this program, bpf_trace_run4 and __traceiter_sched_switch: it starts at
+	 * __schedule. */
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	st = bpf_map_lookup_elem(&offcpu_stacks_scratch, &zero);
+	if (!rec || !st) {
+		count(SP_CNT_LOST_SCRATCH);
+		return 0;
+	}
+	fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
+	st->flags = rec->flags;
+	st->n_user = rec->n_user;
+	st->n_kernel = rec->n_kernel;
+	st->user_scan_at = rec->user_scan_at;
+	st->leaf_ip = rec->leaf_ip;
+	st->leaf_sp = rec->leaf_sp;
+	st->leaf_bp = rec->leaf_bp;
+	__builtin_memcpy(st->leaf_words, rec->leaf_words, sizeof(st->leaf_words));
+	n = (__u64)rec->n_user + rec->n_kernel;
+	if (n > 2 * SP_MAX_FRAMES)
+		n = 2 * SP_MAX_FRAMES;
+	bpf_probe_read_kernel(st->frames, n * 8, rec->data);
+	b->ctx_status = rec->ctx_status;
+	b->ctx_len = rec->ctx_len;
+	if (b->ctx_len > SP_CTX_MAX)
+		b->ctx_len = 0;
+	bpf_probe_read_kernel(b->ctx, b->ctx_len, rec->data + n * 8);
+	if (b->site.sp)
+		bpf_map_update_elem(&offcpu_sites, &b->site, st, BPF_ANY);
+	else
+		b->site.tgid = 0;	/* not cached: the wake-up finds no stacks */
 	b->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
+/*
+ * The block ends when the thread is woken (in the waker's context). A long one is sent with the
+ * stacks of its place and the span record read at its switch-out, in a record built here.
+ */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(offcpu_wakeup, struct task_struct *p)
 {
 	struct offcpu_block *b = bpf_task_storage_get(&offcpu_blocks, p, 0, 0);
+	struct task_struct *leader;
+	struct offcpu_stacks *st;
 	struct sp_sample *rec;
-	__u64 now, delta, size;
+	__u64 now, delta, n, ctx_len;
+	__u32 zero = 0;
 
 	if (!b || !b->start_ns)
 		return 0;
 	now = bpf_ktime_get_ns();
-	delta = now - b->start_ns;
+	delta = now - (b->start_ns > offcpu_resume_ns ? b->start_ns : offcpu_resume_ns);
 	b->start_ns = 0;
 	if (delta < offcpu_threshold_ns) {
 		count(SP_CNT_OFFCPU_SHORT);
@@ -597,13 +682,49 @@ int BPF_PROG(offcpu_wakeup, struct task_struct *p)
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	rec = (struct sp_sample *)b->buf;
-	rec->off_ns = delta;
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec) {
+		count(SP_CNT_LOST_SCRATCH);
+		return 0;
+	}
+	st = b->site.tgid ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
 	rec->time_ns = now;
-	size = b->size;
-	if (size > SP_SAMPLE_MAX)
-		size = SP_SAMPLE_MAX;
-	if (size >= sizeof(*rec))
-		send_record(rec, size);
+	rec->tgid = p->tgid;
+	rec->tid = p->pid;
+	rec->cpu = b->cpu;
+	rec->off_ns = delta;
+	rec->proc_start_ticks = b->site.start_ticks;
+	leader = p->group_leader;
+	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));
+	__builtin_memcpy(rec->pcomm, leader->comm, sizeof(rec->pcomm));
+	rec->ctx_status = b->ctx_status;
+	rec->user_scan_at = 0;
+	n = 0;
+	if (st) {
+		rec->flags = SP_F_OFFCPU | st->flags;
+		rec->n_user = st->n_user;
+		rec->n_kernel = st->n_kernel;
+		rec->user_scan_at = st->user_scan_at;
+		rec->leaf_ip = st->leaf_ip;
+		rec->leaf_sp = st->leaf_sp;
+		rec->leaf_bp = st->leaf_bp;
+		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
+		n = (__u64)st->n_user + st->n_kernel;
+		if (n > 2 * SP_MAX_FRAMES)
+			n = 2 * SP_MAX_FRAMES;
+		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
+	} else {
+		/* Its place left the cache while it was blocked (or had no registers): kept, marked. */
+		count(SP_CNT_OFFCPU_SITE_LOST);
+		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
+		rec->n_user = 0;
+		rec->n_kernel = 0;
+	}
+	ctx_len = b->ctx_len;
+	if (ctx_len > SP_CTX_MAX)
+		ctx_len = 0;
+	rec->ctx_len = ctx_len;
+	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
+	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
 	return 0;
 }

@@ -65,8 +65,10 @@
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads switched out runnable (preempted, "   \
 	  "yielded): not blocking, counted only")                                                   \
 	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")\
-	X(OFFCPU_SAME_SITE, "offcpu_same_site", "blocks where the thread blocked last: stacks kept, "  \
-	  "span read again")
+	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
+	  "cached, only the span read")                                                              \
+	X(OFFCPU_SITE_LOST, "offcpu_site_lost", "long blocks whose place left the stack cache while " \
+	  "blocked: sent without stacks, marked")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,

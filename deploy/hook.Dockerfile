@@ -22,10 +22,10 @@ ENV DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIE
 WORKDIR /src
 COPY hook/Directory.Build.props hook/SpanProf.Hook.csproj hook/
 COPY hook/startup/SpanProf.Hook.Startup.csproj hook/startup/
-RUN dotnet restore hook/SpanProf.Hook.csproj \
+RUN dotnet restore hook/SpanProf.Hook.csproj -p:TargetFrameworks=net6.0 \
  && dotnet restore hook/startup/SpanProf.Hook.Startup.csproj
 COPY hook/src/ hook/src/
-RUN dotnet build hook/SpanProf.Hook.csproj -c Release -o /out/hook --no-restore -nologo -v q -clp:NoSummary -nodeReuse:false \
+RUN dotnet build hook/SpanProf.Hook.csproj -c Release -p:TargetFrameworks=net6.0 -o /out/hook --no-restore -nologo -v q -clp:NoSummary -nodeReuse:false \
  && dotnet build hook/startup/SpanProf.Hook.Startup.csproj -c Release -o /out/hook --no-restore -nologo -v q -clp:NoSummary -nodeReuse:false \
  && chmod -R a+rX /out/hook \
  && test -s /out/hook/SpanProf.Hook.dll && test -s /out/hook/SpanProf.Hook.Startup.dll

@@ -356,18 +356,22 @@ int procfs__fstype_remote(const char *type)
 					      "smbfs", "ncpfs", "9p", "ceph", "afs", "coda",
 					      "glusterfs", "lustre", "gfs2", "ocfs2", "virtiofs",
 					      "orangefs", "davfs", "sshfs" };
-	const char *test = getenv("SPANPROF_TEST_REMOTE_FSTYPES");
-	size_t n = strlen(type);
 
 	if (!strncmp(type, "fuse.", 5))
 		return 1;
 	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
 		if (!strcmp(type, remote[i]))
 			return 1;
-	for (const char *t = test; t && *t; t += strcspn(t, ",") + (t[strcspn(t, ",")] == ',')) {
+#ifdef SPANPROF_TEST_BUILD
+	/* Only in build/spanprof-test: a shipped binary never reads it (tests/integration/switches.sh). */
+	size_t n = strlen(type);
+
+	for (const char *t = getenv("SPANPROF_TEST_REMOTE_FSTYPES"); t && *t;
+	     t += strcspn(t, ",") + (t[strcspn(t, ",")] == ',')) {
 		if (!strncmp(t, type, n) && (t[n] == ',' || t[n] == 0))
 			return 1;
 	}
+#endif
 	return 0;
 }
 

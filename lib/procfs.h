@@ -68,8 +68,8 @@ int procfs__parse_fstype(const char *mountinfo, size_t len, const char *path, ch
 			 size_t type_len);
 int procfs__fstype(int dir_fd, const char *path, char *type, size_t type_len);
 /* Whether a file system type (mountinfo's, e.g. "nfs4", "fuse.sshfs") is remote or served by a
- * user process (FUSE), whose reads may hang: also any type listed in $SPANPROF_TEST_REMOTE_FSTYPES
- * (comma-separated; tests). statfs_magic: the f_type of fstatfs, the same question (0: unknown). */
+ * user process (FUSE), whose reads may hang; in a test build (SPANPROF_TEST_BUILD), also any type
+ * listed in $SPANPROF_TEST_REMOTE_FSTYPES (comma-separated). statfs_magic: the f_type of fstatfs, the same question (0: unknown). */
 int procfs__fstype_remote(const char *type);
 int procfs__fsmagic_remote(long statfs_magic);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "util.h"
 
 uint64_t now_ns(void)
@@ -136,11 +137,9 @@ int setup_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("spanprof: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log__vmsg(LOG_LEVEL_ERROR, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return 2;
 }
 

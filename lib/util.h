@@ -35,7 +35,7 @@ size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t x);
 /* The same search over 32-bit values (indexes). */
 size_t u32_lower_bound(const uint32_t *a, size_t n, uint32_t x);
 
-/* A setup error: "spanprof: <message>" on one line of stderr; returns the exit code, 2. */
+/* A setup error: one error line in the log (lib/log.h) on stderr; returns the exit code, 2. */
 int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* SPANPROF_UTIL_H */

@@ -206,7 +206,7 @@ static int load_body(struct perfmap *pm, const uint8_t **p, const uint8_t *end)
 	} else {
 		uint64_t code_addr = rd64(jd, jd->pend + 16);
 		uint64_t code_size = rd64(jd, jd->pend + 24);
-		uint64_t load_ns = jd->arch_ts ? 0 : jd->rec_ts;
+		uint64_t load_ns = jd->arch_ts || jd->rec_ts <= pm->jd_replay_until ? 0 : jd->rec_ts;
 
 		r = perfmap_add(pm, code_addr, code_size, load_ns, (const char *)jd->pend + JD_LOAD_FIXED,
 				jd->pend_len - JD_LOAD_FIXED - 1, PERFMAP_SRC_JITDUMP);

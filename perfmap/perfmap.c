@@ -329,6 +329,12 @@ void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns)
 		pm->pinned_now = now_ns;
 }
 
+void perfmap__set_jitdump_replay(struct perfmap *pm, uint64_t until_ns)
+{
+	if (pm)
+		pm->jd_replay_until = until_ns;
+}
+
 static void feed_clock(struct perfmap *pm)
 {
 	struct timespec ts;

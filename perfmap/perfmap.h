@@ -129,6 +129,12 @@ void perfmap__shared_names(struct nametab_stats *out);
  * that time: now_ns != 0 is used for all later feeds, 0 returns to the clock. */
 void perfmap__set_feed_time(struct perfmap *pm, uint64_t now_ns);
 
+/* A jitdump turned on late (EnablePerfMap over the IPC) starts with the runtime's replay of every
+ * method already jitted, stamped with the time of the replay, not of the code's load: records
+ * stamped at or before until_ns (CLOCK_MONOTONIC; the enable's answer) are taken untimed, like
+ * perf map lines, so that samples taken before the enable are named. 0: every record timed. */
+void perfmap__set_jitdump_replay(struct perfmap *pm, uint64_t until_ns);
+
 /* Split "name[Tier]" into name and tier in place-free form: returns the name length without the
  * suffix and points *tier, *tier_len at the tier inside the brackets (len 0 when none). */
 size_t perfmap__split_tier(const char *name, size_t len, const char **tier, size_t *tier_len);

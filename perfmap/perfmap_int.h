@@ -73,6 +73,7 @@ struct perfmap {
 	bool have_map;
 	bool have_jit;
 	uint64_t pinned_now;	/* perfmap__set_feed_time */
+	uint64_t jd_replay_until;	/* perfmap__set_jitdump_replay: records stamped up to it untimed */
 	uint64_t feed_now;	/* time of the feed in progress */
 	struct perfmap_stats st;
 };

@@ -187,6 +187,10 @@ static uint32_t ymd(uint32_t y, uint32_t m, uint32_t d)
  *   (patch 0, previews alike) is placed by its build date: before July 2026 it may predate the fix.
  * - dotnet/runtime#132935, the jitdump stopping at its first stub block (#120419 on main, fixed
  *   by #122274; #133048 on release/10.0): measured in 10.0.11 and 10.0.12, fixed in 10.0.13.
+ * - runtime 11.0 turned on over the diagnostics IPC (EnablePerfMap) writes no perf map: type 3
+ *   (perf map only) leaves perf-<pid>.map empty, type 1 writes the jitdump alone; the jitdump is
+ *   whole (measured on 11.0.0, build 2026-10-30; perfmap/README.md). Every 11.x until a fix is
+ *   known: the JIT code is then named from a jitdump of type 2.
  */
 void rtversion__gate(const struct rtversion *v, struct rtgate *out)
 {
@@ -210,14 +214,16 @@ void rtversion__gate(const struct rtversion *v, struct rtgate *out)
 			out->hazards |= RTHAZ_DEADLOCK_128401;
 		if (v->patch < 13)
 			out->hazards |= RTHAZ_JITDUMP_132935;
-	} else if (v->major == 11 && v->patch == 0) {
-		if (built < ymd(2026, 7, 1))
+	} else if (v->major == 11) {
+		if (v->patch == 0 && built < ymd(2026, 7, 1))
 			out->hazards |= RTHAZ_DEADLOCK_128401;
-		if (built < ymd(2026, 2, 1))
+		if (v->patch == 0 && built < ymd(2026, 2, 1))
 			out->hazards |= RTHAZ_JITDUMP_132935;
+		out->hazards |= RTHAZ_LATE_NO_PERFMAP;
 	}
 	if (out->hazards & RTHAZ_JITDUMP_132935)
 		out->jitdump_ok = 0;
+	out->late_jitdump_only = (out->hazards & RTHAZ_LATE_NO_PERFMAP) && out->jitdump_ok;
 	if (out->hazards & RTHAZ_DEADLOCK_128401) {
 		out->may_enable = 0;
 		out->withheld = RTWITHHELD_DEADLOCK;

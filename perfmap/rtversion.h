@@ -38,6 +38,7 @@ enum {
 	RTHAZ_DEADLOCK_128401 = 1u << 0,	/* perf maps on can hang the process for good */
 	RTHAZ_JITDUMP_132935 = 1u << 1,		/* the jitdump stops at its first stub block */
 	RTHAZ_UNKNOWN = 1u << 2,		/* version not known: assumed to have them all */
+	RTHAZ_LATE_NO_PERFMAP = 1u << 3,	/* EnablePerfMap writes no perf map (the jitdump only) */
 };
 
 /* Why perf maps are not turned on in a process (a bounded label for /metrics). */
@@ -52,6 +53,8 @@ struct rtgate {
 	unsigned hazards;	/* RTHAZ_* */
 	int may_enable;		/* spanprof may turn perf maps on over the diagnostics IPC */
 	int jitdump_ok;		/* perf map types 1 and 2 give a complete jitdump */
+	int late_jitdump_only;	/* turned on over the IPC, only a jitdump is written: send type 2
+				 * and name JIT code from it (runtime 11.0) */
 	enum rtwithheld withheld;	/* why not, when !may_enable */
 	char reason[160];	/* "perf maps not turned on: runtime 10.0.5 has a known deadlock
 				 * (dotnet/runtime#128401)"; "" when nothing to say */

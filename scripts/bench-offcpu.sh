@@ -10,13 +10,18 @@
 #      measured in 1, over pingpong's switch-outs (its blocks plus its preempted switches);
 #   3. pingpong's round trips per second with no profiler, with `record -p` and with
 #      `record -p --off-cpu`, in alternating runs, and their ratios to no profiler.
+# LOAD=handoff: the load is SpanLoop --handoff instead (tests/apps/SpanLoop/Handoff.cs: .NET
+# threads in a ring on CPU 1 handing tokens along, blocking at three places, inside spans; hook
+# on), and 3 is left to scripts/bench-slices.py TARGET=handoff (scripts/bench-handoff.sh).
 # Figures only; nothing passes or fails. Other work on the host adds switches to every figure.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${SECS:-8}
 ROUNDS=${ROUNDS:-3}
+LOAD=${LOAD:-pingpong}
 PP=$BUILD/apps/native/pingpong
+SL=$BUILD/apps/SpanLoop/SpanLoop.dll
 SP=$BUILD/spanprof
 OUT=$(mktemp -d)
 idle=
@@ -24,6 +29,33 @@ trap 'rm -rf "$OUT"; [ -z "$idle" ] || kill "$idle" 2>/dev/null || true' EXIT
 for f in "$PP" "$SP"; do
 	[ -x "$f" ] || { echo "bench-offcpu.sh: $f missing: run make && make tools" >&2; exit 1; }
 done
+[ "$LOAD" != handoff ] || [ -f "$SL" ] || { echo "bench-offcpu.sh: $SL missing: run make apps" >&2; exit 1; }
+
+# start_load SECS OUT: the load for SECS seconds, its output in OUT, its pid in $pp; returns once
+# it runs (the .NET one once it has said it is ready, and a second more for its first JIT work).
+start_load() {
+	if [ "$LOAD" = handoff ]; then
+		DOTNET_STARTUP_HOOKS=$(cd "$BUILD" && pwd)/hook/SpanProf.Hook.dll DOTNET_PerfMapEnabled=1 taskset -c 1 \
+			dotnet "$SL" --handoff --chunk-us "${CHUNK_US:-10}" --duration "$(($1 + 2))" > "$2" & pp=$!
+		n=0
+		until grep -q ' ready$' "$2" 2> /dev/null; do
+			n=$((n + 1)); [ "$n" -lt 300 ] || { echo "bench-offcpu.sh: SpanLoop not ready" >&2; exit 1; }
+			sleep 0.1
+		done
+		sleep 1
+	else
+		"$PP" "$1" > "$2" & pp=$!
+		sleep 1
+	fi
+}
+# rate OUT SECS: the load's rate (pingpong: round trips/s; handoff: hand-offs/s over its run).
+rate() {
+	if [ "$LOAD" = handoff ]; then
+		sed -n "s/^units \([0-9]*\)/\1/p" "$1" | awk -v s="$2" '{ printf "%d hand-offs/s", $1 / (s + 2) }'
+	else
+		sed -n 's/.*rate \([0-9]*\).*/\1 round trips\/s/p' "$1"
+	fi
+}
 
 # cost FILE WHAT: "per_run_us runs" of the off-CPU program line WHAT ("context switch" | "wake-up").
 cost() { sed -n "s/^  off-CPU cost: \([0-9.]*\) us of BPF run time per $2 (\([0-9]*\) runs)/\1 \2/p" "$1"; }
@@ -34,21 +66,19 @@ blocks() {
 
 # 1. pingpong not profiled: spanprof follows an idle process.
 sleep 1000 > /dev/null 2>&1 & idle=$!
-"$PP" $((SECS + 2)) > "$OUT/pp1.out" & pp=$!
-sleep 1
+start_load $((SECS + 2)) "$OUT/pp1.out"
 "$SP" record -p "$idle" --off-cpu --bpf-stats -d "$SECS" -o "$OUT/u.pb.gz" > "$OUT/u.txt"
 wait "$pp"
 kill "$idle" 2>/dev/null || true
 idle=
 set -- $(cost "$OUT/u.txt" "context switch") $(cost "$OUT/u.txt" "wake-up")
 u_sw=$1 u_sw_runs=$2 u_wk=${3:-0} u_wk_runs=${4:-0}
-echo "-- not profiled (pingpong $(sed -n 's/.*rate \([0-9]*\).*/\1/p' "$OUT/pp1.out") round trips/s)"
+echo "-- not profiled ($LOAD $(rate "$OUT/pp1.out" $((SECS + 2))))"
 echo "   switch-out program: $u_sw us per context switch over $u_sw_runs switches"
 echo "   wake-up program:    $u_wk us per wake-up over $u_wk_runs wake-ups"
 
 # 2. pingpong profiled, every block below the threshold.
-"$PP" $((SECS + 2)) > "$OUT/pp2.out" & pp=$!
-sleep 1
+start_load $((SECS + 2)) "$OUT/pp2.out"
 "$SP" record -p "$pp" --off-cpu --bpf-stats -d "$SECS" -o "$OUT/p.pb.gz" > "$OUT/p.txt"
 wait "$pp"
 set -- $(cost "$OUT/p.txt" "context switch") $(cost "$OUT/p.txt" "wake-up") $(blocks "$OUT/p.txt")
@@ -58,11 +88,13 @@ awk -v psw="$p_sw" -v pswr="$p_sw_runs" -v pwk="$p_wk" -v pwkr="$p_wk_runs" -v u
 	own = long + short + pre; blk = long + short
 	sw = own ? (psw * pswr - usw * (pswr - own)) / own : 0
 	wk = blk ? (pwk * pwkr - uwk * (pwkr - blk)) / blk : 0
-	printf "-- profiled, below the threshold: %d blocks (%d at or above it), %d preempted switches\n", blk, long, pre
+	printf "-- profiled (%s), below the threshold: %d blocks (%d at or above it), %d preempted switches\n", "'"$(rate "$OUT/pp2.out" $((SECS + 2)))"'", blk, long, pre
 	printf "   all switches: %.3f us per run over %d; all wake-ups: %.3f us over %d\n", psw, pswr, pwk, pwkr
 	printf "   profiled switch-out: %.3f us; profiled wake-up: %.3f us; per profiled block (both): %.3f us\n",
 	       sw, wk, own ? (sw * own + wk * blk) / blk : 0
 }'
+
+[ "$LOAD" = pingpong ] || exit 0
 
 # 3. Throughput, alternating: no profiler, record -p, record -p --off-cpu.
 run_pp() {	# run_pp MODE: pingpong's rate under MODE (none | record | offcpu)

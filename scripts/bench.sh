@@ -27,6 +27,12 @@ bench_hash() {
 	"$BUILD/bench/bench_hash"
 }
 
+# ---- elfsym: ELF symbol table load and lookup on real libraries (libc, libcoreclr) ----
+bench_elfsym() {
+	section "elfsym (load best of 10, lookup ns over the executable segment)"
+	"$BUILD/bench/bench_elfsym"
+}
+
 # ---- sampler: BPF run time per sample and user-space CPU per 1000 samples, host-wide ------------
 bench_sampler() {
 	section "sampler (host-wide, two busy processes; BPF run time from BPF_ENABLE_STATS)"
@@ -43,10 +49,12 @@ bench_sampler() {
 
 # ---- the sections that are one script each: name, script, title (docs/benchmarks.md has each) ----
 SCRIPTS='
+robust   bench-robust.sh    the robustness tests' speed figures: stalled processes (stalls.sh), hostile ones (hostile.sh)
 collide  bench-collide.sh   record on a process forging frames that collide under the former hash, against random ones
 parts    bench-sampler.sh   sampler parts: BPF run time per sample on SpanService, without each part in turn
 syscall  bench-syscall.sh   an unrelated process: getppid and mmap with no spanprof, agent, record (about 2 minutes)
 offcpu   bench-offcpu.sh    --off-cpu at a high context-switch rate: BPF time per switch, throughput
+handoff  bench-handoff.sh   --off-cpu on a .NET ring of threads handing work along: BPF time per switch, throughput side by side (about 8 minutes)
 hook     bench-hook.sh      the hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes)
 service  bench-service.sh   the service side by side: spanprof, perf, dotnet-trace (ratios to none)
 slices   bench-slices.py    profilers switched off and on in slices of one run (about 35 minutes)
@@ -72,6 +80,6 @@ run_section() {
 
 # ---- sections run, in order (BENCH="perfmap sampler" runs a subset) ----
 uptime | sed 's/^/load: /'
-for b in ${BENCH:-perfmap hash collide syscall sampler parts offcpu hook service slices node growth enable pod soak}; do
+for b in ${BENCH:-perfmap hash elfsym robust collide syscall sampler parts offcpu handoff hook service slices node growth enable pod soak}; do
 	run_section "$b"
 done

@@ -443,13 +443,41 @@ namespace SpanProfHook
         }
     }
 
+#if NET8_0_OR_GREATER
     /// <summary>
-    /// Activity.CurrentChanged (.NET 7+), subscribed by reflection: the assembly is built for net6.0
-    /// (so that a .NET 6 or 7 runtime can load it and be told it is not served), whose
-    /// DiagnosticSource has no such event. The handler is OnChanged&lt;ActivityChangedEventArgs&gt;,
-    /// made once at start: an ordinary delegate call. It reads Activity.Current (one AsyncLocal
-    /// read more than e.Current; not measured separately), which the runtime sets just before it
-    /// raises the event, to the value of e.Current.
+    /// Activity.CurrentChanged (.NET 7+), subscribed directly in the net8.0 build: nothing for the
+    /// trimmer to remove, nothing for Native AOT to miss. The handler reads Activity.Current, which
+    /// the runtime sets just before it raises the event, to the value of e.Current.
+    /// </summary>
+    internal static class SpanChanges
+    {
+        private static EventHandler<ActivityChangedEventArgs>? s_handler;
+
+        public static bool Subscribe(out string? error)
+        {
+            error = null;
+            EventHandler<ActivityChangedEventArgs> h = OnChanged;
+            Activity.CurrentChanged += h;
+            s_handler = h;
+            return true;
+        }
+
+        public static void Unsubscribe()
+        {
+            if (s_handler != null)
+                Activity.CurrentChanged -= s_handler;
+        }
+
+        private static void OnChanged(object? sender, ActivityChangedEventArgs e) => Hook.OnActivityChanged(Activity.Current);
+    }
+#else
+    /// <summary>
+    /// Activity.CurrentChanged (.NET 7+), subscribed by reflection in the net6.0 build (so that a
+    /// .NET 6 or 7 runtime can load it and be told it is not served), whose DiagnosticSource has no
+    /// such event. The handler is OnChanged&lt;ActivityChangedEventArgs&gt;, made once at start: an
+    /// ordinary delegate call. It reads Activity.Current (one AsyncLocal read more than e.Current;
+    /// not measured separately), which the runtime sets just before it raises the event, to the
+    /// value of e.Current. Trimmed and Native AOT apps compile against the net8.0 build instead.
     /// </summary>
     internal static class SpanChanges
     {
@@ -483,16 +511,23 @@ namespace SpanProfHook
 
         private static void OnChanged<TArgs>(object? sender, TArgs e) => Hook.OnActivityChanged(Activity.Current);
     }
+#endif
 
     /// <summary>
-    /// SPANPROF_HOOK_FAULT (tests only): a failure to inject at one site. Read once; a static
-    /// readonly null is a constant to the optimizing JIT, so the checks cost nothing in production.
-    /// Sites: memfd, ftruncate, mmap (table creation), runtime (an unsupported runtime), startup,
-    /// span-change, switch, label, label-end (an exception there), otelctx, otelctx-memfd.
+    /// SPANPROF_HOOK_FAULT: a failure to inject at one site, read only by the test build
+    /// (SPANPROF_TEST_FAULTS, -p:SpanProfTestFaults=true: build/testhook); the shipped hook never
+    /// reads it. Read once; a static readonly null is a constant to the optimizing JIT, so the
+    /// checks cost nothing. Sites: memfd, ftruncate, mmap (table creation), runtime (an unsupported
+    /// runtime), startup, span-change, switch, label, label-end (an exception there), otelctx,
+    /// otelctx-memfd.
     /// </summary>
     internal static class Fault
     {
+#if SPANPROF_TEST_FAULTS
         internal static readonly string? Name = Environment.GetEnvironmentVariable("SPANPROF_HOOK_FAULT");
+#else
+        internal static readonly string? Name = null;
+#endif
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         internal static void At(string site)

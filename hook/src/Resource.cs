@@ -139,8 +139,12 @@ namespace SpanProfHook
 
         private SdkResourceWatch(Action<List<KeyValuePair<string, object>>> found) => _found = found;
 
-        public static SdkResourceWatch Start(Action<List<KeyValuePair<string, object>>> found)
+        public static SdkResourceWatch? Start(Action<List<KeyValuePair<string, object>>> found)
         {
+            // Native AOT keeps no metadata for the SDK's internals that TryRead looks for: the
+            // environment's resource stands (hook/README.md).
+            if (!System.Runtime.CompilerServices.RuntimeFeature.IsDynamicCodeSupported)
+                return null;
             var w = new SdkResourceWatch(found);
             AppDomain.CurrentDomain.AssemblyLoad += w.OnAssemblyLoad;
             if (Loaded("OpenTelemetry") != null)
@@ -216,6 +220,12 @@ namespace SpanProfHook
         }
 
         /// <summary>The resource of the first TracerProvider among the ActivitySource listeners, or null.</summary>
+#if NET8_0_OR_GREATER
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "best effort: in a trimmed app what the trimmer removed is not found, and the environment's resource stands")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2080", Justification = "as above")]
+#endif
         internal static List<KeyValuePair<string, object>>? TryRead()
         {
             Assembly? api = Loaded("OpenTelemetry.Api"), sdk = Loaded("OpenTelemetry");
@@ -234,6 +244,12 @@ namespace SpanProfHook
             return list.Exists(kv => kv.Key == "service.name") ? list : null; // Resource.Empty: not built yet
         }
 
+#if NET8_0_OR_GREATER
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "best effort: in a trimmed app what the trimmer removed is not found, and the environment's resource stands")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2080", Justification = "as above")]
+#endif
         private static object? FindProvider(Type baseProvider)
         {
             object? all = typeof(ActivitySource).GetField("s_allListeners", BindingFlags.NonPublic | BindingFlags.Static)?.GetValue(null);
@@ -256,6 +272,12 @@ namespace SpanProfHook
             return null;
         }
 
+#if NET8_0_OR_GREATER
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "best effort: in a trimmed app what the trimmer removed is not found, and the environment's resource stands")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "as above")]
+        [System.Diagnostics.CodeAnalysis.UnconditionalSuppressMessage("Trimming", "IL2080", Justification = "as above")]
+#endif
         private static ActivityListener[] Snapshot(object? list)
         {
             if (list == null)

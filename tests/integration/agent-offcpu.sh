@@ -74,7 +74,7 @@ kill -TERM "$AGENT_PID"
 poll 15 gone "$AGENT_PID" || { cat "$TMP/agent.log"; fail "agent still running 15 s after SIGTERM"; }
 wait "$AGENT_PID" || { cat "$TMP/agent.log"; fail "agent exited non-zero"; }
 grep 'agent stopped\|pyroscope:\|otlp:\|off-CPU:' "$TMP/agent.log" | sed 's/^/  /'
-grep -q '^spanprof: off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/agent.log" ||
+grep -Eq '^[0-9T:.Z-]+ info off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/agent.log" ||
 	fail "the agent's last words lack the off-CPU counts"
 grep -q '"error"' "$TMP/pyro.rx.jsonl" && { grep '"error"' "$TMP/pyro.rx.jsonl" | head -3; fail "Pyroscope receiver refused a push"; }
 

@@ -36,9 +36,12 @@ note "then: $(sparse_since | tail -1)"
 b_from=$(date +%s%N)
 dotnet "$LOADGEN" --url "$url" --paths /work/b --rate 20 --duration 6 --warmup 0 > "$TMP/b.load" ||
 	fail "LoadGen /work/b: $(cat "$TMP/b.load")"
-sleep 2	# the last window
+# The last window: one more written after the load ended (a window file newer than its end).
+touch "$TMP/b.end"
+window_after() { [ -n "$(find "$TMP/out" -name '*.pb.gz' -newer "$TMP/b.end" -print -quit)" ]; }
+wait_for 15 "a window written after /work/b's load ended" window_after
 kill -TERM "$agent"
-wait "$agent" || { cat "$TMP/agent.log"; fail "agent exited non-zero"; }
+wait_exit 30 "$agent" "the agent after SIGTERM" || { cat "$TMP/agent.log"; fail "agent exited non-zero"; }
 
 line=$(grep -a "\.NET pid $svc " "$TMP/agent.log") || { cat "$TMP/agent.log"; fail "no report line for the service"; }
 sparse=$(echo "$line" | grep -Eo 'sparse( before)?: [0-9]+ reads for [0-9]+ sampled addresses, whole again [0-9]+, let go quiet [0-9]+') ||

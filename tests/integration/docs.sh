@@ -34,10 +34,30 @@ check_doc() {
 check_doc record docs/cli.md
 check_doc agent docs/agent.md
 
+# The agent's environment: --help gives each option's variable ("[env SPANPROF_X]", from the
+# options table), the variable follows the one scheme (SPANPROF_ and the name in upper case, '-' as
+# '_'), and docs/agent.md's options table gives the same variable in its environment column.
+awk '/^(  -[A-Za-z], |      )--[a-z]/ { opt = $0; sub(/^ *(-[A-Za-z], )?--/, "", opt); sub(/[ \t].*/, "", opt) }
+	match($0, /\[env SPANPROF_[A-Z0-9_]+/) { print opt, substr($0, RSTART + 5, RLENGTH - 5) }' \
+	"$TMP/agent.help" | sort > "$TMP/env.bin"
+[ "$(wc -l < "$TMP/env.bin")" -ge "$(($(wc -l < "$TMP/agent.bin") - 1))" ] ||
+	fail "spanprof agent --help gives a variable for $(wc -l < "$TMP/env.bin") of $(wc -l < "$TMP/agent.bin") options"
+while read -r opt var; do
+	want=SPANPROF_$(echo "$opt" | tr 'a-z-' 'A-Z_')
+	[ "$var" = "$want" ] || fail "spanprof agent --help: --$opt comes from \$$var, not \$$want"
+done < "$TMP/env.bin"
+sed -n 's/^| `\(-[A-Za-z], \)\{0,1\}--\([a-z0-9-]*\)[^`]*` | `\(SPANPROF_[A-Z0-9_]*\)` | .*/\2 \3/p' \
+	"$ROOT/docs/agent.md" | sort > "$TMP/env.doc"
+diff -u "$TMP/env.bin" "$TMP/env.doc" > "$TMP/env.diff" ||
+	{ cat "$TMP/env.diff"; fail "docs/agent.md's environment column differs from spanprof agent --help (- help, + doc)"; }
+pass "docs/agent.md gives the variable of each of the $(wc -l < "$TMP/env.bin") agent options, as --help does"
+
 # ---- the hook: target framework and file names -------------------------------------------------
 HOOK_DOCS=(README.md hook/README.md deploy/README.md deploy/Dockerfile deploy/kubernetes/app-patch/*.yaml
 	docs/cli.md docs/agent.md docs/architecture.md)
-tfm=$(sed -n 's:.*<TargetFramework>\(.*\)</TargetFramework>.*:\1:p' "$ROOT/hook/SpanProf.Hook.csproj")
+# The hook targets net6.0;net8.0: the first is the startup hook's (the DLL the docs name), the
+# second only what a package reference from a .NET 8+ app compiles against.
+tfm=$(sed -n 's:.*<TargetFrameworks>\([^;<]*\).*</TargetFrameworks>.*:\1:p' "$ROOT/hook/SpanProf.Hook.csproj")
 tfm2=$(sed -n 's:.*<TargetFramework>\(.*\)</TargetFramework>.*:\1:p' "$ROOT/hook/startup/SpanProf.Hook.Startup.csproj")
 [[ $tfm =~ ^net[0-9]+\.[0-9]+$ ]] || fail "hook/SpanProf.Hook.csproj: no TargetFramework found"
 [ "$tfm" = "$tfm2" ] || fail "the hook's two projects target $tfm and $tfm2"

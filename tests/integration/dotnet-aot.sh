@@ -39,6 +39,8 @@ for mode in jit r2r; do
 	decode "$TMP/$mode.pb.gz"
 	d=$(aot_fracs "$TMP/$mode.json" "$pid")
 	note "$mode: $d"
+	matrix_row "$mode" "$(ge "$(field "$d" leaf_frac)" "$BAR" && [ "$(field "$d" leaves)" -ge 50 ] && echo pass || echo fail)" \
+		leaf_frac="$(field "$d" leaf_frac)" leaves="$(field "$d" leaves)"
 	grep -a "Native AOT" "$TMP/$mode.txt" || true
 	[ "$(field "$d" leaves)" -ge 50 ] || { query top "$TMP/$mode.json" --pid "$pid"; fail "$mode: too few managed leaves ($d)"; }
 	ge "$(field "$d" leaf_frac)" "$BAR" || { query top "$TMP/$mode.json" --pid "$pid"; fail "$mode: .NET-named managed leaves $(field "$d" leaf_frac) (want >= $BAR)"; }

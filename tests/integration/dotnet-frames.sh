@@ -29,10 +29,29 @@ check_case() {
 	named=$(query managed "$json" --pid "$pid")
 	chain=$(query chain "$json" --pid "$pid" --leaf 'Program::HotLoop' --chain "$CHAIN")
 	note "$name: managed-named $named; chain $chain"
+	if ge "$(field "$named" frac)" 0.90 && ge "$(field "$chain" frac)" 0.80 && [ "$(field "$chain" leaf_samples)" -ge 30 ]; then
+		matrix_row "$name" pass named="$(field "$named" frac)" chain="$(field "$chain" frac)" leaves="$(field "$chain" leaf_samples)"
+	else
+		matrix_row "$name" fail named="$(field "$named" frac)" chain="$(field "$chain" frac)" leaves="$(field "$chain" leaf_samples)"
+	fi
 	ge "$(field "$named" frac)" 0.90 || { query top "$json" --pid "$pid"; fail "$name: named managed frames in $(field "$named" frac) of samples (want >= 0.90)"; }
 	ge "$(field "$chain" frac)" 0.80 || fail "$name: Main -> Outer -> Middle -> HotLoop in $(field "$chain" frac) of HotLoop samples (want >= 0.80)"
 	[ "$(field "$chain" leaf_samples)" -ge 30 ] || fail "$name: too few HotLoop samples"
 	pass "$name: named $(field "$named" frac), chain $(field "$chain" frac) of $(field "$chain" leaf_samples) HotLoop samples"
+}
+
+# enabled_here NAME PID TXT: 0 when spanprof turned perf maps on in PID (its report says so); 1,
+# with a matrix row "not run", when another tool (another spanprof on the host) had turned them
+# on first and spanprof read what that one had the runtime write; else the case fails.
+enabled_here() {
+	if grep -q "pid $2 .*perf map enabled at run time" "$3"; then return 0; fi
+	if grep -q "pid $2 .*reading perf map" "$3"; then
+		note "$1: NOT RUN: another tool turned perf maps on first"
+		matrix_row "$1" not-run why="perf maps turned on by another tool first"
+		return 1
+	fi
+	cat "$3"
+	fail "$1: not enabled at run time"
 }
 
 # 1. Perf maps on from the start.
@@ -43,18 +62,32 @@ check_case "perfmap-at-start" "$pid" "$TMP/a.pb.gz"
 stop "$pid"
 
 # 2. Started without perf maps: spanprof turns them on over the diagnostics IPC, and off again.
-start_app "$TMP/b.out" env "$APP" 20 jit; pid=$APP_PID
-[ ! -e "/tmp/perf-$pid.map" ] || fail "perf map exists before enabling"
-record b.pb.gz -p "$pid" -d 4
-grep -q "pid $pid .*perf map enabled at run time" "$TMP/b.txt" || { cat "$TMP/b.txt"; fail "not enabled at run time"; }
-# Left as found: perf maps turned off again, and the files we had it write removed.
-[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "perf map files left behind"
-pass "perf maps turned off and their files removed after the recording"
-check_case "enabled-at-runtime" "$pid" "$TMP/b.pb.gz"
+# Another spanprof agent on the host (other tests, host-wide) may turn them on first: then this
+# case cannot be run on that process; a new one is tried, and after three it is reported as not
+# run (a matrix row says why), never passed and never silently skipped.
+preempted=0
+for try in 1 2 3; do
+	start_app "$TMP/b.out" env "$APP" 20 jit; pid=$APP_PID
+	if perfmaps_preempted "$pid"; then preempted=$try; stop "$pid"; continue; fi
+	record b.pb.gz -p "$pid" -d 4
+	if grep -q "pid $pid .*perf map enabled at run time" "$TMP/b.txt"; then preempted=0; break; fi
+	if grep -q "pid $pid .*reading perf map" "$TMP/b.txt"; then preempted=$try; stop "$pid"; continue; fi
+	cat "$TMP/b.txt"; fail "not enabled at run time"
+done
+if [ "$preempted" != 0 ]; then
+	note "enabled-at-runtime: NOT RUN: another tool turned perf maps on first in $preempted processes in a row"
+	matrix_row "enabled-at-runtime" not-run why="perf maps turned on by another tool first ($preempted tries)"
+else
+	# Left as found: perf maps turned off again, and the files we had it write removed.
+	[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "perf map files left behind"
+	pass "perf maps turned off and their files removed after the recording"
+	check_case "enabled-at-runtime" "$pid" "$TMP/b.pb.gz"
+fi
 # --no-enable-perfmap leaves a process alone.
 start_app "$TMP/b2.out" env "$APP" 20 jit; pid2=$APP_PID
 record b2.pb.gz -p "$pid2" -d 1 --no-enable-perfmap
-[ ! -e "/tmp/perf-$pid2.map" ] || fail "--no-enable-perfmap still enabled perf maps"
+# Its report says what it did (another spanprof on the host may turn them on all the same).
+! grep -q "pid $pid2 .*perf map enabled at run time" "$TMP/b2.txt" || fail "--no-enable-perfmap still enabled perf maps"
 pass "--no-enable-perfmap leaves the process untouched"
 stop "$pid" "$pid2"
 
@@ -68,23 +101,45 @@ stop "$pid"
 # 4. The same container case, perf maps turned on at run time through the container's root.
 start_in_ns "$TMP/d.out" jit; pid=$APP_PID
 record d.pb.gz -p "$pid" -d 4
-grep -q "pid $pid .*perf map enabled at run time" "$TMP/d.txt" || { cat "$TMP/d.txt"; fail "container: not enabled"; }
-check_case "container-enabled-at-runtime" "$pid" "$TMP/d.pb.gz"
+if enabled_here container-enabled-at-runtime "$pid" "$TMP/d.txt"; then
+	check_case "container-enabled-at-runtime" "$pid" "$TMP/d.pb.gz"
+fi
 stop "$pid"
 
-# 5. ReadyToRun: precompiled CoreLib code (Marvin.ComputeHash32, [PreJIT]) named from the image
-#    (perf maps turned on at run time as type 3 log no ReadyToRun code). Of the samples whose leaf is .NET code: the kernel's
-#    share (first-touch page faults of the GC heap, up to 55 % of this process's samples on some
-#    VMs) is no part of it.
-start_app "$TMP/e.out" env "$APP" 20 r2r; pid=$APP_PID
-record e.pb.gz -p "$pid" -d 4 --tiers
-decode "$TMP/e.pb.gz"
-r2r=$(query leaf "$TMP/e.json" --pid "$pid" --leaf 'Marvin::ComputeHash32.*\[PreJIT\]' \
-	--among '^\[[^\]]+\] \S.*::|^\[unknown\]$|\.dll\+0x[0-9a-f]+$')
-note "r2r: $r2r"
-ge "$(field "$r2r" frac)" 0.80 || { query top "$TMP/e.json" --pid "$pid"; fail "ReadyToRun Marvin.ComputeHash32 [PreJIT] is the leaf of only $(field "$r2r" frac)"; }
-pass "ReadyToRun: Marvin.ComputeHash32 [PreJIT] named in $(field "$r2r" frac) of samples"
-stop "$pid"
+# NO_R2R_CODE=1 (make test-matrix's trimmed shape: the trimmer rewrites CoreLib as IL only, so
+# it has no ReadyToRun code) skips 5 and 5b, said in their matrix rows.
+if [ -n "${NO_R2R_CODE:-}" ]; then
+	note "r2r: not run: NO_R2R_CODE (no ReadyToRun code in this build)"
+	matrix_row r2r not-run why="no ReadyToRun code in this shape"
+	matrix_row r2r-no-enable not-run why="no ReadyToRun code in this shape"
+else
+	# 5. ReadyToRun: precompiled CoreLib code (Marvin.ComputeHash32, [PreJIT]) named from the image
+	#    (perf maps turned on at run time as type 3 log no ReadyToRun code). Of the samples whose leaf is .NET code: the kernel's
+	#    share (first-touch page faults of the GC heap, up to 55 % of this process's samples on some
+	#    VMs) is no part of it.
+	start_app "$TMP/e.out" env "$APP" 20 r2r; pid=$APP_PID
+	record e.pb.gz -p "$pid" -d 4 --tiers
+	decode "$TMP/e.pb.gz"
+	r2r=$(query leaf "$TMP/e.json" --pid "$pid" --leaf 'Marvin::ComputeHash32.*\[PreJIT\]' \
+		--among '^\[[^\]]+\] \S.*::|^\[unknown\]$|\.dll\+0x[0-9a-f]+$')
+	note "r2r: $r2r"
+	matrix_row r2r "$(ge "$(field "$r2r" frac)" 0.80 && echo pass || echo fail)" named="$(field "$r2r" frac)"
+	ge "$(field "$r2r" frac)" 0.80 || { query top "$TMP/e.json" --pid "$pid"; fail "ReadyToRun Marvin.ComputeHash32 [PreJIT] is the leaf of only $(field "$r2r" frac)"; }
+	pass "ReadyToRun: Marvin.ComputeHash32 [PreJIT] named in $(field "$r2r" frac) of samples"
+	stop "$pid"
+	# 5b. The same with --no-enable-perfmap: ReadyToRun code named from the image alone.
+	start_app "$TMP/e2.out" env "$APP" 20 r2r; pid=$APP_PID
+	record e2.pb.gz -p "$pid" -d 4 --tiers --no-enable-perfmap
+	decode "$TMP/e2.pb.gz"
+	r2r=$(query leaf "$TMP/e2.json" --pid "$pid" --leaf 'Marvin::ComputeHash32.*\[PreJIT\]' \
+		--among '^\[[^\]]+\] \S.*::|^\[unknown\]$|\.dll\+0x[0-9a-f]+$')
+	note "r2r-no-enable: $r2r"
+	matrix_row r2r-no-enable "$(ge "$(field "$r2r" frac)" 0.80 && echo pass || echo fail)" named="$(field "$r2r" frac)"
+	ge "$(field "$r2r" frac)" 0.80 || { query top "$TMP/e2.json" --pid "$pid"; fail "--no-enable-perfmap: ReadyToRun Marvin.ComputeHash32 [PreJIT] is the leaf of only $(field "$r2r" frac)"; }
+	pass "--no-enable-perfmap: ReadyToRun Marvin.ComputeHash32 [PreJIT] named in $(field "$r2r" frac) of samples"
+	stop "$pid"
+
+fi
 
 # 6. A process that exits in the middle of the recording keeps its frames named: its perf map was
 #    read while it lived and its fds stay open.
@@ -97,11 +152,12 @@ check_case "exited-mid-recording" "$pid" "$TMP/f.pb.gz"
 start_app "$TMP/f2.out" env "$APP" 2.5; pid=$APP_PID
 sleep 1.2	# spanprof waits until a process is 1 s old before enabling
 record f2.pb.gz -p "$pid" -d 4
-grep -q "pid $pid .*perf map enabled at run time" "$TMP/f2.txt" || { cat "$TMP/f2.txt"; fail "not enabled"; }
-[ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
-check_case "enabled-then-exited" "$pid" "$TMP/f2.pb.gz"
-[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "files of an exited app left behind"
-pass "perf map files of an app that exited mid-recording removed"
+if enabled_here enabled-then-exited "$pid" "$TMP/f2.txt"; then
+	[ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
+	check_case "enabled-then-exited" "$pid" "$TMP/f2.pb.gz"
+	[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "files of an exited app left behind"
+	pass "perf map files of an app that exited mid-recording removed"
+fi
 
 # 7. A perf map planted as a symlink to a host file inside a container is refused and reported,
 #    never read. (Perf maps stay off in the app: the runtime itself would follow the link.)
@@ -122,7 +178,8 @@ start_app "$TMP/s.out" env "$APP" 20 jit; pid=$APP_PID
 printf '100000000 1000 STALE_EARLIER_PROCESS\n' > "/tmp/perf-$pid.map"
 touch -d '1 hour ago' "/tmp/perf-$pid.map"
 record s.pb.gz -p "$pid" -d 4
-grep -q "pid $pid .*perf map enabled at run time" "$TMP/s.txt" || { cat "$TMP/s.txt"; fail "stale perf map: not enabled"; }
 ! pprof_has STALE_EARLIER "$TMP/s.pb.gz" || fail "the stale perf map was read"
-check_case "stale-perf-map" "$pid" "$TMP/s.pb.gz"
+if enabled_here stale-perf-map "$pid" "$TMP/s.txt"; then
+	check_case "stale-perf-map" "$pid" "$TMP/s.pb.gz"
+fi
 stop "$pid"

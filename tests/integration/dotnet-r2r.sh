@@ -43,7 +43,7 @@ console.log(JSON.stringify({ leaves: l, leaf_frac: l ? ln / l : 0, frames: f, fr
 
 # 1. DOTNET_PerfMapEnabled=1 from the start.
 start_app --ready '^pid' "$TMP/a.out" env DOTNET_PerfMapEnabled=1 "$APP" 14; pid=$APP_PID
-sleep 1
+wait_busy 30 "$pid" 50 "CoreLibMix in its loop"
 record a.pb.gz -p "$pid" -d 6 -F 199
 grep -q "pid $pid .*reading perf map" "$TMP/a.txt" || { cat "$TMP/a.txt"; fail "perf map not read"; }
 check_case "perfmap-at-start" "$pid" "$TMP/a.pb.gz"
@@ -51,7 +51,7 @@ stop "$pid"
 
 # 2. Started without perf maps: spanprof turns them on.
 start_app --ready '^pid' "$TMP/b.out" env "$APP" 14; pid=$APP_PID
-sleep 1
+wait_busy 30 "$pid" 50 "CoreLibMix in its loop"
 record b.pb.gz -p "$pid" -d 6 -F 199
 # A host-wide spanprof of someone else may have turned them on first: the naming is the same.
 grep -q "pid $pid .*perf map enabled at run time" "$TMP/b.txt" ||
@@ -69,7 +69,7 @@ stop "$pid"
 #    (named, or a .dll's module+offset) must be named from the image. The diagnostics IPC is off
 #    in the app, so that no other profiler on the host can turn its perf maps on either.
 start_app --ready '^pid' "$TMP/c.out" env DOTNET_EnableDiagnostics_IPC=0 "$APP" 14; pid=$APP_PID
-sleep 1
+wait_busy 30 "$pid" 50 "CoreLibMix in its loop"
 record c.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap --tiers
 [ ! -e "/tmp/perf-$pid.map" ] || { ls -la --time-style=full-iso "/tmp/perf-$pid.map"; head -3 "/tmp/perf-$pid.map"; grep -a . "$TMP/c.txt" | head -8; fail "--no-enable-perfmap still enabled perf maps"; }
 decode "$TMP/c.pb.gz"
@@ -87,7 +87,7 @@ stop "$pid"
 # 3b. The same without tiered compilation: precompiled code is never replaced, so most leaves are
 #     ReadyToRun code and the leaf bar is measured on hundreds of them.
 start_app --ready '^pid' "$TMP/c2.out" env DOTNET_EnableDiagnostics_IPC=0 DOTNET_TieredCompilation=0 "$APP" 14; pid=$APP_PID
-sleep 1
+wait_busy 30 "$pid" 50 "CoreLibMix in its loop"
 record c2.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap
 decode "$TMP/c2.pb.gz"
 d=$(r2r_fracs "$TMP/c2.json" "$pid")
@@ -109,7 +109,7 @@ stop "$pid"
 #    template copied from libcoreclr.so; seen in a live process) stay unlogged for the process's
 #    life. Copies found there are counted, and allowed, as unlogged.
 start_app --ready '^pid' "$TMP/d.out" env DOTNET_PerfMapEnabled=3 "$APP" 14; pid=$APP_PID
-sleep 1
+wait_busy 30 "$pid" 50 "CoreLibMix in its loop"
 mv "/tmp/perf-$pid.map" "$TMP/hidden-$pid.map"
 record d.pb.gz -p "$pid" -d 6 -F 199 --no-enable-perfmap
 "$GO" tool pprof -raw "$TMP/d.pb.gz" 2> /dev/null | awk '/\[copy\]/ { print $2 }' > "$TMP/d.copies"

@@ -49,6 +49,7 @@ expect_error "agent: nowhere to send" 'nowhere to send profiles' "$SPANPROF" age
 expect_error "agent: bad Pyroscope URL" 'bad Pyroscope URL' "$SPANPROF" agent --pyroscope-url ftp://x
 expect_error "agent: bad URL from the environment" 'bad Pyroscope URL' \
 	env SPANPROF_PYROSCOPE_URL=pyroscope:4040 "$SPANPROF" agent
+expect_error "agent: bad switch from the environment" 'SPANPROF_OFF_CPU' env SPANPROF_OFF_CPU=maybe "$SPANPROF" agent --output-dir "$TMP/ad"
 expect_error "agent: unreadable password file" 'cannot read /nonexistent-secret' \
 	"$SPANPROF" agent --pyroscope-url http://127.0.0.1:1 --pyroscope-user u --pyroscope-password-file /nonexistent-secret
 expect_error "agent: password without user" 'needs --pyroscope-user' \

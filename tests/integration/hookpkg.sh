@@ -206,7 +206,9 @@ done
 # ---- 3. a runtime the hook cannot serve -------------------------------------------------------
 # Simulated (SPANPROF_HOOK_FAULT=runtime: the hook takes the runtime for 7.0.20), on .NET 8: this
 # machine's NuGet copy serves no .NET 6 or 7 runtime pack.
-ALLOW_STDERR=1 profile_app refused 2 DOTNET_STARTUP_HOOKS="$HOOK" SPANPROF_HOOK_FAULT=runtime -- "$TMP/plain-net8.0/Plain" 3
+# (The hook's test build: the shipped one does not read SPANPROF_HOOK_FAULT.)
+need_built "$TESTHOOK"
+ALLOW_STDERR=1 profile_app refused 2 DOTNET_STARTUP_HOOKS="$TESTHOOK" SPANPROF_HOOK_FAULT=runtime -- "$TMP/plain-net8.0/Plain" 3
 [ "$(wc -l < "$TMP/refused.err")" = 1 ] && grep -qx 'spanprof-hook: disabled: .NET 7.0.20 is not supported (the hook needs .NET 8 or later); the app runs without span labels' "$TMP/refused.err" ||
 	fail "refused: stderr: $(cat "$TMP/refused.err")"
 grep -q "^  \.NET pid $APP_PID .*no span table" "$TMP/refused.txt" || { cat "$TMP/refused.txt"; fail "refused: a span table was found"; }

@@ -24,6 +24,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
+# The same program with the test-only switches compiled in (SPANPROF_TEST_REMOTE_FSTYPES,
+# SPANPROF_TEST_CTX_EVENTS; `make tools`): tests that set them run this one.
+SPANPROF_TEST=$BUILD/spanprof-test
 TOOLS=$ROOT/tests/tools
 NSRUN=$ROOT/tests/integration/nsrun.sh
 GO=/usr/lib/go-1.19/bin/go
@@ -32,6 +35,8 @@ FORGED=$BUILD/apps/native/forged_table
 SVC=$BUILD/apps/SpanService/SpanService.dll	# from `make apps`
 LOADGEN=$BUILD/apps/LoadGen/LoadGen.dll
 HOOK=$BUILD/hook/SpanProf.Hook.dll
+# The hook's test build (`make tools`): the only one that reads SPANPROF_HOOK_FAULT.
+TESTHOOK=$BUILD/testhook/hook/SpanProf.Hook.dll
 TEST=$(basename "$0" .sh)
 PIDS_TO_KILL=()
 declare -A STARTED_AT=()
@@ -103,6 +108,38 @@ poll() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# wait_for SECS WHAT CMD...: poll CMD until it succeeds; after SECS seconds, fail naming WHAT
+# ("timed out after 30s waiting for WHAT").
+wait_for() {
+	local secs=$1 what=$2
+	shift 2
+	poll "$secs" "$@" || fail "timed out after ${secs}s waiting for $what"
+}
+
+# wait_exit SECS PID [WHAT]: wait for PID (a child of the test, already told to stop) to exit, at
+# most SECS seconds; returns its exit status. Past SECS it is killed and the test fails naming WHAT
+# (default "process PID"): a hang never outlasts the test's deadline unnamed.
+wait_exit() {
+	local secs=$1 pid=$2 what=${3:-process $2}
+	poll "$secs" gone "$pid" ||
+		{ kill -KILL "$pid" 2>/dev/null || true; fail "$what: still running ${secs}s after it was told to stop"; }
+	wait "$pid"
+}
+
+# cpu_ticks PID: the CPU PID has used (utime + stime, clock ticks), or nothing once it is gone.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
+
+# wait_busy SECS PID TICKS [WHAT]: until PID has used TICKS more clock ticks (1/100 s) of CPU from
+# now: it runs its hot code (warmed up, under load), an event where a sleep would be a guess.
+# Fails naming WHAT after SECS seconds, or at once when PID is gone.
+wait_busy() {
+	local secs=$1 pid=$2 ticks=$3 what=${4:-process $2 busy} from
+	from=$(cpu_ticks "$pid") || true
+	[ -n "$from" ] || fail "$what: process $pid is gone"
+	_busy() { local t; t=$(cpu_ticks "$pid") || true; [ -n "$t" ] || fail "$what: process $pid exited"; [ "$t" -ge $((from + ticks)) ]; }
+	wait_for "$secs" "$what ($ticks ticks of CPU)" _busy
 }
 
 # has_line FILE PATTERN: FILE exists and has a line matching PATTERN (grep -a: binary files too).
@@ -242,20 +279,31 @@ record() {
 	[ "$rc" = 0 ] || { cat "$TMP/${out%%.*}.txt"; fail "spanprof record $* -o $out: exit code $rc"; }
 }
 
-# record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid.
-# wait_record: wait for it; fails, showing the report, unless it exits 0.
+# record_bg NAME.EXT [ARGS...]: the same in the background; RECORD_PID is spanprof's pid. Its
+# stderr goes to RECORD_ERR ($TMP/NAME.err), shown when wait_record fails.
+# wait_sampling [SECS=60]: until the recording samples (needs -v among ARGS: its "spanprof:
+# sampling" line comes once BPF is attached and the processes already running were scanned).
+# wait_record [SECS=120]: wait for it, at most SECS seconds (then it is killed); fails, showing the
+# report, unless it exits 0.
 record_bg() {
 	local out=$1
 	shift
-	"$SPANPROF" record "$@" -o "$TMP/$out" > "$TMP/${out%%.*}.txt" &
-	RECORD_PID=$!
 	RECORD_REPORT=$TMP/${out%%.*}.txt
+	RECORD_ERR=$TMP/${out%%.*}.err
+	"$SPANPROF" record "$@" -o "$TMP/$out" > "$RECORD_REPORT" 2> "$RECORD_ERR" &
+	RECORD_PID=$!
 	register "$RECORD_PID"
 }
+wait_sampling() { wait_for_line "$RECORD_ERR" '^spanprof: sampling' "${1:-60}"; }
 wait_record() {
-	local rc=0
+	local rc=0 secs=${1:-120}
+	poll "$secs" gone "$RECORD_PID" || {
+		kill -KILL "$RECORD_PID" 2>/dev/null || true
+		cat "$RECORD_REPORT"; tail -20 "$RECORD_ERR" >&2
+		fail "spanprof record (pid $RECORD_PID): still running after ${secs}s"
+	}
 	wait "$RECORD_PID" || rc=$?
-	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
+	[ "$rc" = 0 ] || { cat "$RECORD_REPORT"; tail -20 "$RECORD_ERR" >&2; fail "spanprof record (pid $RECORD_PID): exit code $rc"; }
 }
 
 # ---- profiles ----------------------------------------------------------------------------------
@@ -287,6 +335,34 @@ count_samples() {
 	local r
 	r=$(query total "$@")
 	field "$r" total
+}
+
+# matrix_row CASE STATUS [KEY=VALUE...]: one cell of make test-matrix (tests/matrix.sh): printed as
+# "matrix: {json}" and, when MATRIX_ROWS names a file, appended to it as one JSON line, with the
+# shape (MATRIX_SHAPE, default "fd/10": framework-dependent on the installed runtime) and the test.
+# STATUS: pass, fail, or not-run (with why=...). Numeric values stay numbers.
+matrix_row() {
+	local row
+	row=$(node -e '
+const [shape, test, kase, status, ...kv] = process.argv.slice(1);
+const r = { shape, test, case: kase, status };
+for (const x of kv) {
+  const i = x.indexOf("=");
+  const k = x.slice(0, i), v = x.slice(i + 1);
+  r[k] = v !== "" && !isNaN(Number(v)) ? Number(v) : v;
+}
+console.log(JSON.stringify(r));' "${MATRIX_SHAPE:-fd/10}" "$TEST" "$@")
+	echo "matrix: $row"
+	if [ -n "${MATRIX_ROWS:-}" ]; then echo "$row" >> "$MATRIX_ROWS"; fi
+}
+
+# perfmaps_preempted PID: true when the process's perf map or jitdump exists before spanprof asked
+# for it: another tool (another helper's spanprof agent, host-wide) turned them on first, so a
+# "turned on at run time" case cannot be run on it.
+perfmaps_preempted() {
+	local ns
+	ns=$(awk '/^NStgid:/ { print $NF }' "/proc/$1/status" 2>/dev/null || echo "$1")
+	[ -e "/proc/$1/root/tmp/perf-$ns.map" ] || [ -e "/proc/$1/root/tmp/jit-$ns.dump" ]
 }
 
 # ---- setup and cleanup -------------------------------------------------------------------------

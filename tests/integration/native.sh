@@ -57,7 +57,7 @@ kill -USR1 "$rec"
 sleep 1.5
 kill -USR2 "$rec"
 wait "$rec" || { cat "$TMP/pause.txt" "$TMP/pause.err"; fail "record with a pause: exit code $?"; }
-paused=$(awk '/sampling paused at/ { p = $5 } /sampling resumed at/ { r = $5 } END { if (p && r) print r - p }' "$TMP/pause.err")
+paused=$(awk '/sampling paused at/ { sub(/.*sampling paused at /, ""); p = $1 } /sampling resumed at/ { sub(/.*sampling resumed at /, ""); r = $1 } END { if (p && r) print r - p }' "$TMP/pause.err")
 [ -n "$paused" ] && ge "$paused" 1.2 || { cat "$TMP/pause.err"; fail "no pause of >= 1.2 s said on stderr"; }
 taken=$(sed -n 's/.* \([0-9]*\) samples taken.*/\1/p' "$TMP/pause.txt")
 # One busy thread: at most 999 samples a second while sampling, and the run is 4 s.

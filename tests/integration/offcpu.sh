@@ -85,3 +85,62 @@ pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as 
 grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" ||
 	fail "--value off-cpu: no off-CPU stack of BlockSleep in the folded output"
 pass "folded --value off-cpu holds the blocking stacks"
+
+# Paused costs nothing: SIGUSR1 detaches the off-CPU programs, so the blocks of a paused run are
+# neither timed nor sent; SIGUSR2 attaches them again, and a block that began before the pause
+# (the main thread's wait for --go) is timed from the resume, not across the pause.
+catches_usr1() {
+	local m
+	m=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
+	[ -n "$m" ] && (((16#$m & 512) != 0))	# bit 9: SIGUSR1
+}
+waits_for_go() { [ "$(cat "/proc/$1/wchan" 2> /dev/null)" = wait_for_partner ]; }	# fifo_open
+# paused_run NAME RESUME: the app blocks (10 blocks of 20 ms per scenario) after a pause, resumed
+# first (RESUME 1, after a pause of about a second) or not (0); the profile in $TMP/NAME.json.
+paused_run() {
+	local name=$1 resume=$2 rec
+	mkfifo "$TMP/$name.go"
+	start_app --ready ' ready$' "$TMP/$name.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
+		dotnet "$OFFCPU" --truth "$TMP/$name.truth.json" --blocks 10 --block-ms 20 --go "$TMP/$name.go"
+	"$SPANPROF" record -p "$APP_PID" --off-cpu -o "$TMP/$name.pb.gz" > "$TMP/$name.txt" 2> "$TMP/$name.err" &
+	rec=$!
+	register "$rec"
+	poll 30 catches_usr1 "$rec" || fail "record does not catch SIGUSR1"
+	# The main thread's wait for --go, blocked again now that record is attached.
+	echo wait > "$TMP/$name.go"
+	wait_for_line "$TMP/$name.out" '^waiting for go 2$'
+	poll 30 waits_for_go "$APP_PID" || fail "the app's main thread does not wait for --go again"
+	kill -USR1 "$rec"
+	wait_for_line "$TMP/$name.err" 'sampling paused at'
+	if [ "$resume" = 1 ]; then
+		sleep 1	# the pause the main thread's wait must not be billed for
+		kill -USR2 "$rec"
+		wait_for_line "$TMP/$name.err" 'sampling resumed at'
+	fi
+	echo go > "$TMP/$name.go"
+	wait_for_line "$TMP/$name.out" '^done$' 60
+	wait "$rec" || { cat "$TMP/$name.txt" "$TMP/$name.err"; fail "record with a pause: exit code $?"; }
+	decode "$TMP/$name.pb.gz"
+}
+
+paused_run paused 0
+note "$(grep -E '^  off-CPU' "$TMP/paused.txt")"
+# Only blocks before the pause may be there: none of the scenarios' or their helpers'.
+r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/paused.json" "$TMP/paused.truth.json")
+t=$(node -pe "const r = $r; Object.values(r.scenarios).reduce((t, s) => t + s.span_ms + s.on_ms, 0) +
+	r.helpers.hold.off_ms + r.helpers.serve.off_ms")
+[ "$t" = 0 ] || { cat "$TMP/paused.txt"; fail "$t ms off-CPU of the scenarios, all run while paused: $r"; }
+pass "paused: the app's blocks are not timed (no off-CPU time on its scenarios)"
+
+paused_run resumed 1
+p=$(awk '/sampling paused at/ { p = $5 } /sampling resumed at/ { r = $5 } END { if (p && r) printf "%d", (r - p) * 1000 }' "$TMP/resumed.err")
+ge "$p" 900 || { cat "$TMP/resumed.err"; fail "paused only $p ms"; }
+r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/resumed.json" "$TMP/resumed.truth.json")
+s=$(node -pe "JSON.stringify(($r).scenarios.sleep)")
+ratio=$(field "$s" ratio)
+ge "$ratio" 0.9 && le "$ratio" 1.1 ||
+	fail "resumed: sleep's off-CPU $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+g=$(node -pe "($r).helpers.go.off_ms")
+note "resumed after $p ms: sleep $s; the main thread's wait for --go $g ms"
+le "$g" "$((p / 2))" || fail "the main thread's wait for --go: $g ms off-CPU, billed across the $p ms pause"
+pass "resumed: off-CPU timed again (sleep ratio $ratio); a block from before the pause timed from the resume ($g ms)"

@@ -6,7 +6,8 @@
 // Prints one JSON object: per scenario, the off-CPU ms on its span with its blocking method in the
 // stack (on_ms), on its span whatever the stack (span_ms), with its method under another span
 // (wrong_ms), the app's blocked ms (truth_ms) and on_ms / truth_ms (ratio); per helper thread that
-// blocks outside any span, its off-CPU ms and the part of it that carries a span.
+// blocks outside any span (go: the main thread's wait for --go), its off-CPU ms and the part of it
+// that carries a span.
 'use strict';
 const fs = require('fs');
 
@@ -17,7 +18,7 @@ if (!prof.sampleTypes.includes('off_cpu/nanoseconds'))
   throw new Error(`no off_cpu/nanoseconds sample type: ${prof.sampleTypes}`);
 const vi = prof.sampleTypes.indexOf('off_cpu/nanoseconds');
 const methods = { sleep: 'Program::BlockSleep', lock: 'Program::BlockLock', result: 'Program::BlockResult', socket: 'Program::BlockSocket' };
-const helpers = { hold: 'Program::HoldLock', serve: 'Program::ServeSocket' };
+const helpers = { hold: 'Program::HoldLock', serve: 'Program::ServeSocket', go: 'Program::WaitGo' };
 const samples = prof.samples.filter((s) => s.labels.pid === String(truth.pid));
 const off = (s) => Number(s.values[vi]) / 1e6;
 const has = (s, m) => s.stack.some((f) => f.includes(m));

@@ -148,7 +148,8 @@ stop "$SPAWNED"
 
 # memfd refused: OTEP 4719 falls back to anonymous memory named with prctl, which this kernel may
 # not name (CONFIG_ANON_VMA_NAME); then there is no context, said once on stderr.
-env DOTNET_STARTUP_HOOKS="$HOOK" SPANPROF_HOOK_FAULT=otelctx-memfd dotnet "$HOOKCHECK" sleep 30 > "$TMP/nomemfd.out" 2>&1 &
+need_built "$TESTHOOK"	# the hook's test build: the only one that reads SPANPROF_HOOK_FAULT
+env DOTNET_STARTUP_HOOKS="$TESTHOOK" SPANPROF_HOOK_FAULT=otelctx-memfd dotnet "$HOOKCHECK" sleep 30 > "$TMP/nomemfd.out" 2>&1 &
 NM=$!
 register "$NM"
 wait_for_line "$TMP/nomemfd.out" '^INFO scenario sleep' 60

@@ -5,7 +5,10 @@
 #   1. record: one recording written as pprof and as OTLP: the same sample totals, the same
 #      stacks with the same labels (pprof labels <-> OTLP attributes and links), span links
 #      that are the pprof span labels and are right against the spans the service exported;
-#      the payload sizes of both.
+#      the service named as the agent names it (OTEL_SERVICE_NAME): OTLP service.name, and the
+#      pprof's service_name label on every sample; the payload sizes of both. The recording
+#      runs until the service has REC_SAMPLES samples (not a fixed time: a loaded machine
+#      gives the service fewer).
 #   2. the agent pushing to a local OTLP/HTTP receiver: every window with samples arrives and
 #      decodes, gzip'd; the service's resource attributes; span links (Pyroscope's convention:
 #      the local root) right against the exported spans; totals = what the agent exported.
@@ -125,11 +128,23 @@ check_spans() {
 
 # ---- 1. record: pprof and OTLP of one recording -------------------------------------------------
 
+REC_SAMPLES=${REC_SAMPLES:-800}
 start_service rec svc-otlp
-load rec 9
+load rec 60
 sleep 2
-record cpu.pb.gz -p "$SVC_PID" -d 5 -o "$TMP/cpu.otlp.pb" -o "$TMP/cpu.otlp.pb.gz"
-load_done
+# -v: a progress line a second, whose received= counts the samples of -p's process
+"$SPANPROF" record -v -p "$SVC_PID" -d 45 -o "$TMP/cpu.pb.gz" -o "$TMP/cpu.otlp.pb" -o "$TMP/cpu.otlp.pb.gz" \
+	> "$TMP/cpu.txt" 2> "$TMP/cpu.progress" &
+REC_PID=$!
+register "$REC_PID"
+enough() { [ "$(sed -n 's/.* received=\([0-9]*\) .*/\1/p' "$TMP/cpu.progress" | tail -1)" -ge "$REC_SAMPLES" ] 2> /dev/null; }
+poll 40 enough || note "record: fewer than $REC_SAMPLES samples in 40 s"
+kill -INT "$REC_PID" 2> /dev/null || true
+rc=0
+wait "$REC_PID" || rc=$?
+[ "$rc" = 0 ] || { cat "$TMP/cpu.txt" "$TMP/cpu.progress"; fail "spanprof record: exit code $rc"; }
+note "record: $(sed -n 's/^spanprof: \([0-9.]*s\) .* received=\([0-9]*\) .*/\1, \2 samples/p' "$TMP/cpu.progress" | tail -1)"
+stop "$LOAD_PID"
 stop_service rec
 grep -q 'wrote .*cpu.otlp.pb (OTLP profiles)' "$TMP/cpu.txt" || { cat "$TMP/cpu.txt"; fail "record did not write the OTLP file"; }
 decode "$TMP/cpu.pb.gz"
@@ -154,7 +169,11 @@ const want = new Map(), got = new Map();
 const add = (m, k, v) => m.set(k, (m.get(k) || 0) + v);
 for (const s of pf.samples) {
   const a = {};
-  for (const [k, v] of Object.entries(s.labels)) a[k === 'trace_id' || k === 'span_id' ? `link.${k}` : attrName[k] || k] = String(v);
+  // service_name is the whole recording's: OTLP has it once, as the resource's service.name
+  if (s.labels.service_name !== 'svc-otlp')
+    throw new Error(`pprof sample with service_name ${s.labels.service_name}`);
+  for (const [k, v] of Object.entries(s.labels))
+    if (k !== 'service_name') a[k === 'trace_id' || k === 'span_id' ? `link.${k}` : attrName[k] || k] = String(v);
   add(want, key(s.stack.join(';'), a), Number(s.values[0]));
 }
 for (const s of op.stacks) {
@@ -179,8 +198,9 @@ if (gp.total !== total || gp.samples !== op.samples || ogf.rawBytes !== of.rawBy
   throw new Error('the gzip file says otherwise');
 if (!(op.frameTypes.dotnet > 0 && op.frameTypes.native > 0))
   throw new Error(`frame types ${JSON.stringify(op.frameTypes)}`);
-if (!/^unknown_service/.test(of.resources[0].attributes['service.name']))
-  throw new Error(`service.name ${of.resources[0].attributes['service.name']}`);
+// the service as the agent names it (the app's OTEL_SERVICE_NAME, or its OTel process context)
+if (of.resources[0].attributes['service.name'] !== 'svc-otlp')
+  throw new Error(`service.name ${of.resources[0].attributes['service.name']}, want svc-otlp`);
 console.log(JSON.stringify({ samples: op.samples, total, linked: op.linked, spans: Object.keys(op.spans).length,
   traces: Object.keys(op.traces).length, frameTypes: op.frameTypes, dictionary: of.dictionary,
   resource: of.resources[0].attributes }));

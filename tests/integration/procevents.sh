@@ -22,7 +22,7 @@ record_started() {
 	RECORD_PID=$!
 	RECORD_REPORT=$TMP/${1%%.*}.txt
 	register "$RECORD_PID"
-	wait_for_line "$TMP/${1%%.*}.err" '^spanprof: sampling' 60
+	wait_for_line "$TMP/${1%%.*}.err" ' sampling .* Hz on ' 60
 	sleep 1
 }
 

@@ -38,14 +38,16 @@ if (opt.tidmap) {
 
 // Hot method -> what must be current when it runs.
 //   span: name of the span that runs it; label: the user label it must (or must not) carry.
+// A method's name ends in its parameter list, or (Native AOT, named from its symbols) at the name.
+const method = (m) => new RegExp(`HotWork::${m}(\\(|$)`);
 const rules = [
-  { re: /HotWork::HotA_InSpan\(/, span: 'compute-a', tenant: null },
-  { re: /HotWork::HotB_Outer\(/, span: 'outer-b', tenant: null },
-  { re: /HotWork::HotB_Inner\(/, span: 'inner-b', tenant: null },
-  { re: /HotWork::HotLabelled\(/, span: 'GET /work/labels', tenant: 'acme' },
-  { re: /HotWork::HotUnlabelled\(/, span: 'GET /work/labels', tenant: null },
-  { re: /HotWork::HotNoSpan\(/, span: null, tenant: null, worker: 'nospan' },
-];
+  { m: 'HotA_InSpan', span: 'compute-a', tenant: null },
+  { m: 'HotB_Outer', span: 'outer-b', tenant: null },
+  { m: 'HotB_Inner', span: 'inner-b', tenant: null },
+  { m: 'HotLabelled', span: 'GET /work/labels', tenant: 'acme' },
+  { m: 'HotUnlabelled', span: 'GET /work/labels', tenant: null },
+  { m: 'HotNoSpan', span: null, tenant: null, worker: 'nospan' },
+].map((r) => ({ ...r, re: method(r.m) }));
 
 const c = {
   samples_in_span_methods: 0, right: 0, wrong: 0, missing: 0, tid_unmapped: 0,
@@ -65,7 +67,7 @@ for (const s of prof.samples) {
   if (!rule) continue;
   const n = count(s);
   const L = s.labels;
-  const m = rule.re.source.replace(/\\\(/, '').replace('HotWork::', '');
+  const m = rule.m;
   const bm = (c.by_method[m] = c.by_method[m] || { samples: 0, right: 0, wrong: 0, missing: 0 });
   bm.samples += n;
 

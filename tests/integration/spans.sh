@@ -9,6 +9,9 @@ need_root
 need_cmd dotnet
 
 need_built "$SVC" "$LOADGEN" "$HOOK"
+# SPAN_BAR: the share of span-only samples that must carry their span (make test-matrix: 0.99,
+# issue 32's bar for every shape; make test: 0.95).
+SPAN_BAR=${SPAN_BAR:-0.95}
 PATHS='/work/a,/work/b,/work/labels?tenant=acme'
 
 # start_service NAME [ns]: SpanService (SVC_EXE: a self-contained one, make test-matrix) with the
@@ -54,8 +57,12 @@ check_spans() {
 		--pid "$SVC_PID" "$@" > "$TMP/$name.check"
 	r=$(cat "$TMP/$name.check")
 	note "$name: $(node -pe "const r=($r); delete r.wrong_examples; JSON.stringify(r)")"
+	matrix_row "$name" "$(ge "$(field "$r" right_rate)" "$SPAN_BAR" && le "$(field "$r" wrong_rate)" 0.01 &&
+		[ "$(field "$r" samples_in_span_methods)" -ge 100 ] && echo pass || echo fail)" \
+		right="$(field "$r" right_rate)" wrong="$(field "$r" wrong_rate)" missing="$(field "$r" missing_rate)" \
+		samples="$(field "$r" samples_in_span_methods)" label="$(field "$r" label_right_rate)"
 	[ "$(field "$r" samples_in_span_methods)" -ge 100 ] || fail "$name: only $(field "$r" samples_in_span_methods) samples in span-only methods"
-	ge "$(field "$r" right_rate)" 0.95 || fail "$name: right span on $(field "$r" right_rate) of span-only samples (want >= 0.95)"
+	ge "$(field "$r" right_rate)" "$SPAN_BAR" || fail "$name: right span on $(field "$r" right_rate) of span-only samples (want >= $SPAN_BAR)"
 	le "$(field "$r" wrong_rate)" 0.01 || fail "$name: wrong span on $(field "$r" wrong_rate) (want <= 0.01): $(node -pe "JSON.stringify(($r).wrong_examples)")"
 	[ "$(field "$r" nospan_samples)" -ge 5 ] || fail "$name: too few samples outside spans"
 	[ "$(field "$r" nospan_with_span)" = 0 ] || fail "$name: $(field "$r" nospan_with_span) samples outside any span carry a span"
@@ -70,7 +77,7 @@ check_spans() {
 # 1. Service started before spanprof.
 start_service before
 load before 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the before service under load"
 record before.pb.gz -p "$SVC_PID" -d 5 --by-span
 load_done
 stop_service before
@@ -82,8 +89,8 @@ done
 check_spans before "$TMP/before.pb.gz"
 
 # 2. Service started after spanprof (host-wide recording already running).
-record_bg after.pb.gz -d 20
-sleep 1
+record_bg after.pb.gz -v -d 20
+wait_sampling
 start_service after
 load after 8
 load_done
@@ -94,7 +101,7 @@ check_spans after "$TMP/after.pb.gz"
 # 3. Service in its own pid and mount namespace (private /tmp); thread ids mapped to the host's.
 start_service container ns
 load container 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the container service under load"
 record container.pb.gz -p "$SVC_PID" -d 5
 for st in /proc/"$SVC_PID"/task/*/status; do
 	awk -v t="$(basename "$(dirname "$st")")" '/^NSpid:/ { print t, $NF }' "$st" 2>/dev/null || true
@@ -106,7 +113,7 @@ check_spans container "$TMP/container.pb.gz" --tidmap "$TMP/container.tidmap"
 # 4. Pyroscope's convention: span_id is the local root span's id.
 start_service pyro
 load pyro 9
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the pyro service under load"
 record pyro.pb.gz -p "$SVC_PID" -d 5 --pyroscope-labels
 load_done
 stop_service pyro
@@ -122,7 +129,7 @@ for i in $(seq 60); do
 done
 start_service crowd
 load crowd 10
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the crowd service under load"
 record crowd.pb.gz -d 6 --max-span-tables 16
 load_done
 stop_service crowd
@@ -139,7 +146,7 @@ check_spans crowd "$TMP/crowd.pb.gz"
 # entries again, and only then goes to [truncated]. Every sample is counted.
 start_service capped
 load capped 8
-sleep 2
+wait_busy 30 "$SVC_PID" 100 "the capped service under load"
 record capped.pb.gz -p "$SVC_PID" -d 4 --max-stacks 40
 load_done
 stop_service capped

@@ -5,12 +5,22 @@
 // data model's rules (dictionary zero entries, indices in range, one value per sample, link id
 // sizes, unique attribute keys per sample, a frame type per location, service.name on every
 // resource), and writes one JSON line per request. It also decodes a file (record's .otlp.pb).
+// Its decoder is also a module (loadProtos, decodeBody) for pyroscope-receiver.js.
+// With --grpc it is an OTLP/gRPC server instead (@grpc/grpc-js, the service loaded from the same
+// .proto files by @grpc/proto-loader; the request's bytes are handed to the same decoder).
 //
 // Usage: node otlp-receiver.js [--port N] [--ready FILE] [--out FILE] [--stacks]
-//          [--proto-dir DIR] [--status CODE [--for-ms MS]]
+//          [--proto-dir DIR] [--status CODE [--for-ms MS | --count N]]
+//          [--grpc [--partial N:MESSAGE] [--tls-cert FILE --tls-key FILE [--client-ca FILE]]]
 //        node otlp-receiver.js --decode FILE      (plain or gzip; one JSON object, with stacks)
 //   --port 0 (the default) picks a free port; --ready FILE then receives it once listening.
 //   --out FILE: where the JSON lines go (appended; default stdout). --stacks adds every sample.
+//   --status CODE: answer CODE (an HTTP status, or with --grpc a gRPC status code) for --for-ms
+//     milliseconds, or to the first --count requests, or always.
+//   --grpc: ProfilesService/Export over HTTP/2 (h2c, or TLS with --tls-cert/--tls-key; with
+//     --client-ca a client certificate signed by it is required). --partial N:MESSAGE answers a
+//     partial_success. Lines then have "grpc": true, "answered": the gRPC status (0: OK),
+//     "headers": the call's metadata, "bytes": the message's size after any grpc-encoding.
 // Routes (127.0.0.1 only):
 //   POST <any path ending in /v1development/profiles>  Content-Type application/x-protobuf
 //   POST /control  JSON {"status": 503, "for_ms": 20000}: answer that status for a while
@@ -40,7 +50,8 @@ const SERVICE_PROTO = 'opentelemetry/proto/collector/profiles/v1development/prof
 const FRAME_TYPE = 'profile.frame.type';
 
 function parseArgs(argv) {
-  const o = { port: 0, ready: null, out: null, stacks: false, status: 0, forMs: 0, decode: null,
+  const o = { port: 0, ready: null, out: null, stacks: false, status: 0, forMs: 0, count: 0,
+    decode: null, grpc: false, partial: null, tlsCert: null, tlsKey: null, clientCa: null,
     protoDir: path.resolve(__dirname, '../../user/export/proto') };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
@@ -57,6 +68,12 @@ function parseArgs(argv) {
     else if (a === '--status') o.status = Number(val());
     else if (a === '--for-ms') o.forMs = Number(val());
     else if (a === '--decode') o.decode = val();
+    else if (a === '--count') o.count = Number(val());
+    else if (a === '--grpc') o.grpc = true;
+    else if (a === '--partial') o.partial = val();
+    else if (a === '--tls-cert') o.tlsCert = val();
+    else if (a === '--tls-key') o.tlsKey = val();
+    else if (a === '--client-ca') o.clientCa = val();
     else throw new Error(`unknown option ${a}`);
   }
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535)
@@ -257,6 +274,74 @@ function decodeFile(Request, file) {
   return { bytes, rawBytes: data.length, ...decodeBody(Request, data, true) };
 }
 
+// OTLP/gRPC: the generated service definition, except that the request stays bytes, decoded and
+// checked by decodeBody like the HTTP requests.
+function serveGrpc(opt, Request, emit, state, injected) {
+  const grpc = require('@grpc/grpc-js');
+  const loader = require('@grpc/proto-loader');
+  const def = loader.loadSync(SERVICE_PROTO, { includeDirs: [opt.protoDir], keepCase: true });
+  const svc = grpc.loadPackageDefinition(def).opentelemetry.proto.collector.profiles.v1development
+    .ProfilesService.service;
+  const server = new grpc.Server();
+  server.addService({ Export: { ...svc.Export, requestDeserialize: (b) => b } }, {
+    Export: (call, done) => {
+      const raw = call.request;
+      const line = { t: Date.now(), grpc: true, path: svc.Export.path, headers: call.metadata.getMap(),
+        peer: call.getPeer(), bytes: raw.length, rawBytes: raw.length };
+      let status = 0, details = '';
+      try {
+        Object.assign(line, decodeBody(Request, raw, opt.stacks));
+      } catch (e) {
+        line.error = e.message;
+        status = grpc.status.INVALID_ARGUMENT;
+        details = e.message;
+      }
+      const inj = injected();
+      if (inj) {
+        status = inj;
+        details = 'failure injected by the test';
+      }
+      line.answered = status;
+      if (line.error)
+        state.rejected++;
+      else
+        state.requests++;
+      emit(line);
+      if (status)
+        return done({ code: status, details });
+      const resp = {};
+      if (opt.partial) {
+        const i = opt.partial.indexOf(':');
+        resp.partial_success = { rejected_profiles: Number(opt.partial.slice(0, i)),
+          error_message: opt.partial.slice(i + 1) };
+      }
+      done(null, resp);
+    },
+  });
+  let creds = grpc.ServerCredentials.createInsecure();
+  if (opt.tlsCert)
+    creds = grpc.ServerCredentials.createSsl(opt.clientCa ? fs.readFileSync(opt.clientCa) : null,
+      [{ cert_chain: fs.readFileSync(opt.tlsCert), private_key: fs.readFileSync(opt.tlsKey) }],
+      !!opt.clientCa);
+  server.bindAsync(`127.0.0.1:${opt.port}`, creds, (err, port) => {
+    if (err) {
+      process.stderr.write(`otlp-receiver: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (opt.ready) {
+      fs.writeFileSync(`${opt.ready}.tmp`, `${port}\n`);
+      fs.renameSync(`${opt.ready}.tmp`, opt.ready);
+    }
+    process.stderr.write(`otlp-receiver: gRPC${opt.tlsCert ? ' (TLS)' : ''} on 127.0.0.1:${port}\n`);
+  });
+  const stop = () => {
+    server.forceShutdown();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
 function main() {
   const opt = parseArgs(process.argv);
   const Request = loadProtos(opt.protoDir);
@@ -264,9 +349,18 @@ function main() {
     process.stdout.write(JSON.stringify(decodeFile(Request, opt.decode)) + '\n');
     return;
   }
-  const state = { status: opt.status, statusUntil: 0, requests: 0, rejected: 0 };
+  const state = { status: opt.status, statusUntil: 0, statusLeft: Infinity, requests: 0, rejected: 0 };
   if (opt.status)
     state.statusUntil = opt.forMs ? Date.now() + opt.forMs : Infinity;
+  if (opt.status && opt.count)
+    state.statusLeft = opt.count;
+  // The injected status for this request, or 0.
+  const injected = () => {
+    if (!state.status || Date.now() >= state.statusUntil || state.statusLeft <= 0)
+      return 0;
+    state.statusLeft--;
+    return state.status;
+  };
   const emit = (obj) => {
     const line = JSON.stringify(obj) + '\n';
     if (opt.out)
@@ -300,8 +394,7 @@ function main() {
       line.error = e.message;
       status = e.status || 400;
     }
-    if (state.status && Date.now() < state.statusUntil)
-      status = state.status;
+    status = injected() || status;
     line.answered = status;
     if (line.error)
       state.rejected++;
@@ -312,6 +405,10 @@ function main() {
     answer(res, status, status === 200 ? '' : line.error || 'failure injected by the test');
   };
 
+  if (opt.grpc) {
+    serveGrpc(opt, Request, emit, state, injected);
+    return;
+  }
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (d) => chunks.push(d));
@@ -354,9 +451,14 @@ function main() {
   process.on('SIGINT', stop);
 }
 
-try {
-  main();
-} catch (e) {
-  process.stderr.write(`otlp-receiver: ${e.message}\n`);
-  process.exit(2);
+// The decoder, for the Pyroscope stand-in's OTLP route.
+module.exports = { loadProtos, decodeBody };
+
+if (require.main === module) {
+  try {
+    main();
+  } catch (e) {
+    process.stderr.write(`otlp-receiver: ${e.message}\n`);
+    process.exit(2);
+  }
 }

@@ -10,6 +10,13 @@
 //   --out FILE: where the JSON lines go (appended; default stdout). --stacks adds folded stacks.
 // Routes (127.0.0.1 only):
 //   POST /push.v1.PusherService/Push  Connect unary, Content-Type application/proto
+//   POST /v1development/profiles  OTLP/HTTP profiles (Content-Type application/x-protobuf or
+//                  application/protobuf, Content-Encoding gzip or none), as Pyroscope's
+//                  distributor takes them: decoded and checked by otlp-receiver.js's decoder;
+//                  each resource becomes a series whose service_name is its service.name (else
+//                  unknown_service[:process.executable.name], Pyroscope's fallback). The line
+//                  has "otlp": true and "series": [{"labels": {"service_name"}, "profiles":
+//                  [{"sampleType", "samples", "total", ...} as otlp-receiver.js says]}].
 //   POST /control  JSON: {"status": 503, "for_ms": 20000} answer that status for a while
 //                  (no for_ms: until changed); {"mode": "garbage"} 200 with a garbage body;
 //                  {"mode": "hang"} never answer; {"mode": "ok"} back to normal (clears status).
@@ -35,6 +42,8 @@ const protobuf = require('protobufjs');
 const { Profile } = require('pprof-format');
 
 const PUSH_PATH = '/push.v1.PusherService/Push';
+const OTLP_PATH = '/v1development/profiles';
+const otlp = require('./otlp-receiver.js');
 // Pyroscope's default limits (distributor validation).
 const MAX_PROFILE_BYTES = 4 << 20;
 const MAX_SAMPLES = 16000;
@@ -197,6 +206,7 @@ function decodePush(PushRequest, body, wantStacks) {
 function main() {
   const opt = parseArgs(process.argv);
   const PushRequest = loadProtos(opt.protoDir);
+  const OtlpRequest = otlp.loadProtos(opt.protoDir);
   const state = { mode: opt.mode, status: opt.status, statusUntil: 0, pushes: 0, rejected: 0 };
   const hanging = new Set();
   if (opt.status)
@@ -266,6 +276,39 @@ function main() {
     emit(line);
   };
 
+  // OTLP as Pyroscope's ingest handler takes it (pkg/ingester/otlp): the HTTP answer is a
+  // (here empty) ExportProfilesServiceResponse, a bad request a 400 with a text reason.
+  const onOtlp = (req, res, body) => {
+    const line = { t: Date.now(), otlp: true, path: req.url, headers: req.headers, bytes: body.length };
+    const ctype = String(req.headers['content-type'] || '').split(';')[0].trim();
+    let status = 200;
+    try {
+      if (ctype !== 'application/x-protobuf' && ctype !== 'application/protobuf')
+        throw Object.assign(new Error(`Unsupported Content-Type: ${ctype}`), { status: 415 });
+      const raw = /gzip/i.test(String(req.headers['content-encoding'] || '')) ? zlib.gunzipSync(body) : body;
+      const d = otlp.decodeBody(OtlpRequest, raw, opt.stacks);
+      line.rawBytes = raw.length;
+      line.series = d.resources.map((r) => {
+        const exe = r.attributes['process.executable.name'];
+        const svc = r.attributes['service.name'] || (exe ? `unknown_service:${exe}` : 'unknown_service');
+        return { labels: { service_name: svc }, attributes: r.attributes, profiles: r.profiles };
+      });
+    } catch (e) {
+      line.error = e.message;
+      status = e.status || 400;
+    }
+    if (state.status && Date.now() < state.statusUntil)
+      status = state.status;
+    line.answered = status;
+    if (line.error)
+      state.rejected++;
+    else
+      state.pushes++;
+    emit(line);
+    res.writeHead(status, { 'Content-Type': status === 200 ? 'application/x-protobuf' : 'text/plain' });
+    res.end(status === 200 ? '' : line.error || 'failure injected by the test');
+  };
+
   const onControl = (req, res, body) => {
     let c;
     try {
@@ -298,6 +341,8 @@ function main() {
       const body = Buffer.concat(chunks);
       if (req.method === 'POST' && req.url === PUSH_PATH) {
         onPush(req, res, body);
+      } else if (req.method === 'POST' && req.url === OTLP_PATH) {
+        onOtlp(req, res, body);
       } else if (req.method === 'POST' && req.url === '/control') {
         onControl(req, res, body);
       } else if (req.method === 'GET' && req.url === '/state') {

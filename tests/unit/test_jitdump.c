@@ -418,6 +418,26 @@ static void test_jitdump_timestamp_selection(void **state)
 	free(b.p);
 }
 
+/* A jitdump turned on late: the replay of methods jitted before (stamped up to the enable's answer)
+ * names samples taken before it; a record after it is timed as usual. */
+static void test_jitdump_late_enable_replay_untimed(void **state)
+{
+	struct perfmap *pm = *state;
+	struct jb b = { 0 };
+
+	perfmap__set_jitdump_replay(pm, 5000);
+	jb_header(&b, 1, 40, 0);
+	jb_load(&b, 0x1000, 0x10, 4000, "void [App] Program::HotLoop()[Optimized]");
+	jb_load(&b, 0x2000, 0x10, 5000, "void [App] Program::Outer()[Optimized]");
+	jb_load(&b, 0x3000, 0x10, 6000, "void [App] Program::Later()[QuickJitted]");
+	assert_int_equal(perfmap__feed_jitdump(pm, b.p, b.len), 0);
+	assert_string_equal(name_at(pm, 0x1008, 100), "void [App] Program::HotLoop()");
+	assert_string_equal(name_at(pm, 0x2008, 100), "void [App] Program::Outer()");
+	assert_null(name_at(pm, 0x3008, 5500));
+	assert_string_equal(name_at(pm, 0x3008, 6000), "void [App] Program::Later()");
+	free(b.p);
+}
+
 /* .NET 10.0.12 with default stub logging: the writev of a 64 KiB stub block fails half way
  * (EFAULT), the runtime closes the file, and the dump ends inside that record for good. */
 static void test_jitdump_truncated_record_pending(void **state)
@@ -523,6 +543,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_jitdump_long_name_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitdump_big_code_not_buffered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitdump_arch_timestamp_flag, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jitdump_late_enable_replay_untimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitdump_timestamp_selection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitdump_truncated_record_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitdump_real_runtime_fixture, setup, teardown),

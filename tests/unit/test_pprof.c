@@ -299,6 +299,46 @@ static void test_pprof_empty_profile(void **state)
 	perftools__profiles__profile__free_unpacked(prof, NULL);
 }
 
+/* A recording's service (profile__set_service): a service_name label on every sample, one Label
+ * message shared by all; a sample that has its own service_name keeps it. */
+static void test_pprof_service_label(void **state)
+{
+	struct fixture *fx = *state;
+	struct pf_label own = { "service_name", "other", 0 };
+	struct pf_label span = { "span_name", "GET /a", 0 };
+	uint32_t loc;
+	pb_profile *prof;
+
+	loc = profile__location(fx->p, 0, 0x1000, profile__function(fx->p, "Run", NULL, NULL));
+	assert_int_equal(profile__add(fx->p, &loc, 1, &span, 1, 3), 0);
+	assert_int_equal(profile__add(fx->p, &loc, 1, NULL, 0, 2), 0);
+	assert_int_equal(profile__add(fx->p, &loc, 1, &own, 1, 1), 0);
+	assert_null(profile__service(fx->p));
+	assert_int_equal(profile__set_service(fx->p, "svc-a"), 0);
+	assert_string_equal(profile__service(fx->p), "svc-a");
+	write_file(fx);
+	prof = decode_file(fx->path);
+	check_integrity(prof);
+	assert_int_equal(prof->n_sample, 3);
+	for (size_t i = 0; i < prof->n_sample; i++) {
+		const Perftools__Profiles__Sample *smp = prof->sample[i];
+		const char *svc = NULL;
+		int n = 0;
+
+		for (size_t j = 0; j < smp->n_label; j++)
+			if (!strcmp(S(prof, smp->label[j]->key), "service_name")) {
+				svc = S(prof, smp->label[j]->str);
+				n++;
+			}
+		assert_int_equal(n, 1);
+		assert_string_equal(svc, smp->value[0] == 1 ? "other" : "svc-a");
+	}
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	/* none again */
+	assert_int_equal(profile__set_service(fx->p, NULL), 0);
+	assert_null(profile__service(fx->p));
+}
+
 /* With off-CPU time: a third sample type off_cpu/nanoseconds, each sample's off-CPU ns in it. */
 static void test_pprof_off_cpu_sample_type(void **state)
 {
@@ -472,6 +512,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pprof_off_cpu_sample_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_write_error_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof_external_readers_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pprof_service_label, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,10 +421,6 @@ static void test_profile_large_tables(void **state)
 	free(locs);
 }
 
-/*
- * What the profiler does per sample: a 32-frame stack out of 1000 distinct ones, three labels
- * out of 200 spans. Prints ns/op; fails only if something went quadratic.
- */
 /* Many adds over shared stacks and labels: every one counted, samples merged (the cost per add is
  * not asserted: speed is for benchmarks). */
 static void test_profile_add_many(void **state)

@@ -143,7 +143,28 @@ static void test_rtversion_gate_fixed_allowed(void **state)
 	assert_int_equal(g.hazards, 0);
 	g = gate_v(11, 0, 2026, 10, 20);
 	assert_true(g.may_enable);
-	assert_int_equal(g.hazards, 0);
+	assert_int_equal(g.hazards, RTHAZ_LATE_NO_PERFMAP);
+	assert_true(g.late_jitdump_only);
+	assert_false(gate_v(10, 13, 2026, 10, 5).late_jitdump_only);
+}
+
+/* Runtime 11 turned on late writes only the jitdump: JIT code is named from it (type 2), unless
+ * that jitdump is known to stop early too (an 11.0 preview before the fix of #132935). */
+static void test_rtversion_gate_11_late_jitdump(void **state)
+{
+	struct rtgate g;
+
+	(void)state;
+	g = gate_v(11, 2, 2027, 3, 1);
+	assert_true(g.may_enable);
+	assert_true(g.jitdump_ok);
+	assert_true(g.late_jitdump_only);
+	g = gate_v(11, 0, 2026, 1, 10);
+	assert_true(g.hazards & RTHAZ_LATE_NO_PERFMAP);
+	assert_false(g.jitdump_ok);
+	assert_false(g.late_jitdump_only);
+	assert_false(gate_of(V8_31).late_jitdump_only);
+	assert_false(gate_of(V9_20).late_jitdump_only);
 }
 
 /* .NET 8 and 9 never had the stub logging behind either bug. */
@@ -262,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_rtversion_sccsid_malformed),
 		cmocka_unit_test(test_rtversion_gate_deadlock_refused),
 		cmocka_unit_test(test_rtversion_gate_fixed_allowed),
+		cmocka_unit_test(test_rtversion_gate_11_late_jitdump),
 		cmocka_unit_test(test_rtversion_gate_8_9_allowed),
 		cmocka_unit_test(test_rtversion_gate_unknown),
 		cmocka_unit_test(test_rtversion_read_fd),

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 
 #include "agent.h"
 #include "dirout.h"
@@ -19,9 +20,9 @@
 #include "exporter.h"
 #include "hookproc.h"
 #include "identity.h"
+#include "log.h"
 #include "metrics.h"
 #include "nametab.h"
-#include "otelctx.h"
 #include "otlp.h"
 #include "proctab.h"
 #include "profile.h"
@@ -67,7 +68,7 @@ struct agent {
 	size_t nseries, cap;
 	/* figures for /metrics */
 	uint64_t windows_built, window_samples, window_series, export_errors;
-	double last_build_ms, max_build_ms;
+	struct metrics_hist build_seconds;	/* time to build and hand over a window */
 	uint64_t wall_minus_mono;	/* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 };
 
@@ -139,8 +140,10 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 			return setup_error("%s", err);
 		a->nex++;
 		/* where it goes, after the environment had its say */
-		fprintf(stderr, "spanprof: otlp: POST %s (%s, %zu extra headers)\n", cfg.url,
-			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers);
+		log_info("otlp: %s %s (%s, %zu extra headers%s)",
+			cfg.protocol == OTLP_PROTOCOL_GRPC ? "gRPC" : "POST", cfg.url,
+			cfg.gzip ? "gzip" : "uncompressed", cfg.n_headers,
+			cfg.client_cert[0] ? ", client certificate" : "");
 		otlp_config__clear(&cfg);
 	}
 	if (o->output_dir) {
@@ -155,52 +158,6 @@ static int open_exporters(struct agent *a, char *pw, char *token, size_t len)
 
 /* ---- one window ----------------------------------------------------------------------------- */
 
-static void free_ident(void *ident)
-{
-	free(ident);
-}
-
-/* The OTel process context (OTEP 4719) names the service first: it is what the app's SDK uses.
- * It may be read after the process's first window: from then on its series follows it. */
-static const struct proc_identity *otel_service(struct proc *p, struct proc_identity *id)
-{
-	const char *name = otelctx__service_name(p);
-
-	if (name && name[0] && strcmp(name, id->service_name) &&
-	    strlen(name) < sizeof(id->service_name)) {
-		snprintf(id->service_name, sizeof(id->service_name), "%s", name);
-		id->source = IDENTITY_SRC_OTEL_CTX;
-	}
-	return id;
-}
-
-static const struct proc_identity *identity_of(struct agent *a, struct proc *p)
-{
-	struct proc_identity *id;
-	struct proc *now;
-
-	/* A process is one service across exec (its launcher's samples too, env and cgroup being
-	 * the same): the entry of the program it exec'd into names it, while that entry is there. */
-	if (p->execed && (now = proctab__find(engine__procs(a->e), p->pid, p->start_ticks)))
-		p = now;
-	id = p->ident;
-
-	if (id)
-		return otel_service(p, id);
-	id = calloc(1, sizeof(*id));
-	if (!id)
-		return NULL;
-	if (p->dir_fd < 0 || identity__resolve(a->ids, p->dir_fd, p->comm, id)) {
-		memset(id, 0, sizeof(*id));
-		snprintf(id->service_name, sizeof(id->service_name), "%s",
-			 p->comm[0] ? p->comm : "unknown");
-		id->source = IDENTITY_SRC_COMM;
-	}
-	p->ident = id;
-	p->ident_free = free_ident;
-	return otel_service(p, id);
-}
-
 static void add_label(struct series *s, const char *k, const char *v)
 {
 	if (v && v[0] && s->n_labels < SERIES_LABELS)
@@ -211,7 +168,7 @@ static void add_label(struct series *s, const char *k, const char *v)
 static int series_of(void *arg, struct proc *p)
 {
 	struct agent *a = arg;
-	const struct proc_identity *id = identity_of(a, p);
+	const struct proc_identity *id = identity__of_proc(a->ids, engine__procs(a->e), p);
 	struct profile_opts po = { .period_ns = 1000000000ull / a->o->freq,
 				   .off_cpu = a->o->off_cpu };
 	struct series *s;
@@ -304,28 +261,18 @@ static int export_window(struct agent *a)
 	 * free pages inside the heap back to the kernel. */
 	malloc_trim(0);
 	ms = (now_ns() - wall0) / 1e6;
-	a->last_build_ms = ms;
-	if (ms > a->max_build_ms)
-		a->max_build_ms = ms;
+	metrics_hist__observe(&a->build_seconds, ms / 1e3);
 	if (a->o->verbose)
-		fprintf(stderr, "spanprof: window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
-			" series, built in %.1f ms (%.1f ms CPU)\n", a->windows_built, n,
+		log_info("window %" PRIu64 ": %" PRId64 " samples, %" PRIu64
+			" series, built in %.1f ms (%.1f ms CPU)", a->windows_built, n,
 			(uint64_t)nseries, ms, report__cpu_ms() - t0);
-	if (a->o->verbose)
-		report__symbols(stderr, a->e);
+	if (a->o->verbose) {
+		LOG_REPORT(report__symbols(f, a->e));
+	}
 	return n < 0 ? (int)n : 0;
 }
 
 /* ---- self-metrics --------------------------------------------------------------------------- */
-
-static long rss_kib(void)
-{
-	char buf[4096], *s;
-	long n = read_small_file(AT_FDCWD, "/proc/self/status", buf, sizeof(buf));
-
-	s = n > 0 ? strstr(buf, "VmRSS:") : NULL;
-	return s ? strtol(s + 6, NULL, 10) : 0;
-}
 
 #define C(name, help, labels, v) metrics_buf__counter(mb, "spanprof_" name, help, labels, (double)(v))
 #define G(name, help, labels, v) metrics_buf__gauge(mb, "spanprof_" name, help, labels, (double)(v))
@@ -341,11 +288,14 @@ static void publish_metrics(struct agent *a)
 	struct symbolizer_stats st;
 	struct nametab_stats names;
 	const char *text;
+	char libbpf_ver[32];
 	size_t len;
 
 	if (!a->metrics || !mb)
 		return;
 	metrics_buf__reset(mb);
+	snprintf(libbpf_ver, sizeof(libbpf_ver), "%u.%u", libbpf_major_version(),
+		 libbpf_minor_version());
 	engine__counters(a->e, &c);
 	for (int i = 0; i < SP_CNT__MAX; i++) {
 		const char *l[] = { "outcome", sp_counter_names[i], NULL };
@@ -433,9 +383,10 @@ static void publish_metrics(struct agent *a)
 		withheld_by[dotnetproc__withheld(p) % RTWITHHELD__MAX]++;
 	}
 	perfmap__shared_names(&names);
-	G("processes", "Processes in the table.", ((const char *[]){ "kind", "all", NULL }),
-	  proctab__live(pt));
-	G("processes", NULL, ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
+	G("processes_tracked", "Processes in the table.", NULL, proctab__live(pt));
+	G("processes", "Processes in the table by what is known of them (.NET; with a span "
+	  "table; holding a perf map index, or reading it sparsely): overlapping sets, not parts of "
+	  "spanprof_processes_tracked.", ((const char *[]){ "kind", "dotnet", NULL }), dotnet);
 	G("processes", NULL, ((const char *[]){ "kind", "span_table", NULL }), hooked);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_held", NULL }), maps_held);
 	G("processes", NULL, ((const char *[]){ "kind", "perf_map_sparse", NULL }), maps_sparse);
@@ -499,9 +450,8 @@ static void publish_metrics(struct agent *a)
 		  sb.used_by[SB_ELF]);
 		G("memory_bytes", NULL, ((const char *[]){ "structure", "ready_to_run", NULL }),
 		  sb.used_by[SB_R2R]);
-		G("symbol_budget_bytes", "The symbol budget (--max-symbol-mb) and what is held of it.",
-		  ((const char *[]){ "state", "max", NULL }), sb.max);
-		G("symbol_budget_bytes", NULL, ((const char *[]){ "state", "used", NULL }), sb.used);
+		G("symbol_budget_max_bytes", "The symbol budget (--max-symbol-mb).", NULL, sb.max);
+		G("symbol_budget_used_bytes", "What is held of the symbol budget.", NULL, sb.used);
 		for (int k = 0; k < SB__MAX; k++)
 			C("symbol_budget_refused_total", k ? NULL : "Tables (code ranges for perf "
 			  "maps) the symbol budget had no room for.",
@@ -530,10 +480,8 @@ static void publish_metrics(struct agent *a)
 	}
 	C("windows_total", "Windows built and exported.", NULL, a->windows_built);
 	C("window_samples_total", "Samples in exported windows.", NULL, a->window_samples);
-	G("window_build_seconds", "Time to build and hand over the last window.", NULL,
-	  a->last_build_ms / 1e3);
-	G("window_build_seconds_max", "Longest time to build and hand over a window.", NULL,
-	  a->max_build_ms / 1e3);
+	metrics_buf__histogram(mb, "spanprof_window_build_seconds", "Time to build a window's "
+			       "profiles and hand them to the exporters.", NULL, &a->build_seconds);
 	for (int i = 0; i < a->nex; i++) {
 		struct export_stats st;
 		const char *name = a->ex[i]->ops->name;
@@ -560,12 +508,13 @@ static void publish_metrics(struct agent *a)
 		  ((const char *[]){ "exporter", name, NULL }), st.queue_bytes);
 		C("export_bytes_total", "Bytes delivered.",
 		  ((const char *[]){ "exporter", name, NULL }), st.bytes_sent);
-		G("export_latency_seconds", "From window close to the backend's answer, last request.",
-		  ((const char *[]){ "exporter", name, NULL }), st.last_latency_ns / 1e9);
+		metrics_buf__histogram(mb, "spanprof_export_latency_seconds", "From a window's hand-over "
+				       "to the backend's answer, per request.",
+				       ((const char *[]){ "exporter", name, NULL }), &st.latency);
 	}
-	G("resident_memory_bytes", "The agent's resident set size.", NULL, rss_kib() * 1024.0);
-	C("cpu_seconds_total", "The agent's CPU time (user and system).", NULL,
-	  report__cpu_ms() / 1e3);
+	G("build_info", "The agent's version (value 1).",
+	  ((const char *[]){ "version", SPANPROF_VERSION, "libbpf", libbpf_ver, NULL }), 1);
+	metrics_buf__process(mb);
 	text = metrics_buf__text(mb, &len);
 	if (text)
 		metrics__publish(a->metrics, text, len);
@@ -634,15 +583,19 @@ int agent__run(const struct agent_opts *o)
 
 		engine__counters(a.e, &c);
 		if (c.leftovers_undone)
-			fprintf(stderr, "spanprof: turned off perf maps left on by a spanprof that "
-				"died: %" PRIu64 " processes\n", c.leftovers_undone);
+			log_info("turned off perf maps left on by a spanprof that "
+				"died: %" PRIu64 " processes", c.leftovers_undone);
 	}
-	fprintf(stderr, "spanprof: agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
-		o->all_processes ? "every process" : ".NET processes", o->freq,
-		bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
-		o->interval, a.metrics ? "" : "\n");
-	if (a.metrics)
-		fprintf(stderr, "; metrics on port %d\n", metrics__port(a.metrics));
+	{
+		char port[48] = "";
+
+		if (a.metrics)
+			snprintf(port, sizeof(port), "; metrics on port %d", metrics__port(a.metrics));
+		log_info("agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
+			 o->all_processes ? "every process" : ".NET processes", o->freq,
+			 bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
+			 o->interval, port);
+	}
 
 	while (!stop) {
 		uint64_t now = now_ns(), end = engine__window_end(a.e) + CUT_GRACE_NS;
@@ -650,14 +603,14 @@ int agent__run(const struct agent_opts *o)
 
 		if (now >= end) {
 			if ((rc = export_window(&a)))
-				fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+				log_error("window lost: %s", strerror(-rc));
 			rc = 0;
 			continue;
 		}
 		if ((end - now) / 1000000 < (uint64_t)timeout)
 			timeout = (end - now) / 1000000 + 1;
 		if ((rc = engine__poll(a.e, timeout))) {
-			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-rc));
+			log_error("ring buffer poll failed: %s", strerror(-rc));
 			rc = 1;
 			break;
 		}
@@ -672,7 +625,7 @@ int agent__run(const struct agent_opts *o)
 	engine__stop(a.e);
 	for (int i = 0; i < 3 && (!i || engine__open_samples(a.e)); i++)
 		if ((rc = export_window(&a)))
-			fprintf(stderr, "spanprof: window lost: %s\n", strerror(-rc));
+			log_error("window lost: %s", strerror(-rc));
 	rc = 0;
 	for (int i = 0; i < a.nex; i++)
 		a.ex[i]->ops->flush(a.ex[i]->self, o->flush_timeout_ms);
@@ -683,7 +636,7 @@ int agent__run(const struct agent_opts *o)
 		struct engine_counters c;
 
 		engine__counters(a.e, &c);
-		fprintf(stderr, "spanprof: agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
+		log_info("agent stopped: %" PRIu64 " windows, %" PRIu64 " samples "
 			"exported; sampler sent %" PRIu64 ", lost %" PRIu64 " (ring buffer full) %"
 			PRIu64 " (scratch); received %" PRIu64 ", not profiled %" PRIu64
 			", malformed %" PRIu64 ", out of memory %" PRIu64 ", unencodable %" PRIu64
@@ -692,7 +645,7 @@ int agent__run(const struct agent_opts *o)
 			c.bpf[SP_CNT_LOST_RINGBUF], c.bpf[SP_CNT_LOST_SCRATCH], c.received,
 			c.not_target, c.malformed, c.dropped_nomem, c.refused, c.left_out);
 		if (o->off_cpu)
-			fprintf(stderr, "spanprof: off-CPU: %" PRIu64 " blocks at or above the threshold "
+			log_info("off-CPU: %" PRIu64 " blocks at or above the threshold "
 				"(%.1f ms), %" PRIu64 " shorter (%.1f ms, counted); preempted or yielding "
 				"switches %" PRIu64 "; lost: no per-thread record %" PRIu64 "; processes "
 				"not timed (filter full) %" PRIu64 "\n", c.bpf[SP_CNT_OFFCPU_LONG],
@@ -700,18 +653,26 @@ int agent__run(const struct agent_opts *o)
 				c.bpf[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_PREEMPT],
 				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked);
 		if (o->verbose)
-			report__dotnet_processes(stderr, a.e, "spanprof:   ");
+			LOG_REPORT(report__dotnet_processes(f, a.e, "  "));
 	}
 	{
 		for (int i = 0; i < a.nex; i++) {
 			struct export_stats st;
 
 			a.ex[i]->ops->stats(a.ex[i]->self, &st);
-			fprintf(stderr, "spanprof: %s: %" PRIu64 " sent, %" PRIu64 " retried, %" PRIu64
+			log_info("%s: %" PRIu64 " sent, %" PRIu64 " retried, %" PRIu64
 				" failed, dropped %" PRIu64 " (queue full) %" PRIu64 " (shutdown) %"
-				PRIu64 " (expired)\n", a.ex[i]->ops->name, st.sent_ok, st.retried,
+				PRIu64 " (expired)", a.ex[i]->ops->name, st.sent_ok, st.retried,
 				st.failed, st.dropped_queue_full, st.dropped_shutdown,
 				st.dropped_expired);
+			if (a.ex[i]->ops->last_error) {
+				char last[512];
+
+				a.ex[i]->ops->last_error(a.ex[i]->self, last, sizeof(last));
+				if (last[0])
+					log_info("%s: last error: %s",
+						a.ex[i]->ops->name, last);
+			}
 		}
 	}
 out:

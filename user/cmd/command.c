@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "log.h"
 #include "pmpolicy.h"
 #include "rtversion.h"
 
@@ -53,12 +54,12 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 	pid_t pid;
 
 	if (find_hook(hook, sizeof(hook))) {
-		fprintf(stderr, "spanprof: cannot find SpanProf.Hook.dll next to spanprof (run make, or "
-			"set SPANPROF_HOOK=/path/to/SpanProf.Hook.dll)\n");
+		log_error("cannot find SpanProf.Hook.dll next to spanprof (run make, or "
+			"set SPANPROF_HOOK=/path/to/SpanProf.Hook.dll)");
 		return -2;
 	}
 	if (user && !(pw = getpwnam(user))) {
-		fprintf(stderr, "spanprof: no user %s: give an existing user with --user\n", user);
+		log_error("no user %s: give an existing user with --user", user);
 		return -2;
 	}
 	/* Perf maps from the start only where the runtime it will load has no known perf map
@@ -66,14 +67,14 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 	 * the process did load. */
 	may_perfmap = rtversion__command_may_enable(argv[0], why, sizeof(why));
 	if (!may_perfmap)
-		fprintf(stderr, "spanprof: %s: DOTNET_PerfMapEnabled not set: %s\n", argv[0], why);
+		log_warn("%s: DOTNET_PerfMapEnabled not set: %s", argv[0], why);
 	if (pipe2(pfd, O_CLOEXEC)) {
-		fprintf(stderr, "spanprof: pipe: %s\n", strerror(errno));
+		log_error("pipe: %s", strerror(errno));
 		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "spanprof: fork: %s\n", strerror(errno));
+		log_error("fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -89,11 +90,11 @@ pid_t command__spawn(char *const *argv, const char *user, int *go)
 			setenv("DOTNET_PerfMapEnabled", PMPOLICY_PERFMAP_TYPE_STR, 0);
 		if (pw && (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
 			   setuid(pw->pw_uid))) {
-			fprintf(stderr, "spanprof: cannot become %s: %s\n", user, strerror(errno));
+			log_error("cannot become %s: %s", user, strerror(errno));
 			_exit(126);
 		}
 		execvp(argv[0], argv);
-		fprintf(stderr, "spanprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		log_error("cannot run %s: %s", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(pfd[0]);

@@ -12,6 +12,8 @@
 #include "command.h"
 #include "engine.h"
 #include "exporter.h"
+#include "identity.h"
+#include "log.h"
 #include "output.h"
 #include "profile.h"
 #include "record.h"
@@ -96,7 +98,7 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 		if (deadline && now >= deadline)
 			break;
 		if (all_exited(pidfds, npidfds)) {
-			fprintf(stderr, "spanprof: %s exited: recording ends\n",
+			log_info("%s exited: recording ends",
 				o->npids > 1 ? "every given process has" : "the process");
 			break;
 		}
@@ -107,11 +109,11 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 		if (deadline && (deadline - now) / 1000000 < (uint64_t)timeout)
 			timeout = (deadline - now) / 1000000 + 1;
 		if ((err = engine__poll(e, timeout))) {
-			fprintf(stderr, "spanprof: ring buffer poll failed: %s\n", strerror(-err));
+			log_error("ring buffer poll failed: %s", strerror(-err));
 			return 1;
 		}
 		if (o->verbose && now_ns() >= next_progress) {
-			report__progress(stderr, e, (now_ns() - t_start) / 1e9);
+			LOG_REPORT(report__progress(f, e, (now_ns() - t_start) / 1e9));
 			next_progress += 1000000000ull;
 		}
 	}
@@ -121,8 +123,23 @@ static int run_loop(struct engine *e, const struct record_opts *o, uint64_t t_st
 	return 0;
 }
 
+/* The services of the recorded processes, named as the agent names its series. */
+struct services {
+	struct identity_ctx *ids;
+	const struct proctab *procs;
+	char name[IDENTITY_SERVICE_LEN];	/* the first one seen */
+	int many;				/* another one seen too */
+};
+
 static int every_process(void *arg, struct proc *p)
 {
+	struct services *s = arg;
+	const struct proc_identity *id = s->ids ? identity__of_proc(s->ids, s->procs, p) : NULL;
+
+	if (id && !s->name[0])
+		snprintf(s->name, sizeof(s->name), "%s", id->service_name);
+	else if (id && strcmp(s->name, id->service_name))
+		s->many = 1;
 	return 0;	/* one profile */
 }
 
@@ -155,6 +172,7 @@ int record__run(const struct record_opts *o)
 	struct agg_window *w = NULL;
 	struct profile *prof = NULL;
 	struct engine *e = NULL;
+	struct services svcs = { 0 };
 	int64_t wall_start;
 	char err[512];
 	int rc, nouts = 0, go = -1, cmd_rc = -1;
@@ -165,13 +183,13 @@ int record__run(const struct record_opts *o)
 	/* Every output is opened now, so a bad path fails before anything is recorded. */
 	for (; nouts < o->noutputs; nouts++)
 		if (output__open(&outs[nouts], o->outputs[nouts], o->format, err, sizeof(err))) {
-			fprintf(stderr, "spanprof: %s\n", err);
+			log_error("%s", err);
 			rc = 2;
 			goto out;
 		}
 	files = output__exporter(outs, nouts);
 	if (!files) {
-		fprintf(stderr, "spanprof: out of memory\n");
+		log_error("out of memory");
 		rc = 2;
 		goto out;
 	}
@@ -195,7 +213,7 @@ int record__run(const struct record_opts *o)
 	if (go >= 0) {
 		/* Sampling is on: the command may start. */
 		if (write(go, "g", 1) != 1)
-			fprintf(stderr, "spanprof: cannot start the command: %s\n", strerror(errno));
+			log_error("cannot start the command: %s", strerror(errno));
 		close(go);
 		go = -1;
 	}
@@ -207,7 +225,7 @@ int record__run(const struct record_opts *o)
 	wall_start = realtime_ns();
 	ri.cpu_loop_start = report__cpu_ms();
 	if (o->verbose)
-		fprintf(stderr, "spanprof: sampling %s at %u Hz on %d CPUs\n",
+		log_info("sampling %s at %u Hz on %d CPUs",
 			o->npids ? "the given processes" : "every process", o->freq,
 			bpfsession__ncpus(engine__bpf(e)));
 	if (o->duration > 0)
@@ -219,14 +237,17 @@ int record__run(const struct record_opts *o)
 	ri.t_end = now_ns();
 	ri.cpu_loop_end = report__cpu_ms();
 	if (symbolizer__awaiting(engine__symbolizer(e))) {
-		fprintf(stderr, "spanprof: waiting up to %d s for debug files from the symbol servers\n",
+		log_info("waiting up to %d s for debug files from the symbol servers",
 			RECORD_SYMBOL_WAIT_MS / 1000);
 		engine__wait_symbols(e, RECORD_SYMBOL_WAIT_MS);
 	}
 	w = engine__cut(e);
 	prof = profile__new(&po);
-	if (!w || !prof || engine__build(e, w, every_process, NULL, &prof, 1) < 0) {
-		fprintf(stderr, "spanprof: out of memory while building the profile\n");
+	svcs.ids = identity__new(NULL, NULL, NULL);	/* none: the outputs name no service */
+	svcs.procs = engine__procs(e);
+	if (!w || !prof || engine__build(e, w, every_process, &svcs, &prof, 1) < 0 ||
+	    (svcs.name[0] && !svcs.many && profile__set_service(prof, svcs.name))) {
+		log_error("out of memory while building the profile");
 		rc = 2;
 		goto out;
 	}
@@ -249,7 +270,7 @@ int record__run(const struct record_opts *o)
 	if (o->command && rc != 2) {
 		/* -d ended first: the command runs on, unprofiled; its exit code is still ours. */
 		if (child > 0) {
-			fprintf(stderr, "spanprof: recording ended; waiting for %s (pid %d) to exit\n",
+			log_info("recording ended; waiting for %s (pid %d) to exit",
 				o->command[0], (int)child);
 			cmd_rc = command__reap(child, 1);
 			child = 0;
@@ -266,6 +287,7 @@ out:
 	aggregate__window_free(w);
 	profile__free(prof);
 	engine__free(e);
+	identity__free(svcs.ids);
 	if (files)
 		files->ops->free(files->self);
 	for (int i = 0; i < nouts; i++)

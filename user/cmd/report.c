@@ -33,7 +33,7 @@ void report__progress(FILE *f, struct engine *e, double elapsed_s)
 
 	engine__counters(e, &c);
 	symbolizer__stats(engine__symbolizer(e), &st);
-	fprintf(f, "spanprof: %.1fs", elapsed_s);
+	fprintf(f, "%.1fs", elapsed_s);
 	for (int i = 0; i < SP_CNT__MAX; i++)
 		fprintf(f, " %s=%" PRIu64, sp_counter_names[i], c.bpf[i]);
 	for (int i = 0; i < LEAF__MAX; i++)
@@ -114,13 +114,15 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 	uint64_t run_ns, runs;
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
-		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks where the "
-		"thread blocked last (stacks kept, span read again) %" PRIu64 "; preempted or yielding "
+		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks at a "
+		"place blocked at before (stacks cached, not walked) %" PRIu64 "; preempted or yielding "
 		"switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
-		PRIu64 "; frames found by a frame-pointer scan that were data, dropped %" PRIu64 "\n",
+		PRIu64 ", stacks left the cache %" PRIu64 "; frames found by a frame-pointer scan that "
+		"were data, dropped %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
-		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SAME_SITE],
-		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], scan_dropped);
+		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
+		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
+		scan_dropped);
 	for (int wakeup = 0; wakeup < 2; wakeup++)
 		if (!bpfsession__offcpu_run_time(engine__bpf(e), wakeup, &run_ns, &runs))
 			fprintf(f, "  off-CPU cost: %.3f us of BPF run time per %s (%" PRIu64 " runs)\n",

@@ -30,4 +30,22 @@ void report__dotnet_processes(FILE *f, struct engine *e, const char *prefix);
 /* -v: every counter on one line. */
 void report__progress(FILE *f, struct engine *e, double elapsed_s);
 
+/* A report block that call writes to FILE *f (one of the report__ functions), logged line by
+ * line (lib/log.h; the caller includes it). */
+#define LOG_REPORT(call)                                                               \
+	do {                                                                           \
+		char *text_ = NULL, *save_ = NULL;                                     \
+		size_t len_ = 0;                                                       \
+		FILE *f = open_memstream(&text_, &len_);                               \
+                                                                                       \
+		if (!f)                                                                \
+			break;                                                         \
+		call;                                                                  \
+		fclose(f);                                                             \
+		for (char *l = strtok_r(text_, "\n", &save_); l;                       \
+		     l = strtok_r(NULL, "\n", &save_))                                 \
+			log_info("%s", l);                                             \
+		free(text_);                                                           \
+	} while (0)
+
 #endif /* SPANPROF_REPORT_H */

@@ -1,5 +1,6 @@
 /* delivery.c: a byte-bounded FIFO of request bodies and one worker thread that POSTs them with
- * libcurl, retrying connection errors, timeouts, 5xx and 429 with exponential backoff. */
+ * libcurl (HTTP/1.1, or HTTP/2 for gRPC), retrying connection errors, timeouts, 5xx and 429 (or
+ * what the exporter's judge says) with exponential backoff. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,9 +11,11 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+
 #include <curl/curl.h>
 
 #include "delivery.h"
+#include "log.h"
 #include "util.h"
 
 #ifndef SPANPROF_VERSION
@@ -26,6 +29,7 @@
 #define DEF_DEADLINE_MS		(5u * 60 * 1000)
 #define RESP_KEEP		400	/* bytes of an error answer kept for last_error */
 #define NS_PER_MS		1000000ull
+#define LOG_EVERY_NS		(60 * 1000000000ull)	/* the same refusal on stderr at most once */
 
 struct item {
 	struct item *next;
@@ -49,17 +53,25 @@ struct delivery {
 	atomic_int abort;	/* end the attempt in flight now (flush timed out, or free) */
 	struct export_stats st;
 	char last_error[RESP_KEEP + 64];
+	char logged[RESP_KEEP + 64];	/* the last refusal written to stderr, and when */
+	uint64_t logged_ns;
 
 	/* set up once; used by the worker only, except multi for curl_multi_wakeup */
 	CURL *easy;
 	CURLM *multi;
 	struct curl_slist *hdrs;
-	char *url, *user, *password, *bearer, *ca_file;
+	char *url, *user, *password, *bearer, *ca_file, *cert, *key, *name;
+	int http2;
+	delivery_judge_fn judge;
+	void *judge_arg;
 	size_t queue_cap;
 	uint32_t timeout_ms, backoff_min_ms, backoff_max_ms, deadline_ms;
 	uint64_t rng;
-	char resp[RESP_KEEP + 1];
+	char resp[DELIVERY_BODY_KEEP + 1];
 	size_t resp_len;
+	int resp_cut;
+	char hdr[DELIVERY_HEADERS_KEEP];
+	size_t hdr_len;
 	char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -130,13 +142,37 @@ static struct item *pop_head(struct delivery *d)
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
 	struct delivery *d = arg;
-	size_t len = size * n, room = RESP_KEEP - d->resp_len;
+	size_t len = size * n, room = DELIVERY_BODY_KEEP - d->resp_len;
 
 	if (room) {
 		memcpy(d->resp + d->resp_len, data, len < room ? len : room);
 		d->resp_len += len < room ? len : room;
 	}
+	if (len > room)
+		d->resp_cut = 1;
 	return len;	/* read and discard the rest: a reused connection needs the whole answer */
+}
+
+/* Header lines, and after the body the trailers (libcurl hands HTTP/2 trailers to the same
+ * callback): kept while they fit, each ending in "\n". A status line starts over (an interim
+ * answer's headers are not the final one's). */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct delivery *d = arg;
+	size_t len = size * n, l = len;
+
+	while (l && (data[l - 1] == '\n' || data[l - 1] == '\r'))
+		l--;
+	if (l >= 5 && !strncmp(data, "HTTP/", 5)) {
+		d->hdr_len = 0;
+		return len;
+	}
+	if (l && l + 1 <= sizeof(d->hdr) - d->hdr_len) {
+		memcpy(d->hdr + d->hdr_len, data, l);
+		d->hdr_len += l;
+		d->hdr[d->hdr_len++] = '\n';
+	}
+	return len;
 }
 
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -154,6 +190,7 @@ static int curl_permanent(CURLcode rc)
 	case CURLE_URL_MALFORMAT:
 	case CURLE_NOT_BUILT_IN:
 	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_BAD_FUNCTION_ARGUMENT:
 	case CURLE_OUT_OF_MEMORY:
 		return 1;
@@ -170,12 +207,14 @@ static enum outcome attempt(struct delivery *d, struct item *it, long *retry_aft
 	CURLMcode mc;
 	CURLMsg *msg;
 	curl_off_t ra = 0;
-	long code = 0;
+	long code = 0, version = 0;
 	int running = 1, left, done = 0;
 	size_t i;
 
 	*retry_after_s = 0;
 	d->resp_len = 0;
+	d->resp_cut = 0;
+	d->hdr_len = 0;
 	d->curl_err[0] = 0;
 	curl_easy_setopt(d->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
 	/* never NULL: with no fields curl would read the body from stdin */
@@ -211,6 +250,7 @@ static enum outcome attempt(struct delivery *d, struct item *it, long *retry_aft
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &code);
 		curl_easy_getinfo(d->easy, CURLINFO_RETRY_AFTER, &ra);
+		curl_easy_getinfo(d->easy, CURLINFO_HTTP_VERSION, &version);
 	}
 	curl_multi_remove_handle(d->multi, d->easy);
 
@@ -219,15 +259,40 @@ static enum outcome attempt(struct delivery *d, struct item *it, long *retry_aft
 			 d->curl_err[0] ? ": " : "", d->curl_err);
 		return curl_permanent(rc) ? OUT_FAIL : OUT_RETRY;
 	}
+	if (d->http2 && version != CURL_HTTP_VERSION_2_0) {
+		snprintf(why, whylen, "the server answered HTTP %ld over HTTP/1, not HTTP/2: not a "
+			 "gRPC endpoint (the OTLP/HTTP port is 4318, gRPC's 4317)", code);
+		return OUT_FAIL;
+	}
+	if (d->judge) {
+		struct delivery_answer a = {
+			.http_code = code, .http2 = version == CURL_HTTP_VERSION_2_0,
+			.headers = d->hdr, .headers_len = d->hdr_len,
+			.body = (const uint8_t *)d->resp, .body_len = d->resp_len,
+			.body_truncated = d->resp_cut,
+		};
+
+		switch (d->judge(d->judge_arg, &a, why, whylen)) {
+		case DELIVERY_OK:
+			return OUT_OK;
+		case DELIVERY_RETRY:
+			*retry_after_s = ra > 0 ? (long)(ra > 86400 ? 86400 : ra) : 0;
+			return OUT_RETRY;
+		default:
+			return OUT_FAIL;
+		}
+	}
 	if (code >= 200 && code < 300)
 		return OUT_OK;
+	if (d->resp_len > RESP_KEEP)
+		d->resp_len = RESP_KEEP;
 	/* Keep the answer's text (Connect errors are JSON) printable and on one line. */
 	d->resp[d->resp_len] = 0;
 	for (i = 0; i < d->resp_len; i++) {
 		if ((unsigned char)d->resp[i] < 0x20 || (unsigned char)d->resp[i] == 0x7f)
 			d->resp[i] = ' ';
 	}
-	snprintf(why, whylen, "HTTP %ld%s%s", code, d->resp_len ? ": " : "", d->resp);
+	snprintf(why, whylen, "HTTP %ld%s%.*s", code, d->resp_len ? ": " : "", RESP_KEEP, d->resp);
 	if (code == 429 || code >= 500) {
 		*retry_after_s = ra > 0 ? (long)(ra > 86400 ? 86400 : ra) : 0;
 		return OUT_RETRY;
@@ -257,8 +322,19 @@ static void record_answer(struct delivery *d, const struct item *it, uint64_t no
 	uint64_t lat = now > it->enqueued_ns ? now - it->enqueued_ns : 0;
 
 	d->st.last_latency_ns = lat;
+	metrics_hist__observe(&d->st.latency, lat / 1e9);
 	if (lat > d->st.max_latency_ns)
 		d->st.max_latency_ns = lat;
+}
+
+/* A refusal that will not be retried: logged, unless it was just said. Called locked. */
+static void log_refusal(struct delivery *d, const char *why, uint64_t now)
+{
+	if (!strcmp(d->logged, why) && now - d->logged_ns < LOG_EVERY_NS)
+		return;
+	snprintf(d->logged, sizeof(d->logged), "%s", why);
+	d->logged_ns = now;
+	log_warn("%s: request refused, not retried: %s", d->name, why);
 }
 
 static void *worker(void *arg)
@@ -312,6 +388,7 @@ static void *worker(void *arg)
 		} else if (out == OUT_FAIL) {
 			d->st.failed++;
 			record_answer(d, it, now);
+			log_refusal(d, why, now);
 		} else if (atomic_load(&d->abort) || d->stop) {
 			d->st.dropped_shutdown++;
 		} else {
@@ -395,13 +472,29 @@ static int check_opts(const struct delivery_opts *o, char *err, size_t errlen)
 		set_err(err, errlen, "a token, tenant, content type or encoding holds a line break");
 		return -EINVAL;
 	}
-	if (o->ca_file) {
-		f = fopen(o->ca_file, "r");
-		if (!f) {
-			set_err(err, errlen, "CA file '%s' unreadable: %s", o->ca_file, strerror(errno));
-			return -EINVAL;
+	{
+		const char *files[] = { o->ca_file, o->client_cert, o->client_key };
+		const char *what[] = { "CA file", "client certificate", "client key" };
+
+		for (i = 0; i < 3; i++) {
+			if (!files[i])
+				continue;
+			f = fopen(files[i], "r");
+			if (!f) {
+				set_err(err, errlen, "%s '%s' unreadable: %s", what[i], files[i],
+					strerror(errno));
+				return -EINVAL;
+			}
+			fclose(f);
 		}
-		fclose(f);
+	}
+	if (o->client_key && !o->client_cert) {
+		set_err(err, errlen, "a client key needs a client certificate");
+		return -EINVAL;
+	}
+	if (o->http2 && !(ver->features & CURL_VERSION_HTTP2)) {
+		set_err(err, errlen, "this libcurl has no HTTP/2 support (needed for gRPC)");
+		return -EINVAL;
 	}
 	if (o->backoff_min_ms && o->backoff_max_ms && o->backoff_min_ms > o->backoff_max_ms) {
 		set_err(err, errlen, "backoff minimum above its maximum");
@@ -468,6 +561,8 @@ static int setup_curl(struct delivery *d, const struct delivery_opts *o)
 	curl_easy_setopt(d->easy, CURLOPT_USERAGENT, "spanprof/" SPANPROF_VERSION);
 	curl_easy_setopt(d->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(d->easy, CURLOPT_WRITEDATA, d);
+	curl_easy_setopt(d->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(d->easy, CURLOPT_HEADERDATA, d);
 	curl_easy_setopt(d->easy, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(d->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(d->easy, CURLOPT_XFERINFODATA, d);
@@ -482,6 +577,20 @@ static int setup_curl(struct delivery *d, const struct delivery_opts *o)
 	}
 	if (d->ca_file)
 		curl_easy_setopt(d->easy, CURLOPT_CAINFO, d->ca_file);
+	if (d->cert)
+		curl_easy_setopt(d->easy, CURLOPT_SSLCERT, d->cert);
+	if (d->key)
+		curl_easy_setopt(d->easy, CURLOPT_SSLKEY, d->key);
+	/* gRPC: HTTP/2 from the first byte on http:// (no Upgrade dance: gRPC servers do not
+	 * answer it), negotiated by ALPN on https://; the answer's version is checked. */
+	if (d->http2) {
+		curl_easy_setopt(d->easy, CURLOPT_HTTP_VERSION,
+				 (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+		/* A new connection per request: libcurl 7.88 (Debian 12) sends nothing on a reused
+		 * HTTP/2 connection after a gRPC answer and fails with "Error in the HTTP2 framing
+		 * layer". One handshake per window is cheap. */
+		curl_easy_setopt(d->easy, CURLOPT_FORBID_REUSE, 1L);
+	}
 	return 0;
 }
 
@@ -516,6 +625,12 @@ struct delivery *delivery__new(const struct delivery_opts *o, char *err, size_t 
 	d->user = dup_opt(o->basic_user ? o->basic_user : (o->basic_password ? "" : NULL), &oom);
 	d->password = dup_opt(o->basic_password, &oom);
 	d->ca_file = dup_opt(o->ca_file, &oom);
+	d->cert = dup_opt(o->client_cert, &oom);
+	d->key = dup_opt(o->client_key, &oom);
+	d->name = dup_opt(o->name ? o->name : "delivery", &oom);
+	d->http2 = o->http2;
+	d->judge = o->judge;
+	d->judge_arg = o->judge_arg;
 	if (o->bearer_token && asprintf(&d->bearer, "Bearer %s", o->bearer_token) < 0) {
 		d->bearer = NULL;
 		oom = 1;
@@ -564,6 +679,9 @@ free_d:
 		free(d->password);
 		free(d->bearer);
 		free(d->ca_file);
+		free(d->cert);
+		free(d->key);
+		free(d->name);
 		free(d);
 	}
 	errno = rc;
@@ -703,6 +821,9 @@ void delivery__free(struct delivery *d)
 	free(d->password);
 	free(d->bearer);
 	free(d->ca_file);
+	free(d->cert);
+	free(d->key);
+	free(d->name);
 	free(d);
 }
 
@@ -755,6 +876,11 @@ void delivery_exporter__stats(void *self, struct export_stats *out)
 	out->split += de->split;
 	out->dropped_encode += de->dropped_encode;
 	pthread_mutex_unlock(&de->mu);
+}
+
+void delivery_exporter__last_error(void *self, char *buf, size_t len)
+{
+	delivery__last_error(((struct delivery_exporter *)self)->d, buf, len);
 }
 
 void delivery_exporter__free(void *self)

@@ -1,5 +1,5 @@
-/* delivery.h: one HTTP delivery path for the network exporters (Pyroscope now, OTLP later): a
- * byte-bounded queue, one worker thread posting with libcurl, retries with backoff. */
+/* delivery.h: one HTTP delivery path for the network exporters (Pyroscope, OTLP over HTTP or
+ * gRPC): a byte-bounded queue, one worker thread posting with libcurl, retries with backoff. */
 #ifndef SPANPROF_DELIVERY_H
 #define SPANPROF_DELIVERY_H
 
@@ -10,6 +10,29 @@
 #include "exporter.h"
 
 struct delivery;	/* thread-safe: submit, flush and stats may be called from any thread */
+
+#define DELIVERY_BODY_KEEP	4096	/* bytes of an answer's body kept for the judge */
+#define DELIVERY_HEADERS_KEEP	8192	/* bytes of its header and trailer lines */
+
+/* One completed exchange, for a judge. */
+struct delivery_answer {
+	long http_code;
+	int http2;			/* the answer came over HTTP/2 */
+	const char *headers;		/* header then trailer lines, each ending in "\n" (no "\r"), the
+					 * status line left out; lines past DELIVERY_HEADERS_KEEP are lost */
+	size_t headers_len;
+	const uint8_t *body;		/* its first DELIVERY_BODY_KEEP bytes */
+	size_t body_len;
+	int body_truncated;
+};
+
+enum delivery_verdict { DELIVERY_OK, DELIVERY_RETRY, DELIVERY_FAIL };
+
+/* Decides what an answer means when plain HTTP status codes do not say it all (gRPC answers 200
+ * and puts its status in the trailers). why: a one-line reason, kept as last_error even with
+ * DELIVERY_OK (a partial success). Runs on the worker thread. */
+typedef enum delivery_verdict (*delivery_judge_fn)(void *arg, const struct delivery_answer *a,
+						   char *why, size_t whylen);
 
 struct delivery_opts {
 	const char *url;		/* the full URL, http:// or https:// */
@@ -28,11 +51,19 @@ struct delivery_opts {
 	uint32_t retry_deadline_ms;	/* from enqueue; a request not delivered by then is dropped; 0: 5 min */
 	const char *content_encoding;	/* Content-Encoding of every body as submitted (e.g. "gzip":
 					 * the caller compresses); NULL: none sent */
+	const char *client_cert;	/* PEM client certificate for mutual TLS (may hold the key) */
+	const char *client_key;		/* its PEM private key; needs client_cert */
+	int http2;			/* HTTP/2 only: prior knowledge on http://, ALPN h2 on https://;
+					 * an answer in HTTP/1 fails for good */
+	delivery_judge_fn judge;	/* NULL: 2xx delivered, 429 and 5xx retried, others failed */
+	void *judge_arg;
+	const char *name;		/* in log lines ("otlp"); NULL: "delivery" */
 };
 
 /*
  * Checks the options and starts the worker. NULL with errno set and a one-line reason in err
- * (bad URL scheme, unreadable CA file, a header without ':', basic and bearer auth together ...).
+ * (bad URL scheme, unreadable CA, client certificate or key file, a key without a certificate,
+ * a header without ':', basic and bearer auth together, HTTP/2 without libcurl support ...).
  * Every string is copied.
  */
 struct delivery *delivery__new(const struct delivery_opts *o, char *err, size_t errlen);
@@ -57,7 +88,9 @@ int delivery__flush(struct delivery *d, uint32_t timeout_ms);
 /* Counters so far (batches, split and dropped_encode are the exporter's and stay 0 here). */
 void delivery__stats(const struct delivery *d, struct export_stats *out);
 
-/* The last failed attempt's reason ("HTTP 400: {...}", "curl: ..."), "" if none; into buf. */
+/* The last failed attempt's reason ("HTTP 400: {...}", "curl: ...", "gRPC UNAVAILABLE: ..."),
+ * "" if none; into buf. A refusal that is not retried is also written to stderr, once per
+ * distinct reason a minute. */
 void delivery__last_error(const struct delivery *d, char *buf, size_t len);
 
 /* Stops the worker (aborting a request in flight) and frees everything queued. NULL-safe. Call
@@ -86,9 +119,11 @@ int delivery_exporter__export(void *self, const struct export_batch *b);
 int delivery_exporter__flush(void *self, uint32_t timeout_ms);
 void delivery_exporter__stats(void *self, struct export_stats *out);
 void delivery_exporter__free(void *self);
+void delivery_exporter__last_error(void *self, char *buf, size_t len);
 #define DELIVERY_EXPORTER_OPS                                                           \
 	.export = delivery_exporter__export, .flush = delivery_exporter__flush,         \
-	.stats = delivery_exporter__stats, .free = delivery_exporter__free
+	.stats = delivery_exporter__stats, .free = delivery_exporter__free,             \
+	.last_error = delivery_exporter__last_error
 void delivery__exporter_init(struct delivery_exporter *de, const struct exporter_ops *ops);
 
 #endif /* SPANPROF_DELIVERY_H */

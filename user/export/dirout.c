@@ -12,6 +12,7 @@
 
 #include "dirout.h"
 #include "exporter.h"
+#include "log.h"
 #include "profile.h"
 #include "vec.h"
 
@@ -195,7 +196,7 @@ static int dir_export(void *self, const struct export_batch *b)
 			err = write_one(d->dir_fd, sub, name, b->series[i].prof);
 		}
 		if (err) {
-			fprintf(stderr, "spanprof: cannot write %s/%s: %s\n", sub, name, strerror(-err));
+			log_error("cannot write %s/%s: %s", sub, name, strerror(-err));
 			d->st.failed++;
 			first = first ? first : err;
 			continue;

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics.h"
+
 struct profile;
 struct pf_label;
 
@@ -39,6 +41,7 @@ struct export_stats {
 	uint64_t bytes_sent;
 	uint64_t last_latency_ns;	/* from export() to the backend's answer, last request */
 	uint64_t max_latency_ns;
+	struct metrics_hist latency;	/* the same, every request (seconds) */
 };
 
 struct exporter_ops {
@@ -50,6 +53,8 @@ struct exporter_ops {
 	int (*flush)(void *self, uint32_t timeout_ms);
 	void (*stats)(void *self, struct export_stats *out);
 	void (*free)(void *self);	/* NULL-safe on self */
+	/* The last failure's one-line reason, "" if none (NULL op: the exporter keeps none). */
+	void (*last_error)(void *self, char *buf, size_t len);
 };
 
 struct exporter {

@@ -1,5 +1,6 @@
 /* metrics.c: the agent's Prometheus endpoint on libmicrohttpd and the text-format builder. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -399,7 +401,7 @@ struct sbuf {
 	int oom;
 };
 
-enum mtype { MT_COUNTER, MT_GAUGE };
+enum mtype { MT_COUNTER, MT_GAUGE, MT_HISTOGRAM };
 
 struct family {
 	char *name;
@@ -612,26 +614,19 @@ err_oom:
 	return NULL;
 }
 
-static int add_sample(struct metrics_buf *b, enum mtype type, const char *name, const char *help,
-		      const char *const *labels, double value)
+/* The family of name for a new series of type, its help set on first use; NULL with *rc. */
+static struct family *family_for(struct metrics_buf *b, enum mtype type, const char *name,
+				 const char *help, int *rc)
 {
 	struct family *f;
-	struct sbuf *sb;
-	char num[40];
-	int rc = 0;
-	size_t i;
 
-	if (!valid_name(name, 1) || !valid_labels(labels) || (type == MT_COUNTER && !(value >= 0)))
-		return -EINVAL;
-	/* What promtool lints as errors is refused here: a counter not named *_total, anything else
-	 * named so, a family without help. */
-	if (has_suffix(name, "_total") != (type == MT_COUNTER))
-		return -EINVAL;
-	if ((!help || !*help) && !family_find(b, name))
-		return -EINVAL;
-	f = family_get(b, name, type, &rc);
+	if ((!help || !*help) && !family_find(b, name)) {
+		*rc = -EINVAL;
+		return NULL;
+	}
+	f = family_get(b, name, type, rc);
 	if (!f)
-		goto err;
+		return NULL;
 	if (help && *help && !f->help) {
 		struct sbuf h = { 0 };
 
@@ -639,14 +634,24 @@ static int add_sample(struct metrics_buf *b, enum mtype type, const char *name, 
 		sb_put(&h, "", 0);	/* an empty help is still a (NUL-terminated) string */
 		if (h.oom) {
 			free(h.p);
-			rc = -ENOMEM;
-			goto err;
+			*rc = -ENOMEM;
+			return NULL;
 		}
 		f->help = h.p;
 	}
+	return f;
+}
+
+/* One sample line: name[suffix]{labels[, le="le"]} value. */
+static void sample_line(struct sbuf *sb, const char *name, const char *suffix,
+			const char *const *labels, const char *le, double value)
+{
+	char num[40];
+	size_t i;
+
 	format_value(num, sizeof(num), value);
-	sb = &f->samples;
 	sb_str(sb, name);
+	sb_str(sb, suffix);
 	for (i = 0; labels && labels[i]; i += 2) {
 		sb_str(sb, i ? "," : "{");
 		sb_str(sb, labels[i]);
@@ -654,12 +659,35 @@ static int add_sample(struct metrics_buf *b, enum mtype type, const char *name, 
 		sb_escaped(sb, labels[i + 1], 1);
 		sb_str(sb, "\"");
 	}
-	if (labels && labels[0])
+	if (le) {
+		sb_str(sb, labels && labels[0] ? ",le=\"" : "{le=\"");
+		sb_str(sb, le);
+		sb_str(sb, "\"}");
+	} else if (labels && labels[0]) {
 		sb_str(sb, "}");
+	}
 	sb_str(sb, " ");
 	sb_str(sb, num);
 	sb_str(sb, "\n");
-	if (sb->oom) {
+}
+
+static int add_sample(struct metrics_buf *b, enum mtype type, const char *name, const char *help,
+		      const char *const *labels, double value)
+{
+	struct family *f;
+	int rc = 0;
+
+	if (!valid_name(name, 1) || !valid_labels(labels) || (type == MT_COUNTER && !(value >= 0)))
+		return -EINVAL;
+	/* What promtool lints as errors is refused here: a counter not named *_total, anything else
+	 * named so, a family without help. */
+	if (has_suffix(name, "_total") != (type == MT_COUNTER))
+		return -EINVAL;
+	f = family_for(b, type, name, help, &rc);
+	if (!f)
+		goto err;
+	sample_line(&f->samples, name, "", labels, NULL, value);
+	if (f->samples.oom) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -668,6 +696,44 @@ static int add_sample(struct metrics_buf *b, enum mtype type, const char *name, 
 err:
 	if (rc == -ENOMEM)
 		b->oom = 1;	/* a half-written line may be in the family: the text is void */
+	return rc;
+}
+
+int metrics_buf__histogram(struct metrics_buf *b, const char *name, const char *help,
+			   const char *const *labels, const struct metrics_hist *h)
+{
+	static const double bounds[METRICS_HIST_BUCKETS] = METRICS_HIST_BOUNDS;
+	struct family *f;
+	uint64_t cum = 0;
+	char le[40];
+	int rc = 0;
+
+	if (!valid_name(name, 1) || !valid_labels(labels) || has_suffix(name, "_total") ||
+	    has_suffix(name, "_bucket") || has_suffix(name, "_sum") || has_suffix(name, "_count"))
+		return -EINVAL;
+	for (size_t i = 0; labels && labels[i]; i += 2)
+		if (!strcmp(labels[i], "le"))
+			return -EINVAL;
+	f = family_for(b, MT_HISTOGRAM, name, help, &rc);
+	if (!f)
+		goto err;
+	for (int i = 0; i < METRICS_HIST_BUCKETS; i++) {
+		cum += h->counts[i];
+		format_value(le, sizeof(le), bounds[i]);
+		sample_line(&f->samples, name, "_bucket", labels, le, cum);
+	}
+	sample_line(&f->samples, name, "_bucket", labels, "+Inf", h->count);
+	sample_line(&f->samples, name, "_sum", labels, NULL, h->sum);
+	sample_line(&f->samples, name, "_count", labels, NULL, h->count);
+	if (f->samples.oom) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	return 0;
+
+err:
+	if (rc == -ENOMEM)
+		b->oom = 1;
 	return rc;
 }
 
@@ -717,6 +783,81 @@ int metrics_buf__gauge(struct metrics_buf *b, const char *name, const char *help
 	return add_sample(b, MT_GAUGE, name, help, labels, value);
 }
 
+/* Fields 14 (utime), 15 (stime), 22 (starttime), 23 (vsize), 24 (rss) of /proc/self/stat. */
+static int self_stat(uint64_t *utime, uint64_t *stime, uint64_t *start, uint64_t *vsize,
+		     uint64_t *rss)
+{
+	char buf[1024], *p, *save = NULL;
+	long n = read_small_file(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf));
+	uint64_t f[25] = { 0 };
+	int i = 3;
+
+	p = n > 0 ? strrchr(buf, ')') : NULL;	/* the name may hold spaces and parentheses */
+	if (!p)
+		return -EIO;
+	for (char *t = strtok_r(p + 1, " ", &save); t && i < 25; t = strtok_r(NULL, " ", &save))
+		f[i++] = strtoull(t, NULL, 10);	/* field 3, the state, reads as 0 */
+	if (i < 25)
+		return -EIO;
+	*utime = f[14], *stime = f[15], *start = f[22], *vsize = f[23], *rss = f[24];
+	return 0;
+}
+
+static long boot_time_s(void)
+{
+	char buf[8192], *s;
+	long n = read_small_file(AT_FDCWD, "/proc/stat", buf, sizeof(buf));
+
+	s = n > 0 ? strstr(buf, "\nbtime ") : NULL;
+	return s ? strtol(s + 7, NULL, 10) : -1;
+}
+
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own fd */
+}
+
+int metrics_buf__process(struct metrics_buf *b)
+{
+	uint64_t ut, st, start, vsize, rss;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), btime = boot_time_s();
+	long fds = open_fds();
+	struct rlimit rl;
+	int rc = 0, r;
+
+#define ADD(call) do { if ((r = (call)) && !rc) rc = r; } while (0)
+	if (!self_stat(&ut, &st, &start, &vsize, &rss) && tck > 0) {
+		ADD(metrics_buf__counter(b, "process_cpu_seconds_total", "Total user and system CPU "
+					 "time spent in seconds.", NULL, (double)(ut + st) / tck));
+		ADD(metrics_buf__gauge(b, "process_resident_memory_bytes", "Resident memory size in "
+				       "bytes.", NULL, (double)rss * page));
+		ADD(metrics_buf__gauge(b, "process_virtual_memory_bytes", "Virtual memory size in "
+				       "bytes.", NULL, (double)vsize));
+		if (btime > 0)
+			ADD(metrics_buf__gauge(b, "process_start_time_seconds", "Start time of the "
+					       "process since unix epoch in seconds.", NULL,
+					       btime + (double)start / tck));
+	}
+	if (fds >= 0)
+		ADD(metrics_buf__gauge(b, "process_open_fds", "Number of open file descriptors.", NULL,
+				       fds));
+	if (!getrlimit(RLIMIT_NOFILE, &rl))
+		ADD(metrics_buf__gauge(b, "process_max_fds", "Maximum number of open file "
+				       "descriptors.", NULL, rl.rlim_cur == RLIM_INFINITY ? -1 :
+				       (double)rl.rlim_cur));
+#undef ADD
+	return rc;
+}
+
 const char *metrics_buf__text(struct metrics_buf *b, size_t *len)
 {
 	struct sbuf *out = &b->out;
@@ -741,7 +882,8 @@ const char *metrics_buf__text(struct metrics_buf *b, size_t *len)
 		}
 		sb_str(out, "# TYPE ");
 		sb_str(out, f->name);
-		sb_str(out, f->type == MT_COUNTER ? " counter\n" : " gauge\n");
+		sb_str(out, f->type == MT_COUNTER ? " counter\n" : f->type == MT_GAUGE ? " gauge\n" :
+									" histogram\n");
 		sb_put(out, f->samples.p, f->samples.len);
 	}
 	if (out->oom) {

@@ -69,6 +69,46 @@ int metrics_buf__counter(struct metrics_buf *b, const char *name, const char *he
 int metrics_buf__gauge(struct metrics_buf *b, const char *name, const char *help,
 		       const char *const *labels, double value);
 
+/*
+ * A histogram of seconds with fixed buckets, the same for every histogram (1 ms to 60 s), so that
+ * observing needs no setup: a zeroed struct is empty. Not thread-safe: the owner's lock guards it.
+ */
+#define METRICS_HIST_BOUNDS { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, \
+			      10, 30, 60 }
+#define METRICS_HIST_BUCKETS 15
+
+struct metrics_hist {
+	uint64_t counts[METRICS_HIST_BUCKETS + 1];	/* per bucket (not cumulative); last: > 60 s */
+	uint64_t count;
+	double sum;
+};
+
+static inline void metrics_hist__observe(struct metrics_hist *h, double seconds)
+{
+	static const double bounds[METRICS_HIST_BUCKETS] = METRICS_HIST_BOUNDS;
+	int i = 0;
+
+	while (i < METRICS_HIST_BUCKETS && !(seconds <= bounds[i]))
+		i++;
+	h->counts[i]++;
+	h->count++;
+	h->sum += seconds;
+}
+
+/* Add a histogram family's series: name_bucket{labels..., le} (cumulative, up to le="+Inf"),
+ * name_sum and name_count. name must not end in _total, _bucket, _sum or _count, and labels must
+ * not have le. Returns as metrics_buf__counter. */
+int metrics_buf__histogram(struct metrics_buf *b, const char *name, const char *help,
+			   const char *const *labels, const struct metrics_hist *h);
+
+/*
+ * The standard process metrics of this process, as Prometheus's client libraries give them, from
+ * /proc/self: process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_start_time_seconds, process_open_fds, process_max_fds.
+ * 0, or the first error of the adds (one unreadable file leaves out its metrics only).
+ */
+int metrics_buf__process(struct metrics_buf *b);
+
 /* The exposition so far, NUL-terminated, owned by b and valid until the next call on b; *len
  * (if not NULL) its length. NULL with errno ENOMEM if an allocation failed since the last reset. */
 const char *metrics_buf__text(struct metrics_buf *b, size_t *len);

@@ -573,7 +573,8 @@ free_all:
 int otlp__write(const struct profile *p, FILE *f, int gzip)
 {
 	const struct profile_opts *po;
-	struct export_series s = { .prof = p };
+	struct pf_label svc = { .key = PROFILE_SERVICE_LABEL, .value = profile__service(p) };
+	struct export_series s = { .labels = &svc, .n_labels = svc.value ? 1 : 0, .prof = p };
 	struct export_batch b = { 0 };
 	uint8_t *buf;
 	size_t len;
@@ -601,6 +602,7 @@ int otlp__write(const struct profile *p, FILE *f, int gzip)
 struct otlp_x {
 	struct delivery_exporter de;	/* first: the exporter handed out */
 	int gzip;
+	int grpc;			/* one length-prefixed message per request */
 	struct otlp_encode_info totals;	/* under de.mu */
 };
 
@@ -637,8 +639,13 @@ static int otlp_encode(struct delivery_exporter *de, const struct export_batch *
 	if (!info.resources) {	/* nothing sampled in this window */
 		free(*body);
 		*body = NULL;
+		return 0;
 	}
-	return 0;
+	if (x->grpc && (err = otlp_grpc__frame(body, len, x->gzip))) {
+		free(*body);
+		*body = NULL;
+	}
+	return err;
 }
 
 static const struct exporter_ops otlp_ops = {
@@ -652,7 +659,9 @@ struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_ou
 	struct otlp_config c;
 	struct delivery_opts dopt;
 	struct otlp_x *x;
-	char why[400];
+	char why[400], deadline[48];
+	const char *hdrs[OTLP_MAX_HEADERS + 4];
+	size_t nh = 0;
 	int rc;
 
 	if (!o) {
@@ -676,12 +685,32 @@ struct exporter *otlp__new(const struct otlp_opts *o, struct otlp_config *cfg_ou
 	}
 	dopt = o->delivery;
 	dopt.url = c.url;
-	dopt.content_type = "application/x-protobuf";
-	dopt.content_encoding = c.gzip ? "gzip" : NULL;
-	dopt.headers = (const char *const *)c.headers;
-	dopt.n_headers = c.n_headers;
+	dopt.name = "otlp";
+	x->grpc = c.protocol == OTLP_PROTOCOL_GRPC;
+	if (x->grpc) {
+		/* gRPC over HTTP/2: its content type, trailers asked for (te: the one value HTTP/2
+		 * allows), the message's compression named, the deadline told to the server. */
+		snprintf(deadline, sizeof(deadline), "grpc-timeout: %um", c.timeout_ms);
+		hdrs[nh++] = "te: trailers";
+		hdrs[nh++] = deadline;
+		hdrs[nh++] = "grpc-accept-encoding: identity, gzip";
+		if (c.gzip)
+			hdrs[nh++] = "grpc-encoding: gzip";
+		dopt.content_type = "application/grpc";
+		dopt.http2 = 1;
+		dopt.judge = otlp_grpc__judge;
+	} else {
+		dopt.content_type = "application/x-protobuf";
+		dopt.content_encoding = c.gzip ? "gzip" : NULL;
+	}
+	for (size_t i = 0; i < c.n_headers; i++)
+		hdrs[nh++] = c.headers[i];
+	dopt.headers = hdrs;
+	dopt.n_headers = nh;
 	dopt.timeout_ms = c.timeout_ms;
 	dopt.ca_file = c.ca_file[0] ? c.ca_file : NULL;
+	dopt.client_cert = c.client_cert[0] ? c.client_cert : NULL;
+	dopt.client_key = c.client_key[0] ? c.client_key : NULL;
 	x->de.d = delivery__new(&dopt, why, sizeof(why));	/* copies what it keeps */
 	if (!x->de.d) {
 		rc = errno;

@@ -1,5 +1,6 @@
 /* otlpconfig.c: the OTLP exporter's settings: flags over the OTEL_EXPORTER_OTLP_* variables
- * (endpoint, headers, compression, timeout), checked and resolved into struct otlp_config. */
+ * (protocol, endpoint, headers, compression, timeout, certificates), checked and resolved into
+ * struct otlp_config. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -73,12 +74,36 @@ static int append_path(char *out, size_t len, const char *base)
 	return snprintf(out, len, "%.*s%s", (int)n, base, OTLP_PROFILES_PATH) >= (int)len ? -1 : 0;
 }
 
+/* gRPC: the scheme and authority of base, then the method's path. */
+static int grpc_url(char *out, size_t len, const char *base)
+{
+	const char *p = strstr(base, "://");
+	size_t n;
+
+	p = p ? p + 3 : base;
+	n = (size_t)(p - base) + strcspn(p, "/?#");
+	return snprintf(out, len, "%.*s%s", (int)n, base, OTLP_GRPC_PATH) >= (int)len ? -1 : 0;
+}
+
 static int resolve_url(const struct otlp_opts *o, const char *(*get)(const char *),
 		       struct otlp_config *c, char *err, size_t errlen)
 {
-	const char *v;
+	const char *v, *given = NULL;
 	int r;
 
+	if (c->protocol == OTLP_PROTOCOL_GRPC) {
+		/* One endpoint for every signal: only its scheme (TLS or not) and host:port count. */
+		if (o->url)
+			given = o->url;
+		else if (!o->no_env && (v = get("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")) && *v)
+			given = v;
+		else if (!o->no_env && (v = get("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v)
+			given = v;
+		if (given && !http_url(given))
+			return bad(err, errlen, "OTLP endpoint '%s' is not http:// or https://", given);
+		r = grpc_url(c->url, sizeof(c->url), given ? given : OTLP_DEFAULT_GRPC_ENDPOINT);
+		return r ? bad(err, errlen, "OTLP URL too long") : 0;
+	}
 	if (o->url) {
 		/* the flag: a base URL, as with OTEL_EXPORTER_OTLP_ENDPOINT, unless it names a path */
 		if (!http_url(o->url))
@@ -207,6 +232,47 @@ static int env_headers(const char *v, const char *which, struct otlp_config *c, 
 	return 0;
 }
 
+const char *otlp_protocol__name(enum otlp_protocol p)
+{
+	return p == OTLP_PROTOCOL_GRPC ? "grpc" : "http/protobuf";
+}
+
+static int resolve_protocol(const struct otlp_opts *o, const char *(*get)(const char *),
+			    struct otlp_config *c, char *err, size_t errlen)
+{
+	char which[64];
+	const char *v;
+
+	c->protocol = o->protocol ? o->protocol : OTLP_PROTOCOL_HTTP_PROTOBUF;
+	if (o->protocol || o->no_env || !(v = env_of(get, "PROTOCOL", which, sizeof(which))))
+		return 0;
+	if (!strcasecmp(v, "grpc"))
+		c->protocol = OTLP_PROTOCOL_GRPC;
+	else if (!strcasecmp(v, "http/protobuf"))
+		c->protocol = OTLP_PROTOCOL_HTTP_PROTOBUF;
+	else if (!strcasecmp(v, "http/json"))
+		return bad(err, errlen, "%s 'http/json' is not supported: use http/protobuf or grpc",
+			   which);
+	else
+		return bad(err, errlen, "%s '%s': want http/protobuf or grpc", which, v);
+	return 0;
+}
+
+/* A file name setting: the option, else the environment's; "" for none. */
+static int file_setting(const char *opt, const struct otlp_opts *o,
+			const char *(*get)(const char *), const char *what, char *out, size_t len,
+			char *err, size_t errlen)
+{
+	char which[64];
+	const char *v = opt;
+
+	if (!v && !o->no_env)
+		v = env_of(get, what, which, sizeof(which));
+	if (v && snprintf(out, len, "%s", v) >= (int)len)
+		return bad(err, errlen, "%s file name too long", what);
+	return 0;
+}
+
 void otlp_config__clear(struct otlp_config *c)
 {
 	if (!c)
@@ -230,7 +296,8 @@ int otlp__config(const struct otlp_opts *o, const char *(*getenv_fn)(const char 
 	if (!o || !c)
 		return -EINVAL;
 	memset(c, 0, sizeof(*c));
-	if ((rc = resolve_url(o, get, c, err, errlen)))
+	if ((rc = resolve_protocol(o, get, c, err, errlen)) ||
+	    (rc = resolve_url(o, get, c, err, errlen)))
 		goto clear;
 
 	if (!o->no_env && (v = env_of(get, "HEADERS", which, sizeof(which))) &&
@@ -281,11 +348,16 @@ int otlp__config(const struct otlp_opts *o, const char *(*getenv_fn)(const char 
 		}
 	}
 
-	v = o->ca_file;
-	if (!v && !o->no_env)
-		v = env_of(get, "CERTIFICATE", which, sizeof(which));
-	if (v && snprintf(c->ca_file, sizeof(c->ca_file), "%s", v) >= (int)sizeof(c->ca_file)) {
-		rc = bad(err, errlen, "CA file name too long");
+	if ((rc = file_setting(o->ca_file, o, get, "CERTIFICATE", c->ca_file, sizeof(c->ca_file),
+			       err, errlen)) ||
+	    (rc = file_setting(o->client_cert, o, get, "CLIENT_CERTIFICATE", c->client_cert,
+			       sizeof(c->client_cert), err, errlen)) ||
+	    (rc = file_setting(o->client_key, o, get, "CLIENT_KEY", c->client_key,
+			       sizeof(c->client_key), err, errlen)))
+		goto clear;
+	if (c->client_key[0] && !c->client_cert[0]) {
+		rc = bad(err, errlen, "OTLP client key '%s' without a client certificate "
+			 "(OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE)", c->client_key);
 		goto clear;
 	}
 	return 0;

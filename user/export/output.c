@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "exporter.h"
+#include "log.h"
 #include "otlp.h"
 #include "output.h"
 #include "profile.h"
@@ -175,7 +176,7 @@ static int files_export(void *self, const struct export_batch *b)
 	for (int i = 0; i < fx->n; i++) {
 		if (!b->n || (err = output__write(&fx->outs[i], b->series[0].prof))) {
 			err = b->n ? err : -EINVAL;
-			fprintf(stderr, "spanprof: cannot write %s: %s\n", fx->outs[i].path,
+			log_error("cannot write %s: %s", fx->outs[i].path,
 				strerror(-err));
 			fx->st.failed++;
 			first = first ? first : err;

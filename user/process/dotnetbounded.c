@@ -12,6 +12,7 @@
 
 #include "diagipc.h"
 #include "dotnetproc_int.h"
+#include "log.h"
 #include "pmpolicy.h"
 #include "proctab.h"
 #include "talker.h"
@@ -144,8 +145,8 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		d->cap_restarts++;
 		COUNT(o, restarts);
 		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: perf map past the cap: started afresh "
-				"(%" PRIu64 " bytes now)\n", p->pid, d->base_bytes);
+			log_info("pid %u: perf map past the cap: started afresh "
+				"(%" PRIu64 " bytes now)", p->pid, d->base_bytes);
 		return;
 	}
 	/* Off: the files we had it write go, and nothing is left to undo. */
@@ -165,7 +166,7 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 	dn_set_state(d, DOTNETPROC_WAITING, "perf maps turned off after %" PRIu64 " s unsampled, "
 		  "files removed; on again at its next sample", o->perfmap_idle_ns / 1000000000);
 	if (o->verbose)
-		fprintf(stderr, "spanprof: pid %u: %s\n", p->pid, d->detail);
+		log_info("pid %u: %s", p->pid, d->detail);
 }
 
 /* Take back the policy's talk once it ended (wait: also while it runs). */
@@ -234,12 +235,12 @@ void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env
 	case PMPOLICY_WARN:
 		d->over_cap_warned = 1;
 		COUNT(o, not_ours_over_cap);
-		fprintf(stderr, "spanprof: pid %u: its perf map (%" PRIu64 " MiB) is past "
-			"--perfmap-max-mb, but it was not turned on by spanprof: left alone\n", p->pid,
+		log_warn("pid %u: its perf map (%" PRIu64 " MiB) is past "
+			"--perfmap-max-mb, but it was not turned on by spanprof: left alone", p->pid,
 			s.bytes >> 20);
 		return;
 	case PMPOLICY_RESTART:
-		err = start_policy_talk(p, d, o->perfmap_type);
+		err = start_policy_talk(p, d, dn_enable_type(d, o));
 		break;
 	case PMPOLICY_OFF:
 		err = start_policy_talk(p, d, 0);
@@ -251,8 +252,8 @@ void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env
 		COUNT(o, on_again);
 		dn_note_enabled(p);
 		dn_set_state(d, DOTNETPROC_WAITING, "sampled again: asking it to turn its perf map on");
-		if ((err = dn_start_enable(p, d, o->perfmap_type, o->deadline_ns)))
-			dn_enable_ended(p, d, o->perfmap_type, err, 0);
+		if ((err = dn_start_enable(p, d, dn_enable_type(d, o), o->deadline_ns)))
+			dn_enable_ended(p, d, dn_enable_type(d, o), err, 0);
 		return;
 	}
 	if (err) {

@@ -13,6 +13,7 @@
 
 #include "diagipc.h"
 #include "dotnetproc_int.h"
+#include "pmpolicy.h"
 #include "procfs.h"
 #include "proctab.h"
 #include "rootfs.h"
@@ -199,6 +200,13 @@ int dn_start_enable(struct proc *p, struct dotnet_state *d, uint32_t type, uint6
 	return 0;
 }
 
+uint32_t dn_enable_type(const struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (d->gate.late_jitdump_only && o->perfmap_type == PMPOLICY_PERFMAP_TYPE)
+		return DIAGIPC_PERFMAP_JITDUMP;
+	return o->perfmap_type;
+}
+
 /* The end of an EnablePerfMap talk: err is its result, hr the runtime's HRESULT. */
 void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int err,
 			 uint32_t hr)
@@ -208,6 +216,10 @@ void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int 
 	if (err == 0) {
 		d->enabled_by_us = 1;
 		dn_set_state(d, DOTNETPROC_ENABLED, "perf map enabled at run time (type %u)", type);
+		/* The jitdump starts with the replay of the methods jitted before: they name earlier
+		 * samples too (perfmap__set_jitdump_replay). */
+		if (type == DIAGIPC_PERFMAP_ALL || type == DIAGIPC_PERFMAP_JITDUMP)
+			perfmap__set_jitdump_replay(d->pm, now_ns());
 		dn_open_files(p, d);
 	} else {
 		dn_set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
@@ -270,8 +282,8 @@ void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_
 	d->enable_tried = 1;
 	dn_note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
 	dn_set_state(d, DOTNETPROC_WAITING, "asking it to turn its perf map on");
-	if ((err = dn_start_enable(p, d, o->perfmap_type, o->deadline_ns)))
-		dn_enable_ended(p, d, o->perfmap_type, err, 0);
+	if ((err = dn_start_enable(p, d, dn_enable_type(d, o), o->deadline_ns)))
+		dn_enable_ended(p, d, dn_enable_type(d, o), err, 0);
 }
 
 

@@ -21,6 +21,7 @@
 #include "dotnetproc.h"
 #include "dotnetproc_int.h"
 #include "dotnetstubs.h"
+#include "log.h"
 #include "procfs.h"
 #include "proctab.h"
 #include "r2r.h"
@@ -87,7 +88,7 @@ int dn_gate_allows(const struct proc *p, struct dotnet_state *d, const struct ru
 		d->withheld = 1;
 		dn_set_state(d, DOTNETPROC_WITHHELD, "%s", d->gate.reason);
 		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: %s\n", p->pid, d->gate.reason);
+			log_info("pid %u: %s", p->pid, d->gate.reason);
 	}
 	return 0;
 }
@@ -102,9 +103,9 @@ static void warn_hazard(const struct proc *p, struct dotnet_state *d)
 	if (!(d->gate.hazards & RTHAZ_DEADLOCK_128401))
 		return;
 	d->warned = 1;
-	fprintf(stderr, "spanprof: warning: pid %u (%s) has perf maps on in .NET runtime %s, which has "
+	log_warn("pid %u (%s) has perf maps on in .NET runtime %s, which has "
 		"a known deadlock with perf maps on (dotnet/runtime#128401): the process may hang; "
-		"10.0.11 and later are fixed\n", p->pid, p->comm, d->ver.text);
+		"10.0.11 and later are fixed", p->pid, p->comm, d->ver.text);
 }
 
 static int detect(const struct proc *p)
@@ -138,7 +139,7 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 	if (env->idle_release_ns) {
 		dn_sparse_start(d);
 		if (env->verbose)
-			fprintf(stderr, "spanprof: pid %u: read sparsely from its first sample on\n",
+			log_info("pid %u: read sparsely from its first sample on",
 				p->pid);
 	}
 	return d;
@@ -307,7 +308,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		if (n == -ESTALE)
 			n = dn_restart_paced(p, d);
 		if (n < 0 && o->verbose)
-			fprintf(stderr, "spanprof: pid %u: jitdump: %s\n", p->pid, strerror(-n));
+			log_warn("pid %u: jitdump: %s", p->pid, strerror(-n));
 	}
 	if (d->files.map_fd >= 0 && d->pm) {
 		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
@@ -315,7 +316,7 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		if (n == -ESTALE)
 			n = dn_restart_paced(p, d);
 		if (n < 0 && o->verbose)
-			fprintf(stderr, "spanprof: pid %u: perf map: %s\n", p->pid, strerror(-n));
+			log_warn("pid %u: perf map: %s", p->pid, strerror(-n));
 	}
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
 	if (have)

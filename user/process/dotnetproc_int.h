@@ -97,6 +97,9 @@ void dn_note_enabled(const struct proc *p);
 void dn_forget_enabled(const struct proc *p);
 /* EnablePerfMap of type on a worker: 0 (d->enabling set), or -errno. */
 int dn_start_enable(struct proc *p, struct dotnet_state *d, uint32_t type, uint64_t deadline_ns);
+/* The PerfMapType to send it: o's, or 2 (jitdump only) where its runtime writes no perf map when
+ * turned on late (rtversion.c's gate: runtime 11.0) and o's is the default; the gate read first. */
+uint32_t dn_enable_type(const struct dotnet_state *d, const struct runtime_env *o);
 /* Act on the end of an EnablePerfMap talk: err its result, hr the runtime's HRESULT. */
 void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int err, uint32_t hr);
 /* Take back the talk once it ended (wait: also while it runs). */

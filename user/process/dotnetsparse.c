@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dotnetproc_int.h"
+#include "log.h"
 #include "proctab.h"
 #include "util.h"
 #include "vec.h"
@@ -166,8 +167,8 @@ void dn_quiet_window(const struct proc *p, struct dotnet_state *d, const struct 
 		dn_sparse_start(d);
 		d->went_sparse++;
 		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: nothing new to name for %u windows: its perf "
-				"map index let go, read sparsely from now on\n", p->pid, d->quiet);
+			log_info("pid %u: nothing new to name for %u windows: its perf "
+				"map index let go, read sparsely from now on", p->pid, d->quiet);
 	}
 }
 
@@ -182,8 +183,8 @@ int dn_idle(const struct proc *p, struct dotnet_state *d, const struct runtime_e
 		d->released++;
 		dn_sparse_start(d);
 		if (o->verbose)
-			fprintf(stderr, "spanprof: pid %u: idle: its perf map index let go, read "
-				"sparsely from its next sample on\n", p->pid);
+			log_info("pid %u: idle: its perf map index let go, read "
+				"sparsely from its next sample on", p->pid);
 	}
 	return 1;
 }

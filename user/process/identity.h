@@ -96,6 +96,19 @@ int identity__resolve(struct identity_ctx *ctx, int proc_dir_fd, const char *com
  * everything. */
 void identity__forget(struct identity_ctx *ctx, const char *pod_uid);
 
+/*
+ * Who process p of the table is, for every front-end (the agent's series, record's outputs):
+ * resolved once through ctx (OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES in its environment,
+ * Kubernetes, its name) and kept in p->ident (p->ident_free frees it); the service.name of its
+ * OTel process context (OTEP 4719, what the app's SDK uses) wins whenever it is read. A process
+ * that exec'd is named by the program it became, found in procs (NULL: not looked up). NULL when
+ * out of memory. procident.c.
+ */
+struct proc;
+struct proctab;
+const struct proc_identity *identity__of_proc(struct identity_ctx *ctx, const struct proctab *procs,
+					      struct proc *p);
+
 /* Pods in the cache, and how many times the pods dir has been scanned (for tests and metrics). */
 size_t identity__cached_pods(const struct identity_ctx *ctx);
 unsigned long identity__pod_scans(const struct identity_ctx *ctx);

@@ -377,6 +377,8 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 	size_t *stack_at = NULL;	/* by stack id: 1 + its offset in loc_ids, 0: not yet */
 	struct intern *pairs = NULL;	/* (key, str) -> index in labels */
 	struct pf_sample_view v;
+	const char *service = profile__service(p);
+	struct pf_label svc_label = { .key = PROFILE_SERVICE_LABEL, .value = service };
 	int err = -ENOMEM;
 
 	for (i = 0; i < b->count; i++) {
@@ -386,7 +388,7 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 			continue;
 		n++;
 		n_loc_ids += v.n_locs;
-		n_labels += v.n_labels;
+		n_labels += v.n_labels + (service != NULL);
 		if (v.stack_id > max_stack)
 			max_stack = v.stack_id;
 	}
@@ -429,11 +431,11 @@ static int build_samples(const struct profile *p, struct pb_build *b, int64_t pe
 		if (b->which == PPROF_VALUES_OFF_CPU || b->n_values > 2)
 			ps->value[b->n_values - 1] = v.off_ns > INT64_MAX ? INT64_MAX :
 									    (int64_t)v.off_ns;
-		ps->n_label = v.n_labels;
+		ps->n_label = v.n_labels + (service && !profile__label(&v, PROFILE_SERVICE_LABEL));
 		ps->label = b->label_ptrs + at_label;
-		for (j = 0; j < v.n_labels; j++) {
-			int64_t ks[2] = { str_index(p, &b->st, v.labels[j].key),
-					  str_index(p, &b->st, v.labels[j].value) }, id;
+		for (j = 0; j < ps->n_label; j++) {
+			const struct pf_label *l = j < v.n_labels ? &v.labels[j] : &svc_label;
+			int64_t ks[2] = { str_index(p, &b->st, l->key), str_index(p, &b->st, l->value) }, id;
 			int added;
 
 			err = -EIO;

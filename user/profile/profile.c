@@ -71,6 +71,7 @@ struct profile {
 
 	uint32_t *scratch;		/* label id pairs of the sample being added */
 	size_t cap_scratch;
+	uint32_t service;		/* string id of the service of every sample, or 0 */
 };
 
 struct profile *profile__new(const struct profile_opts *opts)
@@ -470,6 +471,26 @@ void profile__set_times(struct profile *p, int64_t time_ns, int64_t duration_ns)
 {
 	p->opts.time_ns = time_ns;
 	p->opts.duration_ns = duration_ns;
+}
+
+int profile__set_service(struct profile *p, const char *name)
+{
+	int64_t id;
+
+	if (!p)
+		return -EINVAL;
+	id = intern_str(p, name);
+	if (id > 0 && intern_str(p, PROFILE_SERVICE_LABEL) < 0)	/* the writers' key */
+		id = -ENOMEM;
+	if (id < 0)
+		return (int)id;
+	p->service = (uint32_t)id;
+	return 0;
+}
+
+const char *profile__service(const struct profile *p)
+{
+	return p && p->service ? str(p, p->service) : NULL;
 }
 
 const struct profile_opts *profile__opts(const struct profile *p)

@@ -44,6 +44,15 @@ struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);	/* NULL-safe */
 /* Wall-clock start and duration of the recording, known only when it ends. */
 void profile__set_times(struct profile *p, int64_t time_ns, int64_t duration_ns);
+/*
+ * The service every sample belongs to (a recording of one service; NULL or "": none). The pprof
+ * writer gives every sample a service_name label (the series label Pyroscope takes from sample
+ * labels when an upload names no service), the OTLP writer its resource service.name. 0 or
+ * -errno. profile__service: NULL when none.
+ */
+#define PROFILE_SERVICE_LABEL	"service_name"
+int profile__set_service(struct profile *p, const char *name);
+const char *profile__service(const struct profile *p);
 
 /*
  * Interning; each returns an id >= 1, or 0 on failure (errno: ENOMEM; EINVAL for a NULL

@@ -9,12 +9,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpfsession.h"
+#include "log.h"
 #include "profiler.skel.h"
 #include "util.h"
 
@@ -32,6 +34,11 @@ const char *const sp_counter_help[SP_CNT__MAX] = {
 	SP_COUNTERS(SP_COUNTER_HELP)
 #undef SP_COUNTER_HELP
 };
+
+/* Places where profiled threads block whose stacks the off-CPU switch-out keeps (an LRU in the
+ * kernel, about 2.2 KiB each, allocated at load): a thread's repeat block at one of them costs a
+ * lookup, not a stack walk. */
+#define OFFCPU_SITES 2048
 
 struct bpfsession {
 	struct bpfsession_opts o;
@@ -113,7 +120,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	if (level == LIBBPF_DEBUG)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	log__vmsg(level == LIBBPF_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, fmt, ap);
+	return 0;
 }
 
 static int online_cpus(int *cpus, int max)
@@ -189,7 +197,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		p += len + (p[len] == ',');
 	}
 	if (*variant)
-		fprintf(stderr, "spanprof: sampler variant: %s\n", env);
+		log_info("sampler variant: %s", env);
 	return 0;
 }
 
@@ -235,6 +243,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
+	bpf_map__set_max_entries(s->skel->maps.offcpu_sites, o->off_cpu ? OFFCPU_SITES : 1);
 	err = profiler_bpf__load(s->skel);
 	if (err) {
 		*rc = setup_error("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "
@@ -258,6 +267,34 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 err_free:
 	bpfsession__free(s);
 	return NULL;
+}
+
+/* The off-CPU programs, wake-up side first: a block is never noted without its end being watched.
+ * 0, or -1 with errno and nothing attached. */
+static int offcpu_attach(struct bpfsession *s)
+{
+	s->offcpu_links[1] = bpf_program__attach(s->skel->progs.offcpu_wakeup);
+	if (!s->offcpu_links[1])
+		return -1;
+	s->offcpu_links[0] = bpf_program__attach(s->skel->progs.offcpu_switch);
+	if (!s->offcpu_links[0]) {
+		int err = errno;
+
+		bpf_link__destroy(s->offcpu_links[1]);
+		s->offcpu_links[1] = NULL;
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/* Switch-out side first: no block is noted whose end would go unseen. */
+static void offcpu_detach(struct bpfsession *s)
+{
+	for (int i = 0; i < 2; i++) {
+		bpf_link__destroy(s->offcpu_links[i]);
+		s->offcpu_links[i] = NULL;
+	}
 }
 
 int bpfsession__attach(struct bpfsession *s)
@@ -302,20 +339,14 @@ int bpfsession__attach(struct bpfsession *s)
 			return setup_error("cannot follow the command's children (sched_process_fork): %s",
 				    strerror(errno));
 	}
-	if (s->o.off_cpu) {
-		/* The wake-up side first: a block is never noted without its end being watched. */
-		s->offcpu_links[1] = bpf_program__attach(s->skel->progs.offcpu_wakeup);
-		s->offcpu_links[0] = s->offcpu_links[1] ?
-					     bpf_program__attach(s->skel->progs.offcpu_switch) : NULL;
-		if (!s->offcpu_links[0])
-			return setup_error("cannot attach the off-CPU programs (tp_btf/sched_switch, "
-					   "tp_btf/sched_wakeup): %s; needs a kernel with BTF (5.11+ "
-					   "for task storage in tracing)", strerror(errno));
-	}
+	if (s->o.off_cpu && offcpu_attach(s))
+		return setup_error("cannot attach the off-CPU programs (tp_btf/sched_switch, "
+				   "tp_btf/sched_wakeup): %s; needs a kernel with BTF (5.11+ "
+				   "for task storage in tracing)", strerror(errno));
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (s->stats_fd < 0)
-			fprintf(stderr, "spanprof: cannot enable BPF run-time stats: %s\n",
+			log_warn("cannot enable BPF run-time stats: %s",
 				strerror(errno));
 	}
 	return 0;
@@ -338,14 +369,30 @@ int bpfsession__drain(struct bpfsession *s)
 	return err < 0 ? err : 0;
 }
 
+/*
+ * Paused costs nothing: the sampling events are disabled, and the off-CPU programs, which would
+ * otherwise run at every context switch, are detached. On resume they are attached again after
+ * the resume time is set, so that a block that began before the pause is timed from the resume.
+ */
 int bpfsession__pause(struct bpfsession *s, int paused)
 {
 	unsigned long req = paused ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE;
+	struct timespec ts;
 
 	for (int i = 0; i < s->nlinks; i++)
 		if (ioctl(s->event_fds[i], req, 0))
 			return -errno;
-	return 0;
+	if (!s->o.off_cpu)
+		return 0;
+	if (paused) {
+		offcpu_detach(s);
+		return 0;
+	}
+	if (s->offcpu_links[0])
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns()'s clock */
+	s->skel->bss->offcpu_resume_ns = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	return offcpu_attach(s) ? -errno : 0;
 }
 
 void bpfsession__detach(struct bpfsession *s)
@@ -355,10 +402,7 @@ void bpfsession__detach(struct bpfsession *s)
 	s->nlinks = 0;
 	bpf_link__destroy(s->fork_link);
 	s->fork_link = NULL;
-	for (int i = 0; i < 2; i++) {
-		bpf_link__destroy(s->offcpu_links[i]);
-		s->offcpu_links[i] = NULL;
-	}
+	offcpu_detach(s);
 }
 
 /*

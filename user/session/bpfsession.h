@@ -43,7 +43,8 @@ int bpfsession__attach(struct bpfsession *s);
 /* Wait up to timeout_ms for the ring to fill, then drain it. 0 or -errno. */
 int bpfsession__poll(struct bpfsession *s, int timeout_ms);
 int bpfsession__drain(struct bpfsession *s);	/* consume what is there now; 0 or -errno */
-/* Turn the CPUs' sampling events off (paused 1) or on again; the program stays attached. -errno. */
+/* Turn the CPUs' sampling events off (paused 1) or on again, and detach the off-CPU programs
+ * while paused (attached again on resume). -errno. */
 int bpfsession__pause(struct bpfsession *s, int paused);
 void bpfsession__detach(struct bpfsession *s);	/* stop sampling (the ring stays readable) */
 /* A ring buffer size for freq on this machine's CPUs (bytes, a power of two). */

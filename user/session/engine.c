@@ -11,6 +11,7 @@
 #include "dotnetproc.h"
 #include "engine.h"
 #include "hookproc.h"
+#include "log.h"
 #include "perfmap.h"
 #include "pmpolicy.h"
 #include "procevents.h"
@@ -67,7 +68,7 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 				      .max_frames = o->max_frames ? o->max_frames : ENGINE_MAX_FRAMES };
 
 	if (!e) {
-		fprintf(stderr, "spanprof: out of memory\n");
+		log_error("out of memory");
 		*rc = 2;
 		return NULL;
 	}
@@ -94,20 +95,20 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	e->env.perfmap_counts = &e->c.perfmap;
 	e->procs = proctab__new("/proc", &e->env);
 	if (!e->procs) {
-		fprintf(stderr, "spanprof: out of memory\n");
+		log_error("out of memory");
 		*rc = 2;
 		goto err_free;
 	}
 	e->symsrv = symsrv__new(&o->symsrv, err, sizeof(err));
 	if (!e->symsrv && errno != ENODATA) {
-		fprintf(stderr, "spanprof: %s\n", err[0] ? err : strerror(errno));
+		log_error("%s", err[0] ? err : strerror(errno));
 		*rc = 2;
 		goto err_free;
 	}
 	so.symsrv = e->symsrv;
 	e->sym = symbolizer__new(&so);
 	if (!e->sym) {
-		fprintf(stderr, "spanprof: cannot start the symbolizer: %s\n", strerror(errno));
+		log_error("cannot start the symbolizer: %s", strerror(errno));
 		*rc = 2;
 		goto err_free;
 	}
@@ -496,14 +497,14 @@ int engine__attach(struct engine *e)
 		e->pe = NULL;
 	}
 	if (e->o.verbose && !e->pe)
-		fprintf(stderr, "spanprof: process events unavailable (%s): span tables found by "
-			"polling, execs not seen\n", strerror(e->pe_err ? e->pe_err : EINVAL));
+		log_warn("process events unavailable (%s): span tables found by "
+			"polling, execs not seen", strerror(e->pe_err ? e->pe_err : EINVAL));
 	else if (e->o.verbose && procevents__ctx_src(e->pe) == PE_CTX_NONE)
-		fprintf(stderr, "spanprof: span-table events unavailable (neither the prctl tracepoint "
-			"nor fexit loads: %s): span tables found by polling\n",
+		log_warn("span-table events unavailable (neither the prctl tracepoint "
+			"nor fexit loads: %s): span tables found by polling",
 			strerror(-procevents__ctx_err(e->pe)));
 	else if (e->o.verbose)
-		fprintf(stderr, "spanprof: span-table events from %s\n",
+		log_info("span-table events from %s",
 			procevents__ctx_src_name(procevents__ctx_src(e->pe)));
 	prescan(e);
 	/* The ring buffer is not read before the aggregator exists. */
@@ -514,7 +515,7 @@ int engine__attach(struct engine *e)
 	e->agg = aggregate__new(e->o.first_window_ns ? e->attached_ns + e->o.first_window_ns
 						     : UINT64_MAX, e->o.interval_ns);
 	if (!e->agg) {
-		fprintf(stderr, "spanprof: out of memory\n");
+		log_error("out of memory");
 		return 2;
 	}
 	aggregate__set_max_stacks(e->agg, e->o.max_stacks ? e->o.max_stacks : ENGINE_MAX_STACKS);
@@ -550,7 +551,7 @@ static void apply_pause(struct engine *e)
 	if (want_paused == is_paused)
 		return;
 	if ((err = bpfsession__pause(e->bpf, want_paused))) {
-		fprintf(stderr, "spanprof: cannot %s sampling: %s\n", want_paused ? "pause" : "resume",
+		log_error("cannot %s sampling: %s", want_paused ? "pause" : "resume",
 			strerror(-err));
 		want_paused = is_paused;
 		return;
@@ -561,7 +562,7 @@ static void apply_pause(struct engine *e)
 		paused_since = now;
 	else
 		paused_total += now - paused_since;
-	fprintf(stderr, "spanprof: sampling %s at %.6f s (CLOCK_MONOTONIC)\n",
+	log_info("sampling %s at %.6f s (CLOCK_MONOTONIC)",
 		is_paused ? "paused" : "resumed", now / 1e9);
 }
 
@@ -751,8 +752,8 @@ void engine__free(struct engine *e)
 
 		if (e->o.hurry && *e->o.hurry && !e->env.talks_held) {
 			e->env.talks_held = 1;
-			fprintf(stderr, "spanprof: stopping at once: perf maps turned on by this run are "
-				"left on; the next spanprof start turns them off\n");
+			log_warn("stopping at once: perf maps turned on by this run are "
+				"left on; the next spanprof start turns them off");
 		}
 		if (!p)
 			continue;

@@ -64,7 +64,11 @@ static int load(struct procevents *pe, int ctx_map_fd, enum procevents_ctx_src s
 struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
 {
 	struct procevents *pe = calloc(1, sizeof(*pe));
+#ifdef SPANPROF_TEST_BUILD
 	const char *test = getenv("SPANPROF_TEST_CTX_EVENTS");
+#else
+	const char *test = NULL;
+#endif
 	int err = 0, s;
 
 	if (!pe)
@@ -76,7 +80,8 @@ struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
 	 * (task_prctl_unknown, Linux 6.13+), then fexit on shmem_mmap (needs ftrace trampolines);
 	 * a kernel that loads neither gets the rest without them, and span tables are polled. Never
 	 * a syscall tracepoint: it would slow every syscall of the node.
-	 * SPANPROF_TEST_CTX_EVENTS=none|fexit starts further down the list (tests).
+	 * SPANPROF_TEST_CTX_EVENTS=none|fexit starts further down the list (build/spanprof-test
+	 * only: a shipped binary never reads it).
 	 */
 	s = !test ? PE_CTX_PRCTL : !strcmp(test, "fexit") ? PE_CTX_FEXIT : PE_CTX_NONE;
 	if (s == PE_CTX_NONE)

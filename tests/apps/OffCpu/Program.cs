@@ -26,9 +26,11 @@ using System.Threading.Tasks;
 internal static class Program
 {
     private const string Usage =
-        "usage: OffCpu --truth FILE [--blocks N] [--block-ms MS] [--delay-ms MS]\n" +
+        "usage: OffCpu --truth FILE [--blocks N] [--block-ms MS] [--delay-ms MS] [--go FIFO]\n" +
         "  each scenario blocks N times (default 40) for about MS ms (default 20), after waiting\n" +
-        "  --delay-ms (default 1500) outside any span; the measured sums go to FILE. Exit 2 on bad usage.";
+        "  --delay-ms (default 1500) outside any span, or with --go until something is written to\n" +
+        "  FIFO (blocking opens in WaitGo; other lines start another); the measured sums go to FILE.\n" +
+        "  Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("OffCpu");
     private static readonly object s_lock = new();
@@ -37,7 +39,7 @@ internal static class Program
 
     private static int Main(string[] args)
     {
-        string? truth = null;
+        string? truth = null, go = null;
         int delayMs = 1500;
         try
         {
@@ -51,6 +53,7 @@ internal static class Program
                     case "--blocks": s_blocks = int.Parse(Value()); break;
                     case "--block-ms": s_blockMs = int.Parse(Value()); break;
                     case "--delay-ms": delayMs = int.Parse(Value()); break;
+                    case "--go": go = Value(); break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -70,7 +73,10 @@ internal static class Program
         });
         Console.WriteLine($"pid {Environment.ProcessId} ready");
         Console.Out.Flush();
-        Thread.Sleep(delayMs);	// the profiler finds the hook's table meanwhile
+        if (go != null)
+            WaitGo(go);
+        else
+            Thread.Sleep(delayMs);	// the profiler finds the hook's table meanwhile
 
         using var listener = new TcpListener(IPAddress.Loopback, 0);
         listener.Start();
@@ -149,6 +155,21 @@ internal static class Program
         catch (IOException)
         {
             return new long[2];
+        }
+    }
+
+    // Blocks outside any span until the test writes "go" to the FIFO: opening it for reading blocks
+    // until a writer opens it. Anything else written ends one block and starts the next, so the test
+    // can have a block begin once its profiler is attached.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void WaitGo(string fifo)
+    {
+        for (int n = 1; ; n++)
+        {
+            Console.WriteLine($"waiting for go {n}");
+            Console.Out.Flush();
+            if (File.ReadAllText(fifo).Trim() == "go")
+                return;
         }
     }
 

@@ -8,16 +8,19 @@ using System.Runtime.CompilerServices;
 using System.Threading;
 using System.Threading.Tasks;
 
-internal static class Program
+internal static partial class Program
 {
     private const string Usage =
         "usage: SpanLoop [--workers N] [--chunk-us US] [--duration SEC] [--progress FILE] [--duty P]\n" +
+        "       SpanLoop --handoff [--workers N] [--chunk-us US] [--duration SEC] [--progress FILE]\n" +
         "  N async workers (default 1), each repeating one unit: a span (ActivitySource \"SpanLoop\"),\n" +
         "  a compute chunk of about US microseconds (default 100, sized once at start), an await that\n" +
         "  resumes on the thread pool, a second chunk, the span's end. --progress: every 100 ms, a line\n" +
         "  \"NS UNITS\" appended to FILE (CLOCK_MONOTONIC nanoseconds, units done so far). Runs for SEC\n" +
         "  seconds (default 60), then prints the units done. --duty: each worker sleeps after a unit so\n" +
         "  that it is busy P percent of the time (default 100: no sleep), for many light processes.\n" +
+        "  --handoff: N threads (default 4) in a ring pass N/2 tokens along, a span and a chunk per\n" +
+        "  hand-off, each thread blocking for its next token (Handoff.cs): a unit is a hand-off.\n" +
         "  Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("SpanLoop");
@@ -27,7 +30,8 @@ internal static class Program
 
     private static async Task<int> Main(string[] args)
     {
-        int workers = 1, chunkUs = 100;
+        int workers = 0, chunkUs = 100;
+        bool handoff = false;
         double seconds = 60;
         string? progress = null;
         try
@@ -43,6 +47,7 @@ internal static class Program
                     case "--duration": seconds = Number(Value(), a, 0.1, 86400); break;
                     case "--progress": progress = Value(); break;
                     case "--duty": s_duty = Number(Value(), a, 0.01, 100); break;
+                    case "--handoff": handoff = true; break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -59,6 +64,9 @@ internal static class Program
             Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
         });
         s_iters = Calibrate(chunkUs);
+        if (handoff)
+            return await RunHandoff(workers > 0 ? System.Math.Max(2, workers) : 4, seconds, progress);
+        workers = System.Math.Max(1, workers);
         s_done = new long[workers * 8];
         using var stop = new CancellationTokenSource(TimeSpan.FromSeconds(seconds));
         var tasks = new Task[workers];

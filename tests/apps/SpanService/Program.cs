@@ -214,14 +214,20 @@ public static class Program
 
     private static void WriteReady(string path, string url, int backgroundTid, bool hookMapped, string? spans)
     {
+        // Source-generated (ReadyJson): the same JSON in Native AOT and trimmed builds (make shapes).
         string json = JsonSerializer.Serialize(new ReadyInfo(Environment.ProcessId, url, new Uri(url).Port, HotWork.Iters,
-            backgroundTid, hookMapped, spans));
+            backgroundTid, hookMapped, spans), ReadyJson.Default.ReadyInfo);
         string tmp = path + ".tmp";
         File.WriteAllText(tmp, json + "\n");
         File.Move(tmp, path, true);
     }
 
-    private sealed record ReadyInfo(int pid, string url, int port, long iters, int background_tid, bool hook_mapped, string? spans);
+    internal sealed record ReadyInfo(int pid, string url, int port, long iters, int background_tid, bool hook_mapped, string? spans);
+}
+
+[System.Text.Json.Serialization.JsonSerializable(typeof(Program.ReadyInfo))]
+internal sealed partial class ReadyJson : System.Text.Json.Serialization.JsonSerializerContext
+{
 }
 
 /* Command line and environment settings. */
