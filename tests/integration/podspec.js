@@ -2,7 +2,7 @@
 // podspec.js: what the kubelet would run for the agent container of a rendered DaemonSet, so that
 // image.sh runs the manifest itself and nothing written by hand.
 //
-//   podspec.js RENDERED.yaml --part argv|env|caps [--entrypoint JSON] [--node NAME]
+//   podspec.js RENDERED.yaml --part argv|env|caps|mounts [--entrypoint JSON] [--node NAME]
 //
 // RENDERED.yaml: `kubectl kustomize` output (the DaemonSet and its generated ConfigMap).
 //   argv  the container's command (else --entrypoint, the image's ENTRYPOINT as JSON) and args,
@@ -13,6 +13,8 @@
 //         spec.nodeName (--node, default it-node); an optional secretKeyRef has no Secret here:
 //         no variable. Anything else is an error.
 //   caps  securityContext.capabilities.add, one per line, as written (no CAP_ prefix)
+//   mounts  one line per volumeMount: MOUNTPATH<TAB>ro|rw<TAB>emptyDir|hostPath<TAB>the host path
+//         (hostPath) or the volume's name (emptyDir); other volume kinds are an error
 // The agent container is the DaemonSet's container named spanprof (else its first).
 'use strict';
 const fs = require('fs');
@@ -30,14 +32,14 @@ for (let i = 0; i < args.length; i++) {
 	else usage();
 }
 function usage() {
-	console.error('usage: podspec.js RENDERED.yaml --part argv|env|caps [--entrypoint JSON] [--node NAME]');
+	console.error('usage: podspec.js RENDERED.yaml --part argv|env|caps|mounts [--entrypoint JSON] [--node NAME]');
 	process.exit(2);
 }
 function die(msg) {
 	console.error(`podspec.js: ${msg}`);
 	process.exit(1);
 }
-if (!file || !['argv', 'env', 'caps'].includes(part)) usage();
+if (!file || !['argv', 'env', 'caps', 'mounts'].includes(part)) usage();
 
 const docs = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8')).map((d) => d.toJS()).filter(Boolean);
 const ds = docs.find((o) => o.kind === 'DaemonSet');
@@ -80,6 +82,16 @@ if (part === 'argv') {
 	out = argv;
 } else if (part === 'env') {
 	out = env.map(([k, v]) => `${k}=${v}`);
+} else if (part === 'mounts') {
+	const vols = new Map((ds.spec.template.spec.volumes ?? []).map((v) => [v.name, v]));
+	out = (c.volumeMounts ?? []).map((m) => {
+		const v = vols.get(m.name);
+		if (!v) die(`volumeMount ${m.name}: no such volume`);
+		const how = m.readOnly ? 'ro' : 'rw';
+		if (v.hostPath) return `${m.mountPath}\t${how}\thostPath\t${v.hostPath.path}`;
+		if (v.emptyDir) return `${m.mountPath}\t${how}\temptyDir\t${v.name}`;
+		die(`volume ${v.name}: ${Object.keys(v).filter((k) => k !== 'name').join(',')} not known here`);
+	});
 } else {
 	out = c.securityContext?.capabilities?.add ?? [];
 	if ((c.securityContext?.capabilities?.drop ?? []).join() !== 'ALL') die('capabilities.drop is not [ALL]');
