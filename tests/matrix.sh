@@ -36,20 +36,20 @@ cell() {
 
 shape_fd() { cell fd/10 dotnet-frames; cell fd/10 spans; }
 shape_composite() {
-	cell composite/10 dotnet-r2r R2R_APP="$(realpath "$S/composite/CoreLibMix/CoreLibMix")"
-	cell composite/10 dotnet-frames FRAMES_APP="$(realpath "$S/composite/HotChain/HotChain")"
-	cell composite/10 spans SVC_EXE="$(realpath "$S/composite/SpanService/SpanService")"
+	cell composite/10 dotnet-r2r R2R_APP="$(realpath -m "$S/composite/CoreLibMix/CoreLibMix")"
+	cell composite/10 dotnet-frames FRAMES_APP="$(realpath -m "$S/composite/HotChain/HotChain")"
+	cell composite/10 spans SVC_EXE="$(realpath -m "$S/composite/SpanService/SpanService")"
 }
 shape_aot() {
-	cell aot/10 dotnet-aot MATRIX=1 AOT_APP="$(realpath "$S/aot/HotChain/HotChain")"
-	cell aot/10 spans SVC_EXE="$(realpath "$S/aot/SpanService/SpanService")"
+	cell aot/10 dotnet-aot MATRIX=1 AOT_APP="$(realpath -m "$S/aot/HotChain/HotChain")"
+	cell aot/10 spans SVC_EXE="$(realpath -m "$S/aot/SpanService/SpanService")"
 }
 # sc_shape SHAPE-NAME DIR [VAR=VALUE...]: frames and spans of the self-contained builds in $S/DIR.
 sc_shape() {
 	local name=$1 dir=$2
 	shift 2
-	cell "$name" dotnet-frames FRAMES_APP="$(realpath "$S/$dir/HotChain/HotChain")" "$@"
-	cell "$name" spans SVC_EXE="$(realpath "$S/$dir/SpanService/SpanService")"
+	cell "$name" dotnet-frames FRAMES_APP="$(realpath -m "$S/$dir/HotChain/HotChain")" "$@"
+	cell "$name" spans SVC_EXE="$(realpath -m "$S/$dir/SpanService/SpanService")"
 }
 # The trimmer rewrites every assembly it trims as IL only (CoreLib: 2.4 MB, not the 15.6 MB of the
 # runtime pack's ReadyToRun one): no ReadyToRun code to name.

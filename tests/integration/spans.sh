@@ -45,7 +45,7 @@ load() {
 load_done() {
 	local rc=0
 	wait "$LOAD_PID" || rc=$?
-	[ "$rc" = 0 ] || { tail -5 "$TMP"/*.load >&2; fail "the load generator failed (exit $rc): no request succeeded"; }
+	[ "$rc" = 0 ] || { tail -n 5 "$TMP"/*.load >&2; fail "the load generator failed (exit $rc): no request succeeded"; }
 }
 
 # check_spans NAME PROFILE [spancheck args]: the bars of issue 4.

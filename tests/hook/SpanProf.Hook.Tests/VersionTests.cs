@@ -31,10 +31,14 @@ namespace SpanProfHookTests
         public void TheAssemblyVersionIsFixed() => Assert.Equal(new Version(1, 0, 0, 0), HookAsm.GetName().Version);
 
         [Fact]
-        public void ThePublicApiIsSpanProfLabel()
+        public void ThePublicApiIsLabelAndPackageStart()
         {
-            var types = HookAsm.GetExportedTypes().Select(t => t.FullName).ToArray();
-            Assert.Equal(new[] { "SpanProf.Label" }, types);
+            var types = HookAsm.GetExportedTypes().Select(t => t.FullName).OrderBy(n => n).ToArray();
+            Assert.Equal(new[] { "SpanProf.Label", "SpanProf.PackageStart" }, types);
+            // PackageStart: the start for apps that run no startup hook (the package's module initializer).
+            var start = typeof(SpanProf.PackageStart).GetMembers(BindingFlags.Public | BindingFlags.Static | BindingFlags.DeclaredOnly)
+                .Select(m => m.Name).ToArray();
+            Assert.Equal(new[] { "Initialize" }, start);
             var members = typeof(SpanProf.Label).GetMembers(BindingFlags.Public | BindingFlags.Instance | BindingFlags.Static | BindingFlags.DeclaredOnly)
                 .Select(m => m.Name).OrderBy(n => n).ToArray();
             Assert.Equal(new[] { ".ctor", "Dispose" }, members);
