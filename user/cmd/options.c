@@ -93,8 +93,9 @@ static const struct flag rows[] = {
 	  .off = { [OPTIONS_AGENT] = A(pyroscope_ca) }, .help = "CA bundle for TLS" },
 	{ .name = "otlp-url", .arg = "URL", .cmds = AGT, .type = FLAG_URL,
 	  .off = { [OPTIONS_AGENT] = A(otlp_url) },
-	  .help = "send OTLP profiles over OTLP/HTTP: POST URL/v1development/profiles (a URL with a "
-		  "path is used as given)", .bad = BAD_URL("OTLP") },
+	  .help = "send OTLP profiles: POST URL/v1development/profiles (a URL with a path is used "
+		  "as given), or gRPC ProfilesService/Export to URL with "
+		  "$OTEL_EXPORTER_OTLP_PROTOCOL=grpc", .bad = BAD_URL("OTLP") },
 	{ .name = "otlp", .cmds = AGT, .type = FLAG_SWITCH, .off = { [OPTIONS_AGENT] = A(otlp) },
 	  .help = "the same, to $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, else "
 		  "$OTEL_EXPORTER_OTLP_ENDPOINT/v1development/profiles, else "
