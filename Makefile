@@ -318,6 +318,7 @@ TEST_OBJS_test_pyroscope = $(OBJ)/user/export/pyroscope.o $(OBJ)/user/export/del
 TEST_OBJS_test_delivery = $(TEST_OBJS_test_pyroscope)
 TEST_OBJS_test_otlp     = $(OBJ)/user/export/otlp.o $(OBJ)/user/export/otlpdict.o $(OBJ)/user/export/otlpconfig.o $(OBJ)/user/export/otlpgrpc.o \
                           $(OBJ)/user/export/delivery.o $(TEST_OBJS_test_profile)
+TEST_OBJS_test_otlpgrpc = $(TEST_OBJS_test_otlp)
 TEST_OBJS_test_metrics  = $(OBJ)/user/export/metrics.o $(LIB_OBJS)
 TEST_OBJS_test_identity = $(OBJ)/user/process/identity.o $(LIB_OBJS)
 TEST_OBJS_test_talker   = $(OBJ)/user/process/talker.o
