@@ -5,7 +5,7 @@ set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
       libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libdw-dev prometheus linux-perf golang-1.19-go pkg-config make gcc util-linux
-      procps libclang-rt-14-dev podman buildah debootstrap"
+      procps libclang-rt-14-dev podman buildah debootstrap libc6-dbg"
 
 missing=""
 for p in $PKGS; do
