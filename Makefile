@@ -425,9 +425,9 @@ unit: $(TESTS)
 # The ReadyToRun reader, in five files (r2r.c and the four it calls; composite images in
 # r2rcomposite.c, which opens component assemblies with lib/rootfs.c).
 R2R_SRCS     := perfmap/r2r.c perfmap/pe.c perfmap/ecma335.c perfmap/r2rnames.c perfmap/r2rcomposite.c
-PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/addrlookup.c $(R2R_SRCS) lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c lib/rootfs.c \
+PERFMAP_CORE := perfmap/perfmap.c perfmap/jitdump.c perfmap/addrindex.c perfmap/addrlookup.c $(R2R_SRCS) lib/intern.c lib/nametab.c lib/hexnum.c lib/symbudget.c lib/prefault.c lib/util.c lib/log.c lib/utf8.c lib/rootfs.c \
                 lib/siphash.c
-PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/addrindex_int.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h lib/rootfs.h \
+PERFMAP_CORE_HDRS := perfmap/perfmap.h perfmap/perfmap_int.h perfmap/addrindex.h perfmap/addrindex_int.h perfmap/r2r.h perfmap/r2r_int.h lib/intern.h lib/nametab.h lib/hexnum.h lib/symbudget.h lib/prefault.h lib/util.h lib/log.h lib/utf8.h lib/rootfs.h \
                      lib/siphash.h
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ    := $(BUILD)/fuzz/obj
