@@ -521,7 +521,7 @@ $(BUILD)/bench/bench_elfsym: tests/bench/bench_elfsym.c $(TEST_OBJS_test_elfsym)
 
 # The tables' hash (lib/siphash.c) against the former unkeyed one, and lookups in the per-sample
 # tables.
-BENCH_HASH_SRCS := lib/siphash.c lib/intern.c lib/idmap.c lib/prefault.c lib/util.c
+BENCH_HASH_SRCS := lib/siphash.c lib/intern.c lib/idmap.c lib/prefault.c lib/util.c lib/log.c lib/utf8.c
 $(BUILD)/bench/bench_hash: tests/bench/bench_hash.c $(BENCH_HASH_SRCS) $(BENCH_HASH_SRCS:.c=.h)
 	$(call msg,BENCH,$@)
 	$(Q)mkdir -p $(@D)
