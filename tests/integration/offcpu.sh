@@ -133,7 +133,10 @@ t=$(node -pe "const r = $r; Object.values(r.scenarios).reduce((t, s) => t + s.sp
 pass "paused: the app's blocks are not timed (no off-CPU time on its scenarios)"
 
 paused_run resumed 1
-p=$(awk '/sampling paused at/ { p = $5 } /sampling resumed at/ { r = $5 } END { if (p && r) printf "%d", (r - p) * 1000 }' "$TMP/resumed.err")
+# the time is the word after "at", whatever the log line's prefix
+p=$(awk '/sampling (paused|resumed) at/ { for (i = 1; i < NF; i++) if ($i == "at") t = $(i + 1) }
+	/sampling paused at/ { p = t } /sampling resumed at/ { r = t }
+	END { if (p && r) printf "%d", (r - p) * 1000 }' "$TMP/resumed.err")
 ge "$p" 900 || { cat "$TMP/resumed.err"; fail "paused only $p ms"; }
 r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/resumed.json" "$TMP/resumed.truth.json")
 s=$(node -pe "JSON.stringify(($r).scenarios.sleep)")
