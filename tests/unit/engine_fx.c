@@ -139,6 +139,13 @@ int procevents__consume(struct procevents *pe) { return 0; }
 int procevents__counters(const struct procevents *pe, uint64_t out[SP_EV_CNT__MAX]) { return 0; }
 void procevents__free(struct procevents *pe) {}
 
+/* Their names, as procevents.c has them from profiler.h. */
+const char *const sp_ev_counter_names[SP_EV_CNT__MAX] = {
+#define SP_EV_COUNTER_NAME(id, name, help) [SP_EV_CNT_##id] = name,
+	SP_EV_COUNTERS(SP_EV_COUNTER_NAME)
+#undef SP_EV_COUNTER_NAME
+};
+
 /* ---- samples ------------------------------------------------------------------------------- */
 
 /* A function of this program for user frames to land in (not inlined, not folded away). */
