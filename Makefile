@@ -300,6 +300,7 @@ TEST_OBJS_test_aotname = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_dotnetproc = $(TEST_OBJS_test_proctab)
+TEST_OBJS_test_procident = $(TEST_OBJS_test_proctab)
 # The BPF session itself, on the real kernel (as root).
 TEST_OBJS_test_bpfsession = $(OBJ)/user/session/bpfsession.o $(LIB_OBJS)
 # The engine with its BPF session and process events faked in the test itself.
