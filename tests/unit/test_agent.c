@@ -1,9 +1,13 @@
 /* test_agent.c: unit tests for user/cmd/agent.c, `spanprof agent`, run in-process on the fake BPF
  * session (engine_fx.c): where the profiles go is set up from the options and the environment,
  * and a setup that cannot work is one line and exit code 2 before the sampler is loaded. The
- * fake sampler refuses to open, so that no test scans the host's processes. */
+ * fake sampler refuses to open, so that no test scans the host's processes; the one run of the
+ * window loop is in a PID namespace of its own, where the test is the only process. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -264,6 +270,116 @@ static void test_agent_metrics_addr(void **state)
 	assert_int_equal(fake_opens, 1);
 }
 
+/* ---- the window loop, in a PID namespace of its own ------------------------------------------ */
+
+static char loop_dir[PATH_MAX];	/* --output-dir of the loop's run */
+static double loop_deadline_ms;
+
+/* The first window's file in loop_dir/<one service>/, into out; 0, or -1 while there is none. */
+static int first_file(char *out, size_t len)
+{
+	DIR *d = opendir(loop_dir), *sub;
+	struct dirent *de, *fe;
+	int rc = -1;
+
+	while (d && rc && (de = readdir(d))) {
+		char path[PATH_MAX];
+
+		if (de->d_name[0] == '.')
+			continue;
+		testutil__path(path, sizeof(path), loop_dir, de->d_name);
+		sub = opendir(path);
+		while (sub && rc && (fe = readdir(sub)))
+			if (strstr(fe->d_name, ".pb.gz") && fe->d_name[0] != '.')
+				rc = snprintf(out, len, "%s/%s", path, fe->d_name) >= (int)len;
+		if (sub)
+			closedir(sub);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+/* The first drain, once the engine is attached: two samples. Every later one: once the agent
+ * has written a window, SIGTERM, as an operator stops it; a loop that has written none in a
+ * minute fails the run (the windows flushed at the stop would hide it). */
+static void loop_on_drain(void)
+{
+	static int queued;
+	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
+	struct sigaction sa;
+	char file[PATH_MAX];
+
+	if (!queued++) {
+		queue_sample(user, 1, 0);
+		queue_sample(user, 1, 0);
+		return;
+	}
+	if (testutil__now_ms() > loop_deadline_ms)
+		_exit(105);
+	sigaction(SIGTERM, NULL, &sa);
+	if (sa.sa_handler != SIG_DFL && !first_file(file, sizeof(file)))
+		raise(SIGTERM);
+}
+
+/* In the new PID namespace (this is its pid 1): its own /proc, then the agent, to a directory
+ * only. The exit code is the agent's, or 100 + the step that failed (105: no window written). */
+static int __attribute__((noreturn)) loop_child(struct afx *f)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		_exit(101);
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		_exit(102);
+	fake_open_rc = 0;
+	fake_on_drain = loop_on_drain;
+	loop_deadline_ms = testutil__now_ms() + 60000;
+	f->o.all_processes = 1;	/* this test is not .NET */
+	f->o.enable_perfmap = 0;
+	f->o.interval = 0.05;
+	f->o.output_dir = loop_dir;
+	_exit(run(f));
+}
+
+/* The agent's loop: a window's samples, cut when the window ends, written as one profile of the
+ * process's service; SIGTERM ends the run with exit 0. */
+static void test_agent_window_loop(void **state)
+{
+	struct afx *f = *state;
+	char file[PATH_MAX], *gz, *text;
+	size_t len, n;
+	int status;
+	pid_t pid;
+
+	testutil__path(loop_dir, sizeof(loop_dir), f->state, "out");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(errno == EPERM ? 77 : 100);
+		inner = fork();
+		if (inner == 0)
+			loop_child(f);
+		if (inner < 0 || waitpid(inner, &status, 0) != inner)
+			_exit(103);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 104);
+	}
+	status = testutil__wait(pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();	/* not root: no namespace of our own */
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(first_file(file, sizeof(file)), 0);
+	assert_non_null(strstr(file, "/out/test_engine/"));	/* the samples' process's name */
+	gz = testutil__slurp(file, &len);
+	assert_non_null(gz);
+	text = (char *)testutil__gunzip(gz, len, &n);
+	assert_non_null(memmem(text, n, "test_engine_marked_function", 27));
+	free(text);
+	free(gz);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +394,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_pyroscope_secret_files, asetup, ateardown),
 		cmocka_unit_test_setup_teardown(test_agent_output_dir, asetup, ateardown),
 		cmocka_unit_test_setup_teardown(test_agent_metrics_addr, asetup, ateardown),
+		cmocka_unit_test_setup_teardown(test_agent_window_loop, asetup, ateardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
