@@ -290,6 +290,8 @@ TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_log     = $(LIB_OBJS)
 TEST_OBJS_test_options = $(OBJ)/user/cmd/options.o $(OBJ)/user/cmd/flags.o $(LIB_OBJS)
+# The command line (cmd/cli.c), with record__run and agent__run stubbed in the test.
+TEST_OBJS_test_cli = $(OBJ)/user/cmd/cli.o $(TEST_OBJS_test_options)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(call testbuild_objs,$(LIB_OBJS))
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
