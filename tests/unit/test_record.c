@@ -7,10 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -258,6 +260,65 @@ static void test_record_open_failed(void **state)
 	assert_int_equal(entries(f->dir), 0);
 }
 
+/* --value off-cpu: folded and SVG show off-CPU time, so samples on CPU are not in them; the
+ * pprof holds both. */
+static void test_record_value_off_cpu(void **state)
+{
+	struct rfx *f = *state;
+	const char *folded = out(f, "p.folded"), *pb = out(f, "p.pb.gz");
+	uint8_t *raw, *pprof;
+	char *text;
+	size_t len, n;
+
+	f->o.off_cpu = 1;
+	f->o.value_off_cpu = 1;
+	assert_int_equal(run(f), 0);
+	text = slurp(folded, &len);
+	assert_null(strstr(text, "test_engine_marked_function"));
+	free(text);
+	raw = (uint8_t *)slurp(pb, &len);
+	pprof = testutil__gunzip(raw, len, &n);
+	assert_non_null(memmem(pprof, n, "test_engine_marked_function", 27));
+	free(pprof);
+	free(raw);
+}
+
+static double give_up_ms;
+static int gave_up;
+
+/* A recording that has not ended by itself in a minute is ended (SIGINT) and fails the test. */
+static void queue_two_or_give_up(void)
+{
+	queue_two();
+	if (!gave_up && testutil__now_ms() > give_up_ms) {
+		gave_up = 1;
+		raise(SIGINT);
+	}
+}
+
+/* -p: when every given process has exited, the recording ends by itself (no -d, no signal). */
+static void test_record_ends_when_processes_exit(void **state)
+{
+	struct rfx *f = *state;
+	const char *folded = out(f, "p.folded");
+	siginfo_t si = { 0 };
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	/* exited, not yet reaped: still the process its pid names */
+	assert_int_equal(waitid(P_PID, pid, &si, WEXITED | WNOWAIT), 0);
+	f->o.pids[0] = pid;
+	f->o.duration = 0;	/* until it has exited */
+	give_up_ms = testutil__now_ms() + 60000;
+	fake_on_drain = queue_two_or_give_up;
+	assert_int_equal(run(f), 0);
+	assert_false(gave_up);
+	assert_int_equal(testutil__exists("%s", folded), 1);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
 /* `record -- COMMAND`: the command is the one process sampled, its children followed, the span
  * hook in its DOTNET_STARTUP_HOOKS; record exits with the command's exit code. */
 static void test_record_command_exit_code(void **state)
@@ -311,6 +372,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_output_is_directory, rsetup, rteardown),
 		cmocka_unit_test_setup_teardown(test_record_check_refused, rsetup, rteardown),
 		cmocka_unit_test_setup_teardown(test_record_open_failed, rsetup, rteardown),
+		cmocka_unit_test_setup_teardown(test_record_value_off_cpu, rsetup, rteardown),
+		cmocka_unit_test_setup_teardown(test_record_ends_when_processes_exit, rsetup,
+						rteardown),
 		cmocka_unit_test_setup_teardown(test_record_command_exit_code, rsetup, rteardown),
 		cmocka_unit_test_setup_teardown(test_record_command_without_hook, rsetup, rteardown),
 	};
