@@ -290,6 +290,8 @@ TEST_OBJS_test_idmap   = $(LIB_OBJS)
 TEST_OBJS_test_util    = $(LIB_OBJS)
 TEST_OBJS_test_log     = $(LIB_OBJS)
 TEST_OBJS_test_options = $(OBJ)/user/cmd/options.o $(OBJ)/user/cmd/flags.o $(LIB_OBJS)
+# The command line (cmd/cli.c), with record__run and agent__run stubbed in the test.
+TEST_OBJS_test_cli = $(OBJ)/user/cmd/cli.o $(TEST_OBJS_test_options)
 TEST_OBJS_test_nametab = $(PERFMAP_OBJS)
 TEST_OBJS_test_procfs  = $(call testbuild_objs,$(LIB_OBJS))
 TEST_OBJS_test_rootfs  = $(LIB_OBJS)
@@ -300,6 +302,7 @@ TEST_OBJS_test_aotname = $(PERFMAP_OBJS)
 PROCESS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard user/process/*.c))
 TEST_OBJS_test_proctab  = $(sort $(PROCESS_OBJS) $(PERFMAP_OBJS))
 TEST_OBJS_test_dotnetproc = $(TEST_OBJS_test_proctab)
+TEST_OBJS_test_procident = $(TEST_OBJS_test_proctab)
 # The BPF session itself, on the real kernel (as root).
 TEST_OBJS_test_bpfsession = $(OBJ)/user/session/bpfsession.o $(LIB_OBJS)
 # The engine with its BPF session and process events faked in the test itself.
@@ -307,6 +310,11 @@ TEST_OBJS_test_engine = $(sort $(OBJ)/user/session/engine.o $(TEST_OBJS_test_agg
                           $(PROCESS_OBJS) $(OTELCTX_PROTO_OBJS))
 # The text report (cmd/report.c) of an engine with the same fake session.
 TEST_OBJS_test_report = $(sort $(OBJ)/user/cmd/report.o $(OBJ)/user/profile/blocking.o $(TEST_OBJS_test_engine))
+# `spanprof record` and `agent` (cmd/record.c, cmd/agent.c) in-process on the same fake session.
+TEST_OBJS_test_record = $(sort $(OBJ)/user/cmd/record.o $(OBJ)/user/cmd/command.o $(TEST_OBJS_test_report) \
+                          $(TEST_OBJS_test_output))
+TEST_OBJS_test_agent = $(sort $(OBJ)/user/cmd/agent.o $(OBJ)/user/export/dirout.o $(OBJ)/user/export/pyroscope.o \
+                          $(OBJ)/user/export/metrics.o $(TEST_OBJS_test_report) $(TEST_OBJS_test_otlp))
 TEST_OBJS_test_profile  = $(OBJ)/user/profile/profile.o $(OBJ)/user/profile/pprof.o $(OBJ)/user/profile/folded.o \
                           $(OBJ)/user/profile/flamegraph.o $(PROTO_OBJ) $(LIB_OBJS)
 TEST_OBJS_test_pprof    = $(TEST_OBJS_test_profile)
@@ -353,6 +361,8 @@ TEST_SRCS_test_otelctx = tests/unit/otelctx_pb.c tests/unit/otelctx_pb.h
 TEST_SRCS_test_otelctx_read = $(TEST_SRCS_test_otelctx)
 TEST_SRCS_test_engine = tests/unit/engine_fx.c tests/unit/engine_fx.h
 TEST_SRCS_test_report = $(TEST_SRCS_test_engine)
+TEST_SRCS_test_record = $(TEST_SRCS_test_engine)
+TEST_SRCS_test_agent = $(TEST_SRCS_test_engine)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.c tests/unit/testutil.h $$(TEST_SRCS_$$*) \
 		$$(if $$(TEST_OBJS_$$*),$$(TEST_OBJS_$$*),$$(ALL_OBJS)) | $(BUILD)/gen/profile.pb-c.h
 	$(call msg,TEST,$@)

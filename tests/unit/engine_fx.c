@@ -34,9 +34,28 @@ struct bpfsession {
 
 static struct bpfsession *fake;	/* the one the engine opened */
 
+struct bpfsession_opts fake_opts;
+int fake_checks, fake_opens, fake_check_rc, fake_open_rc;
+void (*fake_on_drain)(void);
+
+int bpfsession__check(const struct bpfsession_opts *o)
+{
+	fake_checks++;
+	fake_opts = *o;
+	return fake_check_rc;
+}
+
+int bpfsession__ncpus(const struct bpfsession *s) { return 1; }
+
 struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_sample_fn fn,
 				    void *ctx, int *rc)
 {
+	fake_opens++;
+	fake_opts = *o;
+	if (fake_open_rc) {
+		*rc = fake_open_rc;
+		return NULL;
+	}
 	fake = calloc(1, sizeof(*fake));
 	if (!fake) {
 		*rc = 2;
@@ -49,6 +68,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 
 int bpfsession__drain(struct bpfsession *s)
 {
+	if (fake_on_drain)
+		fake_on_drain();
 	for (int i = 0; i < s->n; i++) {
 		s->fn(s->ctx, s->rec[i], s->len[i]);
 		free(s->rec[i]);
@@ -118,6 +139,13 @@ int procevents__consume(struct procevents *pe) { return 0; }
 int procevents__counters(const struct procevents *pe, uint64_t out[SP_EV_CNT__MAX]) { return 0; }
 void procevents__free(struct procevents *pe) {}
 
+/* Their names, as procevents.c has them from profiler.h. */
+const char *const sp_ev_counter_names[SP_EV_CNT__MAX] = {
+#define SP_EV_COUNTER_NAME(id, name, help) [SP_EV_CNT_##id] = name,
+	SP_EV_COUNTERS(SP_EV_COUNTER_NAME)
+#undef SP_EV_COUNTER_NAME
+};
+
 /* ---- samples ------------------------------------------------------------------------------- */
 
 /* A function of this program for user frames to land in (not inlined, not folded away). */
@@ -149,12 +177,20 @@ void queue_sample(const uint64_t *user, uint16_t n, size_t cut)
 
 static uint32_t self_pid[1];
 
+void fake_reset(void)
+{
+	memset(fake_counters, 0, sizeof(fake_counters));
+	memset(&fake_opts, 0, sizeof(fake_opts));
+	fake_checks = fake_opens = fake_check_rc = fake_open_rc = 0;
+	fake_on_drain = NULL;
+}
+
 int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	int rc = 0;
 
-	memset(fake_counters, 0, sizeof(fake_counters));
+	fake_reset();
 	assert_non_null(f);
 	/* No leftovers of another spanprof are looked at: an empty state directory. */
 	assert_non_null(testutil__mkdtemp(f->state, sizeof(f->state)));

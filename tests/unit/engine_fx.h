@@ -1,6 +1,7 @@
 /* engine_fx.h: the engine with its BPF session faked (engine_fx.c: the ring buffer is a queue of
- * sample records the test writes; process events unavailable), for test_engine.c and
- * test_report.c. Samples of this process go from a record to a window to a profile. */
+ * sample records the test writes; process events unavailable), for test_engine.c,
+ * test_report.c, test_record.c and test_agent.c. Samples of this process go from a record to a
+ * window to a profile. */
 #ifndef SPANPROF_ENGINE_FX_H
 #define SPANPROF_ENGINE_FX_H
 
@@ -20,6 +21,14 @@ struct fx {
 
 /* The fake sampler's counters, as bpfsession__counters gives them (zeroed by setup). */
 extern uint64_t fake_counters[SP_CNT__MAX];
+/* What the front-end asked of the fake session: the options of its last bpfsession__check or
+ * __open, how many of each; what they return (0: go on; else the exit code, open failing). */
+extern struct bpfsession_opts fake_opts;
+extern int fake_checks, fake_opens, fake_check_rc, fake_open_rc;
+/* Called at each drain of the fake ring (each poll, and the engine's stop), e.g. to queue. */
+extern void (*fake_on_drain)(void);
+/* All of the above back to zero (setup does it). */
+void fake_reset(void);
 /* A function of this program for user frames to land in. */
 int test_engine_marked_function(int x);
 /* A record of this process (tid: this thread) with n user frames, queued in the fake ring, its
