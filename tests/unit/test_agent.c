@@ -344,20 +344,6 @@ static int __attribute__((noreturn)) loop_child(struct afx *f)
 	_exit(run(f));
 }
 
-/* How many windows' files dir/<service> holds. */
-static int files_in(const char *service_dir)
-{
-	DIR *d = opendir(service_dir);
-	struct dirent *de;
-	int n = 0;
-
-	assert_non_null(d);
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.' && strstr(de->d_name, ".pb.gz") != NULL;
-	closedir(d);
-	return n;
-}
-
 /* The agent's loop: a window's samples, cut when the window ends, written as one profile of the
  * process's service; SIGTERM ends the run with exit 0, the open window's samples flushed first
  * (windows without samples write nothing). */
@@ -398,7 +384,7 @@ static void test_agent_window_loop(void **state)
 	free(text);
 	free(gz);
 	*strrchr(file, '/') = 0;
-	assert_int_equal(files_in(file), 2);
+	assert_int_equal(testutil__entries(file, ".pb.gz"), 2);	/* windows' files */
 }
 
 int main(void)
