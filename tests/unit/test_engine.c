@@ -88,12 +88,73 @@ static void test_engine_dotnet_only_leaves_others_out(void **state)
 	profile__free(prof);
 }
 
+static int all_in_one(void *arg, struct proc *p)
+{
+	(void)arg;
+	(void)p;
+	return 0;
+}
+
+/* An idle process (unsampled for two windows' length, as in the agent) has its mappings let go
+ * at a window's cut, counted; its next sample reads them again and is named. */
+static void test_engine_idle_process_released(void **state)
+{
+	struct fx *f = *state;
+	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
+	struct profile_opts po = { .period_ns = 10000000 };
+	struct engine_counters c;
+	struct agg_window *w;
+	struct profile *prof;
+	struct pf_sample_view s;
+	struct proc *p;
+	int rc = 0;
+
+	engine__free(f->e);
+	f->o.first_window_ns = f->o.interval_ns = 1000000000ull;	/* idle after 2 s unsampled */
+	f->e = engine__open(&f->o, &rc);
+	assert_non_null(f->e);
+	assert_int_equal(engine__attach(f->e), 0);
+	queue_sample(user, 1, 0);
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	w = engine__cut(f->e);	/* the sample's window; the process was sampled in it: kept */
+	assert_non_null(w);
+	aggregate__window_free(w);
+	p = proctab__find(engine__procs(f->e), getpid(), testutil__start_ticks(getpid()));
+	assert_non_null(p);
+	assert_non_null(p->vmas);
+	engine__counters(f->e, &c);
+	assert_int_equal(c.procs_idle_released, 0);
+
+	p->last_sample_ns = now_ns() - 3000000000ull;	/* as if three seconds passed unsampled */
+	w = engine__cut(f->e);
+	assert_non_null(w);
+	aggregate__window_free(w);
+	engine__counters(f->e, &c);
+	assert_int_equal(c.procs_idle_released, 1);
+	assert_null(p->vmas);
+
+	queue_sample(user, 1, 0);	/* sampled again: its mappings read again, its frame named */
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	assert_non_null(p->vmas);
+	w = engine__cut(f->e);
+	assert_non_null(w);
+	prof = profile__new(&po);
+	assert_non_null(prof);
+	assert_true(engine__build(f->e, w, all_in_one, NULL, &prof, 1) >= 0);
+	aggregate__window_free(w);
+	assert_int_equal(profile__total(prof), 1);
+	assert_int_equal(profile__sample(prof, 0, &s), 0);
+	assert_string_equal(profile__location_name(prof, s.locs[0]), "test_engine_marked_function");
+	profile__free(prof);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_engine_sample_to_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_malformed_record_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_dotnet_only_leaves_others_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_idle_process_released, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
