@@ -80,7 +80,15 @@ int bpfsession__drain(struct bpfsession *s)
 
 int bpfsession__poll(struct bpfsession *s, int timeout_ms) { return bpfsession__drain(s); }
 int bpfsession__attach(struct bpfsession *s) { return 0; }
-int bpfsession__pause(struct bpfsession *s, int paused) { return 0; }
+int fake_paused, fake_pause_rc;
+
+int bpfsession__pause(struct bpfsession *s, int paused)
+{
+	if (fake_pause_rc)
+		return fake_pause_rc;
+	fake_paused = paused;
+	return 0;
+}
 void bpfsession__detach(struct bpfsession *s) {}
 int bpfsession__epoll_fd(const struct bpfsession *s) { return -1; }
 int bpfsession__ctx_map_fd(const struct bpfsession *s) { return -1; }
@@ -182,6 +190,7 @@ void fake_reset(void)
 	memset(fake_counters, 0, sizeof(fake_counters));
 	memset(&fake_opts, 0, sizeof(fake_opts));
 	fake_checks = fake_opens = fake_check_rc = fake_open_rc = 0;
+	fake_paused = fake_pause_rc = 0;
 	fake_on_drain = NULL;
 }
 

@@ -27,6 +27,8 @@ extern struct bpfsession_opts fake_opts;
 extern int fake_checks, fake_opens, fake_check_rc, fake_open_rc;
 /* Called at each drain of the fake ring (each poll, and the engine's stop), e.g. to queue. */
 extern void (*fake_on_drain)(void);
+/* The sampling as bpfsession__pause left it (1: paused), and what the next pause returns. */
+extern int fake_paused, fake_pause_rc;
 /* All of the above back to zero (setup does it). */
 void fake_reset(void);
 /* A function of this program for user frames to land in. */

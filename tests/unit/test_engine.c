@@ -3,6 +3,7 @@
  * unavailable. Samples of this process go from a record to a window to a profile. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -148,6 +149,35 @@ static void test_engine_idle_process_released(void **state)
 	profile__free(prof);
 }
 
+/* SIGUSR1 pauses the sampling and SIGUSR2 resumes it, at the next poll; the time paused is
+ * counted. A pause the session refuses leaves the sampling as it was. */
+static void test_engine_pause_signals(void **state)
+{
+	struct fx *f = *state;
+	struct engine_counters c;
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	engine__catch_pause_signals();
+	raise(SIGUSR1);
+	assert_int_equal(fake_paused, 0);	/* not before the next poll */
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	assert_int_equal(fake_paused, 1);
+	engine__counters(f->e, &c);
+	assert_true(c.paused_ns > 0);
+	raise(SIGUSR2);
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	assert_int_equal(fake_paused, 0);
+
+	fake_pause_rc = -EPERM;
+	raise(SIGUSR1);
+	assert_int_equal(engine__poll(f->e, 0), 0);	/* said, and sampling goes on */
+	fake_pause_rc = 0;
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	assert_int_equal(fake_paused, 0);	/* the refused pause is not tried again */
+	sigaction(SIGUSR1, &dfl, NULL);
+	sigaction(SIGUSR2, &dfl, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +185,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_engine_malformed_record_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_dotnet_only_leaves_others_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_idle_process_released, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_pause_signals, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
