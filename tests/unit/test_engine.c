@@ -178,6 +178,40 @@ static void test_engine_pause_signals(void **state)
 	sigaction(SIGUSR2, &dfl, NULL);
 }
 
+/* With process events: an exec of a sampled process starts its new program (counted); a sample
+ * taken before the exec but handled after it is filed before it. An event of a process not
+ * profiled, and one of an unknown type, are counted. */
+static void test_engine_exec_event(void **state)
+{
+	struct fx *f = *state;
+	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
+	struct engine_counters c;
+	struct profile *prof;
+	int rc = 0;
+
+	engine__free(f->e);
+	fake_events = 1;
+	f->e = engine__open(&f->o, &rc);
+	assert_non_null(f->e);
+	assert_int_equal(engine__attach(f->e), 0);
+	queue_sample(user, 1, 0);
+	assert_int_equal(engine__poll(f->e, 0), 0);	/* known and sampled */
+	queue_sample(user, 1, 0);	/* taken before the exec, handled after it */
+	queue_event(SP_EV_EXEC, getpid(), "newprog");
+	queue_event(SP_EV_CTX_MAPPED, getpid() + 1, "other");	/* not a -p process */
+	queue_event(99, getpid(), "bad");
+	assert_int_equal(engine__poll(f->e, 0), 0);
+	queue_sample(user, 1, 0);	/* the new program's */
+	prof = build(f, 3, &c);
+	assert_int_equal(c.ev_unavailable, 0);
+	assert_int_equal(c.ev_exec, 1);
+	assert_int_equal(c.ev_before_exec, 1);
+	assert_int_equal(c.ev_not_target, 1);
+	assert_int_equal(c.malformed, 1);
+	assert_int_equal(profile__total(prof), 3);
+	profile__free(prof);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +220,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_engine_dotnet_only_leaves_others_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_idle_process_released, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_pause_signals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_exec_event, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
