@@ -24,6 +24,17 @@
 #include "engine_fx.h"
 
 
+/* The engine opened again with f->o as the test changed it, attached. */
+static void reopen(struct fx *f)
+{
+	int rc = 0;
+
+	engine__free(f->e);
+	f->e = engine__open(&f->o, &rc);
+	assert_non_null(f->e);
+	assert_int_equal(engine__attach(f->e), 0);
+}
+
 static void test_engine_sample_to_profile(void **state)
 {
 	struct fx *f = *state;
@@ -75,13 +86,9 @@ static void test_engine_dotnet_only_leaves_others_out(void **state)
 	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
 	struct engine_counters c;
 	struct profile *prof;
-	int rc = 0;
 
-	engine__free(f->e);
 	f->o.dotnet_only = 1;
-	f->e = engine__open(&f->o, &rc);
-	assert_non_null(f->e);
-	assert_int_equal(engine__attach(f->e), 0);
+	reopen(f);
 	queue_sample(user, 1, 0);
 	prof = build(f, 1, &c);
 	assert_int_equal(c.not_target, 1);
@@ -108,13 +115,9 @@ static void test_engine_idle_process_released(void **state)
 	struct profile *prof;
 	struct pf_sample_view s;
 	struct proc *p;
-	int rc = 0;
 
-	engine__free(f->e);
 	f->o.first_window_ns = f->o.interval_ns = 1000000000ull;	/* idle after 2 s unsampled */
-	f->e = engine__open(&f->o, &rc);
-	assert_non_null(f->e);
-	assert_int_equal(engine__attach(f->e), 0);
+	reopen(f);
 	queue_sample(user, 1, 0);
 	assert_int_equal(engine__poll(f->e, 0), 0);
 	w = engine__cut(f->e);	/* the sample's window; the process was sampled in it: kept */
@@ -187,13 +190,9 @@ static void test_engine_exec_event(void **state)
 	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
 	struct engine_counters c;
 	struct profile *prof;
-	int rc = 0;
 
-	engine__free(f->e);
 	fake_events = 1;
-	f->e = engine__open(&f->o, &rc);
-	assert_non_null(f->e);
-	assert_int_equal(engine__attach(f->e), 0);
+	reopen(f);
 	queue_sample(user, 1, 0);
 	assert_int_equal(engine__poll(f->e, 0), 0);	/* known and sampled */
 	queue_sample(user, 1, 0);	/* taken before the exec, handled after it */
