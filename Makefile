@@ -150,8 +150,9 @@ $(BUILD)/spanprof: $(OBJ)/user/cmd/main.o $(ALL_OBJS)
 
 # build/spanprof-test: the same program with the switches only tests may use compiled in
 # (SPANPROF_TEST_BUILD: $SPANPROF_TEST_REMOTE_FSTYPES in lib/procfs.c, $SPANPROF_TEST_CTX_EVENTS in
-# user/session/procevents.c). The shipped build/spanprof never reads them (tests/integration/switches.sh).
-TESTBUILD_SRCS := lib/procfs.c user/session/procevents.c
+# user/session/procevents.c, the benchmarks' $SPANPROF_BPF_VARIANT in user/session/bpfsession.c).
+# The shipped build/spanprof never reads them (tests/integration/switches.sh).
+TESTBUILD_SRCS := lib/procfs.c user/session/procevents.c user/session/bpfsession.c
 TESTBUILD_OBJS := $(TESTBUILD_SRCS:%.c=$(OBJ)/testbuild/%.o)
 $(TESTBUILD_OBJS): $(OBJ)/testbuild/%.o: %.c | $(DEPS_STAMP) $(GEN_HDRS)
 	$(call msg,CC,$@)

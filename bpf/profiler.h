@@ -27,8 +27,8 @@
 
 /*
  * Variants of the sampler without one of its parts, for measuring what each costs
- * (scripts/bench-sampler.sh; SPANPROF_BPF_VARIANT names them). A profile taken with one lacks
- * what it skips.
+ * (scripts/bench-sampler.sh; SPANPROF_BPF_VARIANT names them, read by build/spanprof-test only).
+ * A profile taken with one lacks what it skips.
  */
 #define SP_VAR_NO_USTACK	(1u << 0)	/* no user stack walk */
 #define SP_VAR_NO_KSTACK	(1u << 1)	/* no kernel stack walk */

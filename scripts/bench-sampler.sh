@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench-sampler.sh: what each part of the BPF sampler costs on a .NET service. SpanService (hook
 # on) under LoadGen; `spanprof record -p PID -F HZ --bpf-stats` once per variant of the sampler
-# (SPANPROF_BPF_VARIANT: the program without that part), the variants alternated every round, each
-# run DURATION s against the same warm service. Per variant: the median BPF run time per sample
+# (SPANPROF_BPF_VARIANT: the program without that part, read only by the test build
+# build/spanprof-test, which runs every variant), the variants alternated every round, each run
+# DURATION s against the same warm service. Per variant: the median BPF run time per sample
 # taken over the rounds, and the difference from the full program (what the part costs). For the
 # full program also the user space's CPU per 1000 samples (record's own figure).
 #
@@ -33,8 +34,8 @@ fi
 HOOK_DLL=$BUILD/hook/SpanProf.Hook.dll
 SVC_DLL=$BUILD/apps/SpanService/SpanService.dll
 GEN_DLL=$BUILD/apps/LoadGen/LoadGen.dll
-for f in "$HOOK_DLL" "$SVC_DLL" "$GEN_DLL" "$BUILD/spanprof"; do
-	[ -e "$f" ] || { echo "bench-sampler: $f missing: run make all apps" >&2; exit 1; }
+for f in "$HOOK_DLL" "$SVC_DLL" "$GEN_DLL" "$BUILD/spanprof-test"; do
+	[ -e "$f" ] || { echo "bench-sampler: $f missing: run make all apps tools" >&2; exit 1; }
 done
 TMP=$(mktemp -d /tmp/bench-sampler.XXXXXX)
 PIDS=()
@@ -61,7 +62,7 @@ echo "bench-sampler: machine $(nproc) CPUs, kernel $(uname -r), .NET $(dotnet --
 for r in $(seq "$ROUNDS"); do
 	order=$(echo $VARIANTS | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
 	for v in $order; do
-		var=$v bin=$BUILD/spanprof target=$svc
+		var=$v bin=$BUILD/spanprof-test target=$svc
 		[ "$v" = full ] && var=
 		[ "$v" = base ] && var= bin=$BASE
 		[ "$v" = filtered ] && var= target=$sleeper

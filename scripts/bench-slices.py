@@ -191,14 +191,16 @@ class Arm:
 
 class Spanprof(Arm):
     """spanprof record -p PID -F HZ, attached throughout; SIGUSR1 pauses its sampling, SIGUSR2
-    resumes it. SPANPROF_BPF_VARIANT (bpf/profiler.h) picks a sampler without some of its parts."""
+    resumes it. SPANPROF_BPF_VARIANT (bpf/profiler.h) picks a sampler without some of its parts;
+    only the test build (build/spanprof-test) reads it, so a variant runs that one."""
 
     def __init__(self, target, tmp, variant="", extra=()):
         super().__init__(target, tmp)
         self.variant, self.extra = variant, list(extra)
 
     def argv(self):
-        return [os.path.join(BUILD, "spanprof"), "record", "-p", str(self.target), "-F", HZ,
+        binary = "spanprof-test" if self.variant else "spanprof"
+        return [os.path.join(BUILD, binary), "record", "-p", str(self.target), "-F", HZ,
                 "-o", os.path.join(self.tmp, "slices.pb.gz")] + self.extra
 
     def start(self):
@@ -539,6 +541,8 @@ def main():
               "apps/LoadGen/LoadGen.dll", "spanprof"):
         if not os.path.exists(os.path.join(BUILD, f)):
             die(f"{BUILD}/{f} missing: run make all apps")
+    if "spanprof-floor" in ARMS and not os.path.exists(os.path.join(BUILD, "spanprof-test")):
+        die(f"{BUILD}/spanprof-test missing (the arm spanprof-floor runs it): run make tools")
     if "perf" in ARMS and not shutil.which("perf"):
         die("perf missing (apt-get install linux-perf)")
     if "dotnet-trace" in ARMS and not os.access(DotnetTrace.tool, os.X_OK):

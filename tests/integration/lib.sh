@@ -25,7 +25,7 @@ BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 SPANPROF=$BUILD/spanprof
 # The same program with the test-only switches compiled in (SPANPROF_TEST_REMOTE_FSTYPES,
-# SPANPROF_TEST_CTX_EVENTS; `make tools`): tests that set them run this one.
+# SPANPROF_TEST_CTX_EVENTS, SPANPROF_BPF_VARIANT; `make tools`): tests that set them run this one.
 SPANPROF_TEST=$BUILD/spanprof-test
 TOOLS=$ROOT/tests/tools
 NSRUN=$ROOT/tests/integration/nsrun.sh

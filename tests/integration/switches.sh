@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# switches.sh: the switches only tests may use are not in the shipped builds. build/spanprof does
-# not contain nor obey SPANPROF_TEST_REMOTE_FSTYPES and SPANPROF_TEST_CTX_EVENTS, nor the hook
-# (build/hook/SpanProf.Hook.dll) SPANPROF_HOOK_FAULT; the test builds (build/spanprof-test,
-# SPANPROF_TEST_BUILD; build/testhook, SPANPROF_TEST_FAULTS) obey them, which shows each case can
-# tell the two apart.
+# switches.sh: the switches only tests and benchmarks may use are not in the shipped builds.
+# build/spanprof does not contain nor obey SPANPROF_TEST_REMOTE_FSTYPES, SPANPROF_TEST_CTX_EVENTS
+# and SPANPROF_BPF_VARIANT, nor the hook (build/hook/SpanProf.Hook.dll) SPANPROF_HOOK_FAULT; the
+# test builds (build/spanprof-test, SPANPROF_TEST_BUILD; build/testhook, SPANPROF_TEST_FAULTS) obey
+# them, which shows each case can tell the two apart.
 . "$(dirname "$0")/lib.sh"
 need_root
 FAKE=$BUILD/apps/native/fake_dotnet
-need_built "$SPANPROF_TEST" "$FAKE"
+need_built "$SPANPROF_TEST" "$FAKE" "$HOTCHAIN"
 
 # 1. The names are not in the shipped binary at all.
-for v in SPANPROF_TEST_REMOTE_FSTYPES SPANPROF_TEST_CTX_EVENTS; do
+for v in SPANPROF_TEST_REMOTE_FSTYPES SPANPROF_TEST_CTX_EVENTS SPANPROF_BPF_VARIANT; do
 	grep -aq "$v" "$SPANPROF_TEST" || fail "the test build does not contain $v (the check below proves nothing)"
 	! grep -aq "$v" "$SPANPROF" || fail "the shipped build contains $v"
 done
-pass "the shipped build contains neither SPANPROF_TEST_REMOTE_FSTYPES nor SPANPROF_TEST_CTX_EVENTS"
+pass "the shipped build contains none of SPANPROF_TEST_REMOTE_FSTYPES, SPANPROF_TEST_CTX_EVENTS, SPANPROF_BPF_VARIANT"
 
 # 2. SPANPROF_TEST_REMOTE_FSTYPES=tmpfs: a perf map on tmpfs (/dev/shm) is read by the shipped
 # build, refused by the test build.
@@ -54,7 +54,27 @@ if grep -q 'span-table events unavailable' "$TMP/ctx-shipped.err"; then
 fi
 pass "SPANPROF_TEST_CTX_EVENTS=none: the shipped build kept its span-table events, the test build dropped them"
 
-# 4. The hook: SPANPROF_HOOK_FAULT is read by its test build only (build/testhook, SPANPROF_TEST_FAULTS).
+# 4. SPANPROF_BPF_VARIANT=no-ustack (the benchmarks' sampler without a part): the test build walks
+# no user stack, so hotchain's main -> outer -> inner_hot is not in its stacks; the shipped build
+# loads the whole sampler and has it.
+start_app --pid-line --timeout 60 "$TMP/hot.out" "$HOTCHAIN" 60
+hot=$APP_PID
+variant() {	# variant NAME BINARY: a folded recording of hotchain with SPANPROF_BPF_VARIANT=no-ustack
+	SPANPROF_BPF_VARIANT=no-ustack "$2" record -v -p "$hot" -d 1 -o "$TMP/$1.folded" > "$TMP/$1.txt" 2> "$TMP/$1.err" ||
+		{ cat "$TMP/$1.err"; fail "$1: exit non-zero"; }
+}
+chain=';main;outer;inner_hot [0-9]+$'
+variant var-test "$SPANPROF_TEST"
+grep -q 'sampler variant: no-ustack' "$TMP/var-test.err" && [ -s "$TMP/var-test.folded" ] &&
+	! grep -Eq "$chain" "$TMP/var-test.folded" ||
+	{ cat "$TMP/var-test.err"; head "$TMP/var-test.folded"; fail "the test build ignored SPANPROF_BPF_VARIANT=no-ustack"; }
+variant var-shipped "$SPANPROF"
+! grep -q 'sampler variant' "$TMP/var-shipped.err" && grep -Eq "$chain" "$TMP/var-shipped.folded" ||
+	{ cat "$TMP/var-shipped.err"; head "$TMP/var-shipped.folded"; fail "the shipped build obeyed SPANPROF_BPF_VARIANT=no-ustack"; }
+stop "$hot"
+pass "SPANPROF_BPF_VARIANT=no-ustack: the shipped build walked the user stacks, the test build did not"
+
+# 5. The hook: SPANPROF_HOOK_FAULT is read by its test build only (build/testhook, SPANPROF_TEST_FAULTS).
 need_cmd dotnet
 APP=$BUILD/apps/HotChain/HotChain
 need_built "$HOOK" "$TESTHOOK" "$APP"

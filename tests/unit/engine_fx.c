@@ -80,7 +80,15 @@ int bpfsession__drain(struct bpfsession *s)
 
 int bpfsession__poll(struct bpfsession *s, int timeout_ms) { return bpfsession__drain(s); }
 int bpfsession__attach(struct bpfsession *s) { return 0; }
-int bpfsession__pause(struct bpfsession *s, int paused) { return 0; }
+int fake_paused, fake_pause_rc;
+
+int bpfsession__pause(struct bpfsession *s, int paused)
+{
+	if (fake_pause_rc)
+		return fake_pause_rc;
+	fake_paused = paused;
+	return 0;
+}
 void bpfsession__detach(struct bpfsession *s) {}
 int bpfsession__epoll_fd(const struct bpfsession *s) { return -1; }
 int bpfsession__ctx_map_fd(const struct bpfsession *s) { return -1; }
@@ -124,18 +132,51 @@ void bpfsession__free(struct bpfsession *s)
 	fake = NULL;
 }
 
+/* The fake process events: off unless fake_events; then a queue that each consume hands over. */
+int fake_events;
+static struct {
+	procevents_fn fn;
+	void *ctx;
+	struct sp_proc_event q[8];
+	int n;
+} fake_pe;
+
 struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
 {
-	errno = ENOSYS;
-	return NULL;
+	if (!fake_events) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	fake_pe.fn = fn;
+	fake_pe.ctx = ctx;
+	fake_pe.n = 0;
+	return (struct procevents *)&fake_pe;
 }
 
-int procevents__attach(struct procevents *pe) { return -ENOSYS; }
+void queue_event(uint32_t type, uint32_t tgid, const char *comm)
+{
+	struct sp_proc_event *ev = &fake_pe.q[fake_pe.n];
+
+	assert_true(fake_pe.n < (int)(sizeof(fake_pe.q) / sizeof(fake_pe.q[0])));
+	fake_pe.n++;
+	*ev = (struct sp_proc_event){ .time_ns = now_ns(), .type = type, .tgid = tgid,
+				      .proc_start_ticks = tgid == (uint32_t)getpid() ?
+							  testutil__start_ticks(tgid) : 1 };
+	strncpy(ev->comm, comm, sizeof(ev->comm));
+}
+
+int procevents__attach(struct procevents *pe) { return fake_events ? 0 : -ENOSYS; }
 int procevents__ctx_err(const struct procevents *pe) { return -ENOSYS; }
 enum procevents_ctx_src procevents__ctx_src(const struct procevents *pe) { return PE_CTX_NONE; }
 const char *procevents__ctx_src_name(enum procevents_ctx_src src) { return "none"; }
 int procevents__fd(const struct procevents *pe) { return -1; }
-int procevents__consume(struct procevents *pe) { return 0; }
+int procevents__consume(struct procevents *pe)
+{
+	for (int i = 0; i < fake_pe.n; i++)
+		fake_pe.fn(fake_pe.ctx, &fake_pe.q[i]);
+	fake_pe.n = 0;
+	return 0;
+}
 int procevents__counters(const struct procevents *pe, uint64_t out[SP_EV_CNT__MAX]) { return 0; }
 void procevents__free(struct procevents *pe) {}
 
@@ -182,6 +223,7 @@ void fake_reset(void)
 	memset(fake_counters, 0, sizeof(fake_counters));
 	memset(&fake_opts, 0, sizeof(fake_opts));
 	fake_checks = fake_opens = fake_check_rc = fake_open_rc = 0;
+	fake_paused = fake_pause_rc = fake_events = 0;
 	fake_on_drain = NULL;
 }
 

@@ -1,5 +1,5 @@
 /* engine_fx.h: the engine with its BPF session faked (engine_fx.c: the ring buffer is a queue of
- * sample records the test writes; process events unavailable), for test_engine.c,
+ * sample records the test writes; process events unavailable unless asked for), for test_engine.c,
  * test_report.c, test_record.c and test_agent.c. Samples of this process go from a record to a
  * window to a profile. */
 #ifndef SPANPROF_ENGINE_FX_H
@@ -27,6 +27,13 @@ extern struct bpfsession_opts fake_opts;
 extern int fake_checks, fake_opens, fake_check_rc, fake_open_rc;
 /* Called at each drain of the fake ring (each poll, and the engine's stop), e.g. to queue. */
 extern void (*fake_on_drain)(void);
+/* The sampling as bpfsession__pause left it (1: paused), and what the next pause returns. */
+extern int fake_paused, fake_pause_rc;
+/* 1: process events are available (set before engine__open); queue_event queues one of this
+ * tgid (at this time; this process's start ticks, or 1 for another) that the next poll hands to
+ * the engine first. */
+extern int fake_events;
+void queue_event(uint32_t type, uint32_t tgid, const char *comm);
 /* All of the above back to zero (setup does it). */
 void fake_reset(void);
 /* A function of this program for user frames to land in. */

@@ -300,17 +300,18 @@ static int first_file(char *out, size_t len)
 	return rc;
 }
 
-/* The first drain, once the engine is attached: two samples. Every later one: once the agent
- * has written a window, SIGTERM, as an operator stops it; a loop that has written none in a
- * minute fails the run (the windows flushed at the stop would hide it). */
+/* The first drain, once the engine is attached: two samples. Once the agent has written a
+ * window: one more sample, and SIGTERM, as an operator stops it. A loop that has written none in
+ * a minute fails the run (the windows flushed at the stop would hide it). */
 static void loop_on_drain(void)
 {
-	static int queued;
+	static int queued, stopped;
 	uint64_t user[1] = { (uint64_t)(uintptr_t)test_engine_marked_function + 4 };
 	struct sigaction sa;
 	char file[PATH_MAX];
 
-	if (!queued++) {
+	if (!queued) {
+		queued = 1;
 		queue_sample(user, 1, 0);
 		queue_sample(user, 1, 0);
 		return;
@@ -318,8 +319,11 @@ static void loop_on_drain(void)
 	if (testutil__now_ms() > loop_deadline_ms)
 		_exit(105);
 	sigaction(SIGTERM, NULL, &sa);
-	if (sa.sa_handler != SIG_DFL && !first_file(file, sizeof(file)))
+	if (!stopped && sa.sa_handler != SIG_DFL && !first_file(file, sizeof(file))) {
+		stopped = 1;
+		queue_sample(user, 1, 0);	/* in a window still open at the stop */
 		raise(SIGTERM);
+	}
 }
 
 /* In the new PID namespace (this is its pid 1): its own /proc, then the agent, to a directory
@@ -341,7 +345,8 @@ static int __attribute__((noreturn)) loop_child(struct afx *f)
 }
 
 /* The agent's loop: a window's samples, cut when the window ends, written as one profile of the
- * process's service; SIGTERM ends the run with exit 0. */
+ * process's service; SIGTERM ends the run with exit 0, the open window's samples flushed first
+ * (windows without samples write nothing). */
 static void test_agent_window_loop(void **state)
 {
 	struct afx *f = *state;
@@ -378,6 +383,8 @@ static void test_agent_window_loop(void **state)
 	assert_non_null(memmem(text, n, "test_engine_marked_function", 27));
 	free(text);
 	free(gz);
+	*strrchr(file, '/') = 0;
+	assert_int_equal(testutil__entries(file, ".pb.gz"), 2);	/* windows' files */
 }
 
 int main(void)

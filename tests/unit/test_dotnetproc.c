@@ -222,7 +222,8 @@ static int poll_once(struct fx *f, void *d)
 	return dotnet_runtime.poll(f->p, d, &f->env);
 }
 
-/* Polls until the process's state leaves WAITING (the talk's answer came), within WAIT_MS. */
+/* Polls until the talk's answer came, within WAIT_MS: the state is neither WAITING nor READING
+ * (the runtime writes the perf map before it answers, so it may be read before the answer). */
 static enum dotnetproc_state poll_until_answered(struct fx *f, void *d)
 {
 	double end = testutil__now_ms() + WAIT_MS;
@@ -231,8 +232,30 @@ static enum dotnetproc_state poll_until_answered(struct fx *f, void *d)
 	for (;;) {
 		poll_once(f, d);
 		st = dotnetproc__state(f->p, NULL);
-		if (st != DOTNETPROC_WAITING || testutil__now_ms() > end)
+		if ((st != DOTNETPROC_WAITING && st != DOTNETPROC_READING) || testutil__now_ms() > end)
 			return st;
+		usleep(5000);
+	}
+}
+
+/* Polls until the fake runtime's log reads want (its commands so far), within WAIT_MS; 1 if it
+ * did. */
+static int poll_until_log(struct fx *f, void *d, const char *want)
+{
+	double end = testutil__now_ms() + WAIT_MS;
+	char path[PATH_MAX + 8];
+	int same;
+
+	snprintf(path, sizeof(path), "%s/log", f->dir);
+	for (;;) {
+		char *s;
+
+		poll_once(f, d);
+		s = testutil__slurp(path, NULL);
+		same = s && !strcmp(s, want);
+		free(s);
+		if (same || testutil__now_ms() > end)
+			return same;
 		usleep(5000);
 	}
 }
@@ -521,6 +544,48 @@ static void test_dotnetproc_idle_release(void **state)
 	assert_non_null(strstr(buf, "symbols freed 1 times while idle"));
 }
 
+/* ---- the bounded policy: a perf map we turned on goes off when idle, on again when sampled --- */
+
+static void test_dotnetproc_idle_perf_map_off_then_on_again(void **state)
+{
+	struct fx *f = *state;
+	char buf[1024];
+	void *d;
+
+	f->env.enable_perfmap = 1;
+	f->env.perfmap_idle_ns = 1000000000ull;
+	d = open_proc(f, "");
+	poll_once(f, d);
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	f->p->last_sample_ns = now_ns();
+	poll_once(f, d);	/* sampled lately: left on */
+	assert_log(f, "enable 3\n");
+	assert_true(map_exists(f));
+
+	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\n"));
+	for (double end = testutil__now_ms() + WAIT_MS; map_exists(f) && testutil__now_ms() < end;)
+		poll_once(f, d);	/* until its answer is taken: the files it wrote removed */
+	assert_false(map_exists(f));
+	dotnet_runtime.describe(f->p, d, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "turned off 1 times idle, on again 0"));
+	assert_int_equal(entries(f), 0);	/* nothing left to undo */
+	poll_once(f, d);	/* still unsampled: stays off, no command */
+	assert_log(f, "enable 3\ndisable\n");
+
+	f->p->last_sample_ns = now_ns();	/* its next sample */
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\nenable 3\n"));
+	assert_int_equal(entries(f), 1);	/* written down again before it was sent */
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	assert_true(map_exists(f));
+	dotnet_runtime.describe(f->p, d, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "turned off 1 times idle, on again 1"));
+
+	runtime__detach_all(f->p);	/* leaves it as found */
+	assert_log(f, "enable 3\ndisable\nenable 3\ndisable\n");
+	assert_int_equal(entries(f), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +600,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dotnetproc_sparse_reads_only_what_was_sampled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dotnetproc_sparse_goes_whole_when_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dotnetproc_idle_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dotnetproc_idle_perf_map_off_then_on_again, setup,
+						teardown),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--fake-runtime"))

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,20 +106,6 @@ static int run(struct rfx *f)
 	f->printed = testutil__slurp(path, NULL);
 	assert_non_null(f->printed);
 	return rc;
-}
-
-/* How many entries dir holds, hidden ones (temporary files) too. */
-static int entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	assert_non_null(d);
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-	closedir(d);
-	return n;
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -222,7 +207,7 @@ static void test_record_bad_output_before_sampling(void **state)
 	assert_int_equal(fake_opens, 0);
 	assert_string_equal(f->printed, "");	/* no report of a recording that never was */
 	assert_int_equal(access(good, F_OK), -1);
-	assert_int_equal(entries(f->dir), 0);
+	assert_int_equal(testutil__entries(f->dir, NULL), 0);
 }
 
 /* -o naming a directory is refused the same way. */
@@ -245,7 +230,7 @@ static void test_record_check_refused(void **state)
 	fake_check_rc = 2;
 	assert_int_equal(run(f), 2);
 	assert_int_equal(fake_opens, 0);
-	assert_int_equal(entries(f->dir), 0);
+	assert_int_equal(testutil__entries(f->dir, NULL), 0);
 }
 
 /* A sampler that cannot be loaded: its exit code, and no output left half-made. */
@@ -257,7 +242,7 @@ static void test_record_open_failed(void **state)
 	fake_open_rc = 1;
 	assert_int_equal(run(f), 1);
 	assert_int_equal(fake_opens, 1);
-	assert_int_equal(entries(f->dir), 0);
+	assert_int_equal(testutil__entries(f->dir, NULL), 0);
 }
 
 /* --value off-cpu: folded and SVG show off-CPU time, so samples on CPU are not in them; the
@@ -358,7 +343,7 @@ static void test_record_command_without_hook(void **state)
 	out(f, "p.folded");
 	assert_int_equal(run(f), 2);
 	assert_int_equal(fake_opens, 0);
-	assert_int_equal(entries(f->dir), 0);
+	assert_int_equal(testutil__entries(f->dir, NULL), 0);
 }
 
 int main(void)

@@ -111,12 +111,50 @@ static void test_report_progress_line(void **state)
 	profile__free(prof);
 }
 
+/* --by-span: one line per local root span name, busiest first, CPU outside spans last, each
+ * span's top functions under it. */
+static void test_report_by_span(void **state)
+{
+	struct fx *f = *state;
+	struct profile_opts po = { .period_ns = 10000000 };
+	struct profile *prof = profile__new(&po);
+	struct pf_label get = { .key = "span_name", .value = "GET /a" };
+	struct pf_label post = { .key = "span_name", .value = "POST /b" };
+	uint32_t la, lb;
+	char *text, *a, *b, *none;
+
+	assert_non_null(prof);
+	la = profile__location(prof, 0, 0x1000, profile__function(prof, "handle_a", NULL, NULL));
+	lb = profile__location(prof, 0, 0x2000, profile__function(prof, "handle_b", NULL, NULL));
+	assert_int_equal(profile__add(prof, &lb, 1, &post, 1, 3), 0);
+	assert_int_equal(profile__add(prof, &la, 1, &get, 1, 6), 0);
+	assert_int_equal(profile__add(prof, &lb, 1, NULL, 0, 4), 0);	/* more than POST /b */
+	text = report_of(f, prof, 1);
+	a = strstr(text, "\n  GET /a ");
+	b = strstr(text, "\n  POST /b ");
+	none = strstr(text, "\n  (no span) ");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(none);
+	assert_true(a < b && b < none);	/* busiest first, outside spans last all the same */
+	/* the share of all CPU time at the end of each span's line */
+	assert_true(strstr(a, " 46.2%\n") && strstr(a, " 46.2%\n") < strchr(a + 1, '\n'));
+	assert_true(strstr(b, " 23.1%\n") && strstr(b, " 23.1%\n") < strchr(b + 1, '\n'));
+	assert_true(strstr(none, " 30.8%\n") && strstr(none, " 30.8%\n") < strchr(none + 1, '\n'));
+	/* each span's top function under it, before the next span */
+	assert_true(strstr(a, "handle_a") && strstr(a, "handle_a") < b);
+	assert_true(strstr(b, "handle_b") && strstr(b, "handle_b") < none);
+	free(text);
+	profile__free(prof);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_report_counts_and_top, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_losses_by_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_progress_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_by_span, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

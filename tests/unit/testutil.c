@@ -96,6 +96,25 @@ int testutil__empty_dir(const char *dir)
 	return rc;
 }
 
+int testutil__entries(const char *dir, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		n += !suffix || (e->d_name[0] != '.' && len >= strlen(suffix) &&
+				 !strcmp(e->d_name + len - strlen(suffix), suffix));
+	}
+	closedir(d);
+	return n;
+}
+
 char *testutil__path(char *out, size_t size, const char *dir, const char *rel)
 {
 	int n = dir ? snprintf(out, size, "%s/%s", dir, rel) : snprintf(out, size, "%s", rel);

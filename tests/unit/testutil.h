@@ -22,6 +22,9 @@ int testutil__temp_file(char *out, size_t size, const void *data, size_t len);
 int testutil__rm_rf(const char *path);
 /* Removes everything inside dir, hidden entries too, keeping dir itself; 0, or -1. */
 int testutil__empty_dir(const char *dir);
+/* How many entries dir holds: every one but . and .. (hidden ones, temporary files, too) when
+ * suffix is NULL, else the visible ones whose names end in suffix. Asserts dir opens. */
+int testutil__entries(const char *dir, const char *suffix);
 
 /* dir/rel into out (rel alone when dir is NULL); asserts it fits. Returns out. */
 char *testutil__path(char *out, size_t size, const char *dir, const char *rel);

@@ -169,11 +169,13 @@ int bpfsession__check(const struct bpfsession_opts *o)
 /*
  * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output: a variant of the sampler
  * without those parts (bpf/profiler.h), for measuring what each costs (scripts/bench-sampler.sh).
- * Said on stderr, since its profiles lack what it skips. 0, or the exit code after a one-line
- * message.
+ * Only in build/spanprof-test (SPANPROF_TEST_BUILD): a shipped binary always loads the whole
+ * sampler (tests/integration/switches.sh). Said on stderr, since its profiles lack what it skips.
+ * 0, or the exit code after a one-line message.
  */
 static int sampler_variant(volatile __u32 *variant, int *rc)
 {
+#ifdef SPANPROF_TEST_BUILD
 	static const struct { const char *name; __u32 bit; } parts[] = {
 		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
@@ -198,6 +200,10 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 	}
 	if (*variant)
 		log_info("sampler variant: %s", env);
+#else
+	(void)rc;
+	*variant = 0;
+#endif
 	return 0;
 }
 
