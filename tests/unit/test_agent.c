@@ -97,16 +97,6 @@ static int run(struct afx *f)
 	return rc;
 }
 
-/* How many lines s holds. */
-static int lines(const char *s)
-{
-	int n = 0;
-
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
-}
-
 /* Neither Pyroscope, nor OTLP, nor a directory: one line naming the three, exit 2, the sampler
  * never loaded. */
 static void test_agent_no_destination(void **state)
@@ -119,7 +109,7 @@ static void test_agent_no_destination(void **state)
 	assert_non_null(strstr(f->logged, "--pyroscope-url"));
 	assert_non_null(strstr(f->logged, "--otlp-url"));
 	assert_non_null(strstr(f->logged, "--output-dir"));
-	assert_int_equal(lines(f->logged), 1);
+	assert_int_equal(testutil__lines(f->logged), 1);
 }
 
 /* The sampler's checks (privileges, -F) come first: their exit code, nothing else set up. */
@@ -192,7 +182,7 @@ static void test_agent_pyroscope_url(void **state)
 	f->o.pyroscope_url = "ftp://127.0.0.1:9";
 	assert_int_equal(run(f), 2);
 	assert_non_null(strstr(f->logged, "URL scheme 'ftp' is not http or https"));
-	assert_int_equal(lines(f->logged), 1);
+	assert_int_equal(testutil__lines(f->logged), 1);
 	f->o.pyroscope_url = "not a url at all";
 	assert_int_equal(run(f), 2);
 	assert_int_equal(fake_opens, 1);	/* only the good one got that far */

@@ -117,15 +117,6 @@ static int cli(const char *arg, ...)
 	return rc;
 }
 
-static int lines(const char *s)
-{
-	int n = 0;
-
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
-}
-
 /* ---- the tests ------------------------------------------------------------------------------ */
 
 /* No command: the usage on stderr, exit 2. */
@@ -160,7 +151,7 @@ static void test_cli_version(void **state)
 		assert_int_equal(cli(argv1[i], NULL), 0);
 		assert_memory_equal(out, "spanprof ", 9);
 		assert_true(strlen(out) > 10 && !strchr(out + 9, ' '));
-		assert_int_equal(lines(out), 1);
+		assert_int_equal(testutil__lines(out), 1);
 		assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
 		assert_string_equal(err, "");
 	}
@@ -172,7 +163,7 @@ static void test_cli_unknown_command(void **state)
 {
 	assert_int_equal(cli("recrod", "-d", "1", NULL), 2);
 	assert_non_null(strstr(err, "unknown command 'recrod'; see 'spanprof --help'\n"));
-	assert_int_equal(lines(err), 1);
+	assert_int_equal(testutil__lines(err), 1);
 	assert_int_equal(records + agents, 0);
 }
 
@@ -215,12 +206,12 @@ static void test_cli_bad_option(void **state)
 	assert_int_equal(cli("record", "--no-such-option", NULL), 2);
 	assert_non_null(strstr(err, "no-such-option"));
 	assert_non_null(strstr(err, "; see 'spanprof record --help'\n"));
-	assert_int_equal(lines(err), 1);
+	assert_int_equal(testutil__lines(err), 1);
 	assert_int_equal(cli("agent", "-F", "0", NULL), 2);
 	assert_non_null(strstr(err, "; see 'spanprof agent --help'\n"));
-	assert_int_equal(lines(err), 1);
+	assert_int_equal(testutil__lines(err), 1);
 	assert_int_equal(cli("record", "--value", "wall", NULL), 2);
-	assert_int_equal(lines(err), 1);
+	assert_int_equal(testutil__lines(err), 1);
 	assert_int_equal(records + agents, 0);
 }
 

@@ -158,6 +158,15 @@ void testutil__write_file(const char *dir, const char *name, const char *text)
 	testutil__write(dir, name, text, strlen(text));
 }
 
+int testutil__lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 char *testutil__slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

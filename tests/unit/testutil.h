@@ -36,6 +36,8 @@ void testutil__write(const char *dir, const char *rel, const void *data, size_t 
 void testutil__write_file(const char *dir, const char *name, const char *text);
 /* File path whole, malloc'd, NUL-terminated, its length into *len (if len); NULL if unopenable. */
 char *testutil__slurp(const char *path, size_t *len);
+/* How many lines (newlines) s holds. */
+int testutil__lines(const char *s);
 /* 1 if the printf-formatted path exists (lstat: a dangling symlink exists), else 0. */
 int testutil__exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One read(2) of fd into buf, NUL-terminated (at most size - 1 bytes); asserts it did not fail. */
