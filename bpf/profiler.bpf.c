@@ -102,6 +102,7 @@ struct {
  * record (read then: only the thread itself writes it, and it cannot while blocked). */
 struct offcpu_block {
 	__u64 start_ns;		/* 0: not blocked */
+	__u64 pcount;		/* sched_info.pcount then: the runs it had had */
 	struct offcpu_site site;
 	__u32 cpu;
 	__u16 ctx_len;
@@ -550,19 +551,121 @@ int sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
- * is still the current task, so its user stack, kernel stack and span record are read there (its
- * own context), with the time: the span record into its task storage, the stacks into the cache
- * of places (offcpu_sites), once per place. The block ends when the thread is woken
- * (sched_wakeup, in the waker's context): a block at or above the threshold is sent then, a
- * shorter one only counted (count and nanoseconds). The time is blocked time, switch-out to
- * wake-up: the run-queue wait after it is CPU contention, like preemption, not blocking. The
- * wake-up side could not take the user stack (not the thread's context), and fexit/schedule,
- * which would run in the woken thread, is refused by the kernel for tracing programs.
+ * The clock of the run queue p is on (sched_clock; the one its sched_info.last_queued is in), or
+ * 0 when this kernel does not say (no group scheduling: no way here from a task to its run queue;
+ * the `runqueues` symbol needs CONFIG_KALLSYMS_ALL).
+ */
+static __always_inline __u64 rq_clock_of(struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(p->se.cfs_rq) || !bpf_core_field_exists(cfs->rq))
+		return 0;
+	cfs = p->se.cfs_rq;
+	if (!cfs)
+		return 0;
+	rq = cfs->rq;
+	return rq ? rq->clock : 0;
+}
+
+/*
+ * The end of next's block, as it switches in. The block ran from its switch-out to its wake-up,
+ * which is when it was queued here: the run-queue wait after it (sched_info.last_queued, in the
+ * run queue's clock) is CPU contention, like preemption, not blocking, and is taken off. A long
+ * block is sent with the stacks of its place and the span record read at its switch-out.
+ */
+static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_block *b)
+{
+	struct task_struct *leader;
+	struct offcpu_stacks *st;
+	struct sp_sample *rec;
+	__u64 now, woke, start, queued, clock, delta, n, ctx_len;
+	__u32 zero = 0;
+
+	start = b->start_ns;
+	b->start_ns = 0;
+	/* It ran since that switch-out (woken and run while the program was detached, and now
+	 * back from a preemption): no block ends here. */
+	if (p->sched_info.pcount != b->pcount)
+		return;
+	now = bpf_ktime_get_ns();
+	woke = now;
+	queued = p->sched_info.last_queued;
+	clock = queued ? rq_clock_of(p) : 0;
+	if (queued && queued <= clock && clock - queued < now)
+		woke = now - (clock - queued);
+	if (start < offcpu_resume_ns)
+		start = offcpu_resume_ns;	/* blocked across a pause: timed from the resume */
+	delta = woke > start ? woke - start : 0;
+	if (delta < offcpu_threshold_ns) {
+		count(SP_CNT_OFFCPU_SHORT);
+		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+		return;
+	}
+	count(SP_CNT_OFFCPU_LONG);
+	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec) {
+		count(SP_CNT_LOST_SCRATCH);
+		return;
+	}
+	st = b->site.tgid ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
+	rec->time_ns = woke;
+	rec->tgid = p->tgid;
+	rec->tid = p->pid;
+	rec->cpu = b->cpu;
+	rec->off_ns = delta;
+	rec->proc_start_ticks = b->site.start_ticks;
+	leader = p->group_leader;
+	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));
+	__builtin_memcpy(rec->pcomm, leader->comm, sizeof(rec->pcomm));
+	rec->ctx_status = b->ctx_status;
+	rec->user_scan_at = 0;
+	n = 0;
+	if (st) {
+		rec->flags = SP_F_OFFCPU | st->flags;
+		rec->n_user = st->n_user;
+		rec->n_kernel = st->n_kernel;
+		rec->user_scan_at = st->user_scan_at;
+		rec->leaf_ip = st->leaf_ip;
+		rec->leaf_sp = st->leaf_sp;
+		rec->leaf_bp = st->leaf_bp;
+		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
+		n = (__u64)st->n_user + st->n_kernel;
+		if (n > 2 * SP_MAX_FRAMES)
+			n = 2 * SP_MAX_FRAMES;
+		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
+	} else {
+		/* Its place left the cache while it was blocked (or had no registers): kept, marked. */
+		count(SP_CNT_OFFCPU_SITE_LOST);
+		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
+		rec->n_user = 0;
+		rec->n_kernel = 0;
+	}
+	ctx_len = b->ctx_len;
+	if (ctx_len > SP_CTX_MAX)
+		ctx_len = 0;
+	rec->ctx_len = ctx_len;
+	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
+	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
+}
+
+/*
+ * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`, on one tracepoint: at
+ * switch-out the thread is still the current task, so its user stack, kernel stack and span
+ * record are read there (its own context), with the time: the span record into its task storage,
+ * the stacks into the cache of places (offcpu_sites), once per place. The block ends when the
+ * thread switches in again (offcpu_end, with next): a block at or above the threshold is sent
+ * then, a shorter one only counted (count and nanoseconds). The time is blocked time, switch-out
+ * to wake-up. No sched_wakeup program: every wake-up on the node would pay its entry, and the
+ * wake-up time is in the task already. The switch-in side cannot take the user stack (not the
+ * thread's context), and fexit/schedule, which would run in the woken thread, is refused by the
+ * kernel for tracing programs.
  *
  * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed.
- * A thread of an unprofiled process leaves at the pid filter (switch-out) and at the task
- * storage lookup, which allocates nothing (wake-up).
+ * A thread of an unprofiled process costs a load (switch-in: it has no task storage) and the pid
+ * filter (switch-out).
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -575,6 +678,13 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct sp_sample *rec;
 	struct pt_regs *ur;
 	__u64 ticks, n;
+
+	/* A task that has no task storage at all (every thread not profiled) costs a load here. */
+	if (next->bpf_storage) {
+		b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
+		if (b && b->start_ns)
+			offcpu_end(next, b);
+	}
 
 	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;	/* the first check: an unprofiled thread leaves here */
@@ -589,6 +699,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		count(SP_CNT_OFFCPU_NO_STORAGE);
 		return 0;
 	}
+	b->pcount = prev->sched_info.pcount;
 	ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
 	__builtin_memset(&b->site, 0, sizeof(b->site));
 	b->site.tgid = tgid;
@@ -651,80 +762,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (b->site.sp)
 		bpf_map_update_elem(&offcpu_sites, &b->site, st, BPF_ANY);
 	else
-		b->site.tgid = 0;	/* not cached: the wake-up finds no stacks */
+		b->site.tgid = 0;	/* not cached: the switch-in finds no stacks */
 	b->start_ns = bpf_ktime_get_ns();
-	return 0;
-}
-
-/*
- * The block ends when the thread is woken (in the waker's context). A long one is sent with the
- * stacks of its place and the span record read at its switch-out, in a record built here.
- */
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(offcpu_wakeup, struct task_struct *p)
-{
-	struct offcpu_block *b = bpf_task_storage_get(&offcpu_blocks, p, 0, 0);
-	struct task_struct *leader;
-	struct offcpu_stacks *st;
-	struct sp_sample *rec;
-	__u64 now, delta, n, ctx_len;
-	__u32 zero = 0;
-
-	if (!b || !b->start_ns)
-		return 0;
-	now = bpf_ktime_get_ns();
-	delta = now - (b->start_ns > offcpu_resume_ns ? b->start_ns : offcpu_resume_ns);
-	b->start_ns = 0;
-	if (delta < offcpu_threshold_ns) {
-		count(SP_CNT_OFFCPU_SHORT);
-		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
-		return 0;
-	}
-	count(SP_CNT_OFFCPU_LONG);
-	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!rec) {
-		count(SP_CNT_LOST_SCRATCH);
-		return 0;
-	}
-	st = b->site.tgid ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
-	rec->time_ns = now;
-	rec->tgid = p->tgid;
-	rec->tid = p->pid;
-	rec->cpu = b->cpu;
-	rec->off_ns = delta;
-	rec->proc_start_ticks = b->site.start_ticks;
-	leader = p->group_leader;
-	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));
-	__builtin_memcpy(rec->pcomm, leader->comm, sizeof(rec->pcomm));
-	rec->ctx_status = b->ctx_status;
-	rec->user_scan_at = 0;
-	n = 0;
-	if (st) {
-		rec->flags = SP_F_OFFCPU | st->flags;
-		rec->n_user = st->n_user;
-		rec->n_kernel = st->n_kernel;
-		rec->user_scan_at = st->user_scan_at;
-		rec->leaf_ip = st->leaf_ip;
-		rec->leaf_sp = st->leaf_sp;
-		rec->leaf_bp = st->leaf_bp;
-		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
-		n = (__u64)st->n_user + st->n_kernel;
-		if (n > 2 * SP_MAX_FRAMES)
-			n = 2 * SP_MAX_FRAMES;
-		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
-	} else {
-		/* Its place left the cache while it was blocked (or had no registers): kept, marked. */
-		count(SP_CNT_OFFCPU_SITE_LOST);
-		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
-		rec->n_user = 0;
-		rec->n_kernel = 0;
-	}
-	ctx_len = b->ctx_len;
-	if (ctx_len > SP_CTX_MAX)
-		ctx_len = 0;
-	rec->ctx_len = ctx_len;
-	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
-	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
 	return 0;
 }
