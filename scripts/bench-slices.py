@@ -20,7 +20,8 @@ What a switch leaves running is not in the figures: the hook and perf maps (chos
 spanprof's process-event programs (exec and the span table's mmap), the profiler's idle poll.
 Arms: none, spanprof (record -F HZ), spanprof-offcpu (the same with --off-cpu: pausing detaches
 the off-CPU programs too), base-offcpu (the same with another build's spanprof, BASE=path: two
-builds side by side in one run), spanprof-floor (the same with every part of the sampler off:
+builds side by side in one run), offcpu-floor (spanprof-offcpu with an off-CPU program that returns
+at once: the floor of an attached sched_switch program), spanprof-floor (the same with every part of the sampler off:
 the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
 directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).
 bench-service.sh measures those, coarsely.
@@ -322,6 +323,8 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp)
     if name == "spanprof-offcpu":
         return Spanprof(target, tmp, extra=["--off-cpu"])
+    if name == "offcpu-floor":	# --off-cpu with a sched_switch program that returns at once
+        return Spanprof(target, tmp, "offcpu-floor", extra=["--off-cpu"])
     if name == "base-offcpu":	# another build's spanprof (BASE=path), --off-cpu: A/B in one run
         return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
@@ -536,7 +539,7 @@ def main():
         return
     if TARGET not in ("loop", "service", "handoff"):
         die(f"TARGET={TARGET}: loop, service or handoff")
-    known = ("none", "spanprof", "spanprof-offcpu", "base-offcpu", "spanprof-floor", "agent", "perf",
+    known = ("none", "spanprof", "spanprof-offcpu", "offcpu-floor", "base-offcpu", "spanprof-floor", "agent", "perf",
              "dotnet-trace")
     for name in ARMS:	# before anything starts, not after the warm-up
         if name not in known:

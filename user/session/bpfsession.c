@@ -177,7 +177,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 	static const struct { const char *name; __u32 bit; } parts[] = {
 		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
-		{ "no-output", SP_VAR_NO_OUTPUT },
+		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -190,7 +190,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
 			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
-					  "no-kstack, no-leaf, no-span, no-output)", (int)len, p);
+					  "no-kstack, no-leaf, no-span, no-output, offcpu-floor)", (int)len, p);
 			return *rc;
 		}
 		*variant |= parts[i].bit;
