@@ -98,14 +98,24 @@ struct {
 	__type(value, struct offcpu_stacks);
 } offcpu_stacks_scratch SEC(".maps");
 
+#define OFFCPU_KNOWN 4	/* places a thread remembers having put in offcpu_sites */
+
 /* A profiled thread that blocked, as it was when it switched out: when, where, and its span
  * record (read then: only the thread itself writes it, and it cannot while blocked). */
 struct offcpu_block {
-	__u64 start_ns;		/* 0: not blocked */
+	__u64 start;		/* switch-out time: its run queue's clock, or with !on_rq_clock
+				 * bpf_ktime_get_ns(); 0: not blocked */
+	__u64 pcount;		/* sched_info.pcount then: the runs it had had */
 	struct offcpu_site site;
 	__u32 cpu;
 	__u16 ctx_len;
 	__u16 ctx_status;
+	__u8 on_rq_clock;
+	__u8 known_next;	/* the slot of known[] to fill next */
+	__u8 reserved[6];
+	/* Places whose stacks this thread put in (or found in) offcpu_sites: a block at one of them
+	 * skips the hash lookup. A long block whose place left the cache clears them. */
+	struct offcpu_site known[OFFCPU_KNOWN];
 	__u8 ctx[SP_CTX_MAX];
 };
 
@@ -550,19 +560,161 @@ int sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`: at switch-out the thread
- * is still the current task, so its user stack, kernel stack and span record are read there (its
- * own context), with the time: the span record into its task storage, the stacks into the cache
- * of places (offcpu_sites), once per place. The block ends when the thread is woken
- * (sched_wakeup, in the waker's context): a block at or above the threshold is sent then, a
- * shorter one only counted (count and nanoseconds). The time is blocked time, switch-out to
- * wake-up: the run-queue wait after it is CPU contention, like preemption, not blocking. The
- * wake-up side could not take the user stack (not the thread's context), and fexit/schedule,
- * which would run in the woken thread, is refused by the kernel for tracing programs.
+ * The clock of the run queue p is on (sched_clock; the one its sched_info.last_queued is in), or
+ * 0 when this kernel does not say (no group scheduling: no way here from a task to its run queue;
+ * the `runqueues` symbol needs CONFIG_KALLSYMS_ALL).
+ */
+static __always_inline __u64 rq_clock_of(struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(p->se.cfs_rq) || !bpf_core_field_exists(cfs->rq))
+		return 0;
+	cfs = p->se.cfs_rq;
+	if (!cfs)
+		return 0;
+	rq = cfs->rq;
+	return rq ? rq->clock : 0;
+}
+
+/*
+ * The end of next's block, as it switches in. The block ran from its switch-out to its wake-up,
+ * which is when it was queued here: the run-queue wait after it (sched_info.last_queued, in the
+ * run queue's clock) is CPU contention, like preemption, not blocking, and is taken off. A long
+ * block is sent with the stacks of its place and the span record read at its switch-out.
+ */
+static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_block *b)
+{
+	struct task_struct *leader;
+	struct offcpu_stacks *st;
+	struct sp_sample *rec;
+	__u64 now, woke, start, end, clock, delta, n, ctx_len;
+	__u32 zero = 0;
+
+	start = b->start;
+	b->start = 0;
+	/* It ran since that switch-out (woken and run while the program was detached, and now
+	 * back from a preemption): no block ends here. */
+	if (p->sched_info.pcount != b->pcount)
+		return;
+	/* A short block costs no clock read: both ends are the run queue's clock when it has one. */
+	clock = 0;
+	if (b->on_rq_clock) {
+		end = p->sched_info.last_queued;
+		if (!end)
+			end = clock = rq_clock_of(p);
+	} else {
+		end = bpf_ktime_get_ns();
+	}
+	delta = end > start ? end - start : 0;
+	if (delta < offcpu_threshold_ns) {
+		count(SP_CNT_OFFCPU_SHORT);
+		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+		return;
+	}
+	/* A long one: its wake-up in CLOCK_MONOTONIC, and if it began before a pause, timed from the
+	 * resume (a short one is off by less than the threshold, once per thread and pause). */
+	now = bpf_ktime_get_ns();
+	woke = now;
+	if (b->on_rq_clock) {
+		if (!clock)
+			clock = rq_clock_of(p);
+		if (clock >= end && clock - end < now)
+			woke = now - (clock - end);
+	}
+	if (woke - delta < offcpu_resume_ns) {
+		delta = woke > offcpu_resume_ns ? woke - offcpu_resume_ns : 0;
+		if (delta < offcpu_threshold_ns) {
+			count(SP_CNT_OFFCPU_SHORT);
+			count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
+			return;
+		}
+	}
+	count(SP_CNT_OFFCPU_LONG);
+	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec) {
+		count(SP_CNT_LOST_SCRATCH);
+		return;
+	}
+	st = b->site.tgid ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
+	rec->time_ns = woke;
+	rec->tgid = p->tgid;
+	rec->tid = p->pid;
+	rec->cpu = b->cpu;
+	rec->off_ns = delta;
+	rec->proc_start_ticks = b->site.start_ticks;
+	leader = p->group_leader;
+	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));
+	__builtin_memcpy(rec->pcomm, leader->comm, sizeof(rec->pcomm));
+	rec->ctx_status = b->ctx_status;
+	rec->user_scan_at = 0;
+	n = 0;
+	if (st) {
+		rec->flags = SP_F_OFFCPU | st->flags;
+		rec->n_user = st->n_user;
+		rec->n_kernel = st->n_kernel;
+		rec->user_scan_at = st->user_scan_at;
+		rec->leaf_ip = st->leaf_ip;
+		rec->leaf_sp = st->leaf_sp;
+		rec->leaf_bp = st->leaf_bp;
+		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
+		n = (__u64)st->n_user + st->n_kernel;
+		if (n > 2 * SP_MAX_FRAMES)
+			n = 2 * SP_MAX_FRAMES;
+		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
+	} else {
+		/* Its place left the cache while it was blocked (or had no registers): kept, marked;
+		 * the next block there takes its stacks again. */
+		count(SP_CNT_OFFCPU_SITE_LOST);
+		__builtin_memset(b->known, 0, sizeof(b->known));
+		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
+		rec->n_user = 0;
+		rec->n_kernel = 0;
+	}
+	ctx_len = b->ctx_len;
+	if (ctx_len > SP_CTX_MAX)
+		ctx_len = 0;
+	rec->ctx_len = ctx_len;
+	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
+	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
+}
+
+/* The block starts now: the run queue's clock (prev runs here) where there is one. */
+static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu_block *b)
+{
+	__u64 clock = rq_clock_of(prev);
+
+	b->on_rq_clock = clock != 0;
+	b->start = clock ? clock : bpf_ktime_get_ns();
+}
+
+/* The thread's current place is in offcpu_sites: remember it among its known places. */
+static __always_inline void remember_site(struct offcpu_block *b)
+{
+	__u32 i = b->known_next % OFFCPU_KNOWN;
+
+	b->known[i] = b->site;
+	b->known_next = (i + 1) % OFFCPU_KNOWN;
+}
+
+/*
+ * Off-CPU, the design of bcc's offcputime and `perf record --off-cpu`, on one tracepoint: at
+ * switch-out the thread is still the current task, so its user stack, kernel stack and span
+ * record are read there (its own context), with the time: the span record into its task storage,
+ * the stacks into the cache of places (offcpu_sites), once per place. The block ends when the
+ * thread switches in again (offcpu_end, with next): a block at or above the threshold is sent
+ * then, a shorter one only counted (count and nanoseconds). The time is blocked time, switch-out
+ * to wake-up. No sched_wakeup program: every wake-up on the node would pay its entry, and the
+ * wake-up time is in the task already. The switch-in side cannot take the user stack (not the
+ * thread's context), and fexit/schedule, which would run in the woken thread, is refused by the
+ * kernel for tracing programs.
  *
- * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed.
- * A thread of an unprofiled process leaves at the pid filter (switch-out) and at the task
- * storage lookup, which allocates nothing (wake-up).
+ * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed,
+ * before the pid filter (a thread that has blocked before has task storage). A thread of an
+ * unprofiled process costs a load at switch-in (it has no task storage) and at switch-out a load
+ * (preempted) or the pid filter (blocking).
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -575,20 +727,35 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct sp_sample *rec;
 	struct pt_regs *ur;
 	__u64 ticks, n;
+	bool known;
+	int i;
 
-	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
-		return 0;	/* the first check: an unprofiled thread leaves here */
-	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
+	if (variant & SP_VAR_OFFCPU_FLOOR)
 		return 0;
+	/* A task that has no task storage at all (every thread not profiled) costs a load here. */
+	if (next->bpf_storage) {
+		b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
+		if (b && b->start)
+			offcpu_end(next, b);
+	}
+
 	if (preempt || prev_state == 0 /* TASK_RUNNING */) {
-		count(SP_CNT_OFFCPU_PREEMPT);
+		/* Not blocking: counted for the threads that have blocked before, without the pid
+		 * filter's lookup. */
+		if (prev->bpf_storage && bpf_task_storage_get(&offcpu_blocks, prev, 0, 0))
+			count(SP_CNT_OFFCPU_PREEMPT);
 		return 0;
 	}
+	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;	/* an unprofiled thread that blocks leaves here */
+	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
+		return 0;
 	b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!b) {
 		count(SP_CNT_OFFCPU_NO_STORAGE);
 		return 0;
 	}
+	b->pcount = prev->sched_info.pcount;
 	ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
 	__builtin_memset(&b->site, 0, sizeof(b->site));
 	b->site.tgid = tgid;
@@ -606,10 +773,25 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	/*
 	 * The stacks cost microseconds and most blocks are short, only counted: a place seen before
 	 * keeps the stacks taken there the first time, and only the span record is read (prev is the
-	 * current task: the record is its own).
+	 * current task: the record is its own). The thread's own list of places it knows to be in
+	 * the cache spares the hash lookup.
 	 */
-	st = b->site.sp ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
-	if (st) {
+	known = false;
+	if (b->site.sp) {
+#pragma unroll
+		for (i = 0; i < OFFCPU_KNOWN; i++)
+			if (b->known[i].ip == b->site.ip && b->known[i].sp == b->site.sp &&
+			    b->known[i].bp == b->site.bp && b->known[i].nr == b->site.nr &&
+			    b->known[i].tgid == tgid && b->known[i].start_ticks == ticks)
+				known = true;
+	}
+	st = NULL;
+	if (!known && b->site.sp) {
+		st = bpf_map_lookup_elem(&offcpu_sites, &b->site);
+		if (st)
+			remember_site(b);
+	}
+	if (known || st) {
 		count(SP_CNT_OFFCPU_SITE_HIT);
 		b->ctx_len = 0;
 		b->ctx_status = SP_CNT_CTX_UNHOOKED;
@@ -617,7 +799,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		if (cp && cp->proc_start_ticks == ticks && cp->slot_count &&
 		    (cp->slot_count & (cp->slot_count - 1)) == 0)
 			b->ctx_len = read_span(prev, cp, b->ctx, &b->ctx_status);
-		b->start_ns = bpf_ktime_get_ns();
+		offcpu_start(prev, b);
 		return 0;
 	}
 
@@ -648,83 +830,10 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (b->ctx_len > SP_CTX_MAX)
 		b->ctx_len = 0;
 	bpf_probe_read_kernel(b->ctx, b->ctx_len, rec->data + n * 8);
-	if (b->site.sp)
-		bpf_map_update_elem(&offcpu_sites, &b->site, st, BPF_ANY);
-	else
-		b->site.tgid = 0;	/* not cached: the wake-up finds no stacks */
-	b->start_ns = bpf_ktime_get_ns();
-	return 0;
-}
-
-/*
- * The block ends when the thread is woken (in the waker's context). A long one is sent with the
- * stacks of its place and the span record read at its switch-out, in a record built here.
- */
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(offcpu_wakeup, struct task_struct *p)
-{
-	struct offcpu_block *b = bpf_task_storage_get(&offcpu_blocks, p, 0, 0);
-	struct task_struct *leader;
-	struct offcpu_stacks *st;
-	struct sp_sample *rec;
-	__u64 now, delta, n, ctx_len;
-	__u32 zero = 0;
-
-	if (!b || !b->start_ns)
-		return 0;
-	now = bpf_ktime_get_ns();
-	delta = now - (b->start_ns > offcpu_resume_ns ? b->start_ns : offcpu_resume_ns);
-	b->start_ns = 0;
-	if (delta < offcpu_threshold_ns) {
-		count(SP_CNT_OFFCPU_SHORT);
-		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
-		return 0;
-	}
-	count(SP_CNT_OFFCPU_LONG);
-	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	rec = bpf_map_lookup_elem(&scratch, &zero);
-	if (!rec) {
-		count(SP_CNT_LOST_SCRATCH);
-		return 0;
-	}
-	st = b->site.tgid ? bpf_map_lookup_elem(&offcpu_sites, &b->site) : NULL;
-	rec->time_ns = now;
-	rec->tgid = p->tgid;
-	rec->tid = p->pid;
-	rec->cpu = b->cpu;
-	rec->off_ns = delta;
-	rec->proc_start_ticks = b->site.start_ticks;
-	leader = p->group_leader;
-	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));
-	__builtin_memcpy(rec->pcomm, leader->comm, sizeof(rec->pcomm));
-	rec->ctx_status = b->ctx_status;
-	rec->user_scan_at = 0;
-	n = 0;
-	if (st) {
-		rec->flags = SP_F_OFFCPU | st->flags;
-		rec->n_user = st->n_user;
-		rec->n_kernel = st->n_kernel;
-		rec->user_scan_at = st->user_scan_at;
-		rec->leaf_ip = st->leaf_ip;
-		rec->leaf_sp = st->leaf_sp;
-		rec->leaf_bp = st->leaf_bp;
-		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
-		n = (__u64)st->n_user + st->n_kernel;
-		if (n > 2 * SP_MAX_FRAMES)
-			n = 2 * SP_MAX_FRAMES;
-		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
-	} else {
-		/* Its place left the cache while it was blocked (or had no registers): kept, marked. */
-		count(SP_CNT_OFFCPU_SITE_LOST);
-		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
-		rec->n_user = 0;
-		rec->n_kernel = 0;
-	}
-	ctx_len = b->ctx_len;
-	if (ctx_len > SP_CTX_MAX)
-		ctx_len = 0;
-	rec->ctx_len = ctx_len;
-	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
-	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
+	if (b->site.sp && !bpf_map_update_elem(&offcpu_sites, &b->site, st, BPF_ANY))
+		remember_site(b);
+	else if (!b->site.sp)
+		b->site.tgid = 0;	/* not cached: the switch-in finds no stacks */
+	offcpu_start(prev, b);
 	return 0;
 }

@@ -35,6 +35,8 @@
 #define SP_VAR_NO_LEAF		(1u << 2)	/* no leaf registers and stack words */
 #define SP_VAR_NO_SPAN		(1u << 3)	/* no span table probes and record copy */
 #define SP_VAR_NO_OUTPUT	(1u << 4)	/* no ring buffer write */
+#define SP_VAR_OFFCPU_FLOOR	(1u << 5)	/* the off-CPU program returns at once: what an
+						 * attached sched_switch program costs */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.
@@ -62,8 +64,8 @@
 	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
 	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
-	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads switched out runnable (preempted, "   \
-	  "yielded): not blocking, counted only")                                                   \
+	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads that have blocked before, switched "  \
+	  "out runnable (preempted, yielded): not blocking, counted only")                          \
 	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")\
 	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
 	  "cached, only the span read")                                                              \

@@ -5,13 +5,14 @@
 # places. Prints
 #   1. BPF run time per context switch of an unprofiled thread and of a profiled one whose blocks
 #      are all below the threshold (scripts/bench-offcpu.sh LOAD=handoff);
-#   2. the hand-offs per second with spanprof record and with record --off-cpu over none,
-#      side by side in slices of one run (scripts/bench-slices.py TARGET=handoff).
+#   2. the hand-offs per second with spanprof record, with record --off-cpu and with --off-cpu
+#      whose program returns at once (the floor) over none, side by side in slices of one run
+#      (scripts/bench-slices.py TARGET=handoff).
 # Figures only; nothing passes or fails. ROUNDS, PAIRS, SLICE as bench-slices.py (defaults 2, 10, 2).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LOAD=handoff BUILD=$BUILD ./scripts/bench-offcpu.sh
 echo "-- throughput side by side (bench-slices.py TARGET=handoff)"
-TARGET=handoff ARMS="none spanprof spanprof-offcpu" ROUNDS=${ROUNDS:-2} PAIRS=${PAIRS:-10} \
+TARGET=handoff ARMS="none spanprof spanprof-offcpu offcpu-floor" ROUNDS=${ROUNDS:-2} PAIRS=${PAIRS:-10} \
 	SLICE=${SLICE:-2} BUILD=$BUILD ./scripts/bench-slices.py

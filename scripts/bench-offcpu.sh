@@ -2,12 +2,12 @@
 # bench-offcpu.sh: what --off-cpu costs at a high context-switch rate (`make bench`, section
 # offcpu). The load is tests/apps/native/pingpong: two threads passing a byte over two pipes, a
 # blocking read and a wake-up per hop. Prints
-#   1. BPF run time of the off-CPU programs (BPF_ENABLE_STATS, --bpf-stats) per context switch and
-#      per wake-up while pingpong is NOT profiled (spanprof profiles an idle process): what every
-#      other thread on the node pays;
-#   2. the same while pingpong IS profiled, its blocks all below the 1 ms threshold: the profiled
-#      switch-out's cost is the run time left once the unprofiled runs are taken out at the price
-#      measured in 1, over pingpong's switch-outs (its blocks plus its preempted switches);
+#   1. BPF run time of the off-CPU program (sched_switch; BPF_ENABLE_STATS, --bpf-stats) per
+#      context switch while pingpong is NOT profiled (spanprof profiles an idle process): what
+#      every other thread on the node pays;
+#   2. the same while pingpong IS profiled, its blocks all below the 1 ms threshold: the run time
+#      left once the switches of other threads are taken out at the price measured in 1, over
+#      pingpong's blocks (its switch-outs, blocking or preempted, and its switch-ins all in);
 #   3. pingpong's round trips per second with no profiler, with `record -p` and with
 #      `record -p --off-cpu`, in alternating runs, and their ratios to no profiler.
 # LOAD=handoff: the load is SpanLoop --handoff instead (tests/apps/SpanLoop/Handoff.cs: .NET
@@ -57,8 +57,8 @@ rate() {
 	fi
 }
 
-# cost FILE WHAT: "per_run_us runs" of the off-CPU program line WHAT ("context switch" | "wake-up").
-cost() { sed -n "s/^  off-CPU cost: \([0-9.]*\) us of BPF run time per $2 (\([0-9]*\) runs)/\1 \2/p" "$1"; }
+# cost FILE: "per_run_us runs" of the off-CPU program's line.
+cost() { sed -n "s/^  off-CPU cost: \([0-9.]*\) us of BPF run time per context switch (\([0-9]*\) runs)/\1 \2/p" "$1"; }
 # blocks FILE: "long short preempted" from the off-CPU report line.
 blocks() {
 	sed -n 's/^  off-CPU: \([0-9]*\) blocks at.* \([0-9]*\) shorter blocks.*yielding switches (runnable: not blocking, not timed) \([0-9]*\);.*/\1 \2 \3/p' "$1"
@@ -71,27 +71,25 @@ start_load $((SECS + 2)) "$OUT/pp1.out"
 wait "$pp"
 kill "$idle" 2>/dev/null || true
 idle=
-set -- $(cost "$OUT/u.txt" "context switch") $(cost "$OUT/u.txt" "wake-up")
-u_sw=$1 u_sw_runs=$2 u_wk=${3:-0} u_wk_runs=${4:-0}
+set -- $(cost "$OUT/u.txt")
+u_sw=$1 u_sw_runs=$2
 echo "-- not profiled ($LOAD $(rate "$OUT/pp1.out" $((SECS + 2))))"
-echo "   switch-out program: $u_sw us per context switch over $u_sw_runs switches"
-echo "   wake-up program:    $u_wk us per wake-up over $u_wk_runs wake-ups"
+echo "   sched_switch program: $u_sw us per context switch over $u_sw_runs switches"
 
 # 2. pingpong profiled, every block below the threshold.
 start_load $((SECS + 2)) "$OUT/pp2.out"
 "$SP" record -p "$pp" --off-cpu --bpf-stats -d "$SECS" -o "$OUT/p.pb.gz" > "$OUT/p.txt"
 wait "$pp"
-set -- $(cost "$OUT/p.txt" "context switch") $(cost "$OUT/p.txt" "wake-up") $(blocks "$OUT/p.txt")
-p_sw=$1 p_sw_runs=$2 p_wk=$3 p_wk_runs=$4 long=$5 short=$6 preempt=$7
-awk -v psw="$p_sw" -v pswr="$p_sw_runs" -v pwk="$p_wk" -v pwkr="$p_wk_runs" -v usw="$u_sw" \
-    -v uwk="$u_wk" -v long="$long" -v short="$short" -v pre="$preempt" 'BEGIN {
+set -- $(cost "$OUT/p.txt") $(blocks "$OUT/p.txt")
+p_sw=$1 p_sw_runs=$2 long=$3 short=$4 preempt=$5
+awk -v psw="$p_sw" -v pswr="$p_sw_runs" -v usw="$u_sw" -v long="$long" -v short="$short" \
+    -v pre="$preempt" 'BEGIN {
 	own = long + short + pre; blk = long + short
 	sw = own ? (psw * pswr - usw * (pswr - own)) / own : 0
-	wk = blk ? (pwk * pwkr - uwk * (pwkr - blk)) / blk : 0
 	printf "-- profiled (%s), below the threshold: %d blocks (%d at or above it), %d preempted switches\n", "'"$(rate "$OUT/pp2.out" $((SECS + 2)))"'", blk, long, pre
-	printf "   all switches: %.3f us per run over %d; all wake-ups: %.3f us over %d\n", psw, pswr, pwk, pwkr
-	printf "   profiled switch-out: %.3f us; profiled wake-up: %.3f us; per profiled block (both): %.3f us\n",
-	       sw, wk, own ? (sw * own + wk * blk) / blk : 0
+	printf "   all switches: %.3f us per run over %d\n", psw, pswr
+	printf "   per profiled switch-out (its switch-in in): %.3f us; per profiled block (preempted switches in): %.3f us\n",
+	       sw, blk ? sw * own / blk : 0
 }'
 
 [ "$LOAD" = pingpong ] || exit 0

@@ -19,7 +19,9 @@ through a ring (HANDOFF_THREADS, a span and a CHUNK_US chunk per hand-off, defau
 What a switch leaves running is not in the figures: the hook and perf maps (chosen at start),
 spanprof's process-event programs (exec and the span table's mmap), the profiler's idle poll.
 Arms: none, spanprof (record -F HZ), spanprof-offcpu (the same with --off-cpu: pausing detaches
-the off-CPU programs too), spanprof-floor (the same with every part of the sampler off:
+the off-CPU programs too), base-offcpu (the same with another build's spanprof, BASE=path: two
+builds side by side in one run), offcpu-floor (spanprof-offcpu with an off-CPU program that returns
+at once: the floor of an attached sched_switch program), spanprof-floor (the same with every part of the sampler off:
 the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
 directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).
 bench-service.sh measures those, coarsely.
@@ -61,6 +63,7 @@ SLICE = float(ENV.get("SLICE", "2"))
 GUARD = float(ENV.get("GUARD", "0.1"))	# seconds after a switch left out of the slice
 DISTURBED = float(ENV.get("DISTURBED", "0.10"))	# off slices this far apart: a disturbed pair
 HZ = ENV.get("HZ", "99")
+BASE = ENV.get("BASE", "")	# arm base-offcpu: this spanprof binary
 TARGET = ENV.get("TARGET", "loop")	# loop: SpanLoop; service: SpanService under LoadGen; handoff
 HANDOFF_THREADS = ENV.get("HANDOFF_THREADS", "4")
 WARMUP = float(ENV.get("WARMUP", "15"))
@@ -194,13 +197,16 @@ class Spanprof(Arm):
     resumes it. SPANPROF_BPF_VARIANT (bpf/profiler.h) picks a sampler without some of its parts;
     only the test build (build/spanprof-test) reads it, so a variant runs that one."""
 
-    def __init__(self, target, tmp, variant="", extra=()):
+    def __init__(self, target, tmp, variant="", extra=(), binary=None):
         super().__init__(target, tmp)
         self.variant, self.extra = variant, list(extra)
+        self.binary = binary or os.path.join(BUILD, "spanprof")
 
     def argv(self):
-        binary = "spanprof-test" if self.variant else "spanprof"
-        return [os.path.join(BUILD, binary), "record", "-p", str(self.target), "-F", HZ,
+        binary = self.binary
+        if self.variant and binary == os.path.join(BUILD, "spanprof"):
+            binary = os.path.join(BUILD, "spanprof-test")	# variants: the test build only
+        return [binary, "record", "-p", str(self.target), "-F", HZ,
                 "-o", os.path.join(self.tmp, "slices.pb.gz")] + self.extra
 
     def start(self):
@@ -321,6 +327,10 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp)
     if name == "spanprof-offcpu":
         return Spanprof(target, tmp, extra=["--off-cpu"])
+    if name == "offcpu-floor":	# --off-cpu with a sched_switch program that returns at once
+        return Spanprof(target, tmp, "offcpu-floor", extra=["--off-cpu"])
+    if name == "base-offcpu":	# another build's spanprof (BASE=path), --off-cpu: A/B in one run
+        return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
         return Spanprof(target, tmp, "no-ustack,no-kstack,no-leaf,no-span,no-output")
     if name == "agent":
@@ -533,10 +543,13 @@ def main():
         return
     if TARGET not in ("loop", "service", "handoff"):
         die(f"TARGET={TARGET}: loop, service or handoff")
-    known = ("none", "spanprof", "spanprof-offcpu", "spanprof-floor", "agent", "perf", "dotnet-trace")
+    known = ("none", "spanprof", "spanprof-offcpu", "offcpu-floor", "base-offcpu", "spanprof-floor", "agent", "perf",
+             "dotnet-trace")
     for name in ARMS:	# before anything starts, not after the warm-up
         if name not in known:
             die(f"unknown arm {name} ({' '.join(known)})")
+    if "base-offcpu" in ARMS and not os.access(BASE, os.X_OK):
+        die("arm base-offcpu: BASE=path of another build's spanprof")
     for f in ("hook/SpanProf.Hook.dll", "apps/SpanLoop/SpanLoop.dll", "apps/SpanService/SpanService.dll",
               "apps/LoadGen/LoadGen.dll", "spanprof"):
         if not os.path.exists(os.path.join(BUILD, f)):

@@ -110,8 +110,7 @@ int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint
 	return -ENODATA;
 }
 
-int bpfsession__offcpu_run_time(const struct bpfsession *s, int wakeup, uint64_t *run_time_ns,
-				uint64_t *run_cnt)
+int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
 {
 	return -ENODATA;
 }

@@ -123,10 +123,9 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
 		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
 		scan_dropped);
-	for (int wakeup = 0; wakeup < 2; wakeup++)
-		if (!bpfsession__offcpu_run_time(engine__bpf(e), wakeup, &run_ns, &runs))
-			fprintf(f, "  off-CPU cost: %.3f us of BPF run time per %s (%" PRIu64 " runs)\n",
-				run_ns / 1e3 / runs, wakeup ? "wake-up" : "context switch", runs);
+	if (!bpfsession__offcpu_run_time(engine__bpf(e), &run_ns, &runs))
+		fprintf(f, "  off-CPU cost: %.3f us of BPF run time per context switch (%" PRIu64
+			" runs)\n", run_ns / 1e3 / runs, runs);
 }
 
 struct span_cpu {

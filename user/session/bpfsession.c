@@ -47,7 +47,7 @@ struct bpfsession {
 	int *event_fds;		/* links[i]'s perf event (the link closes it) */
 	int nlinks;
 	struct bpf_link *fork_link;
-	struct bpf_link *offcpu_links[2];	/* sched_switch, sched_wakeup */
+	struct bpf_link *offcpu_link;	/* sched_switch */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
 	void *ctx;
@@ -179,7 +179,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 	static const struct { const char *name; __u32 bit; } parts[] = {
 		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
-		{ "no-output", SP_VAR_NO_OUTPUT },
+		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -192,7 +192,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
 			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
-					  "no-kstack, no-leaf, no-span, no-output)", (int)len, p);
+					  "no-kstack, no-leaf, no-span, no-output, offcpu-floor)", (int)len, p);
 			return *rc;
 		}
 		*variant |= parts[i].bit;
@@ -244,7 +244,6 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 				 o->off_cpu && o->offcpu_procs_max ? o->offcpu_procs_max : 1);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
 	bpf_program__set_autoload(s->skel->progs.offcpu_switch, o->off_cpu);
-	bpf_program__set_autoload(s->skel->progs.offcpu_wakeup, o->off_cpu);
 	if (o->off_cpu_threshold_ns)
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
@@ -275,32 +274,18 @@ err_free:
 	return NULL;
 }
 
-/* The off-CPU programs, wake-up side first: a block is never noted without its end being watched.
- * 0, or -1 with errno and nothing attached. */
+/* The off-CPU program (one: a block's start and end are both context switches). 0, or -1 with
+ * errno. */
 static int offcpu_attach(struct bpfsession *s)
 {
-	s->offcpu_links[1] = bpf_program__attach(s->skel->progs.offcpu_wakeup);
-	if (!s->offcpu_links[1])
-		return -1;
-	s->offcpu_links[0] = bpf_program__attach(s->skel->progs.offcpu_switch);
-	if (!s->offcpu_links[0]) {
-		int err = errno;
-
-		bpf_link__destroy(s->offcpu_links[1]);
-		s->offcpu_links[1] = NULL;
-		errno = err;
-		return -1;
-	}
-	return 0;
+	s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu_switch);
+	return s->offcpu_link ? 0 : -1;
 }
 
-/* Switch-out side first: no block is noted whose end would go unseen. */
 static void offcpu_detach(struct bpfsession *s)
 {
-	for (int i = 0; i < 2; i++) {
-		bpf_link__destroy(s->offcpu_links[i]);
-		s->offcpu_links[i] = NULL;
-	}
+	bpf_link__destroy(s->offcpu_link);
+	s->offcpu_link = NULL;
 }
 
 int bpfsession__attach(struct bpfsession *s)
@@ -346,8 +331,8 @@ int bpfsession__attach(struct bpfsession *s)
 				    strerror(errno));
 	}
 	if (s->o.off_cpu && offcpu_attach(s))
-		return setup_error("cannot attach the off-CPU programs (tp_btf/sched_switch, "
-				   "tp_btf/sched_wakeup): %s; needs a kernel with BTF (5.11+ "
+		return setup_error("cannot attach the off-CPU program (tp_btf/sched_switch): %s; "
+				   "needs a kernel with BTF (5.11+ "
 				   "for task storage in tracing)", strerror(errno));
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -376,7 +361,7 @@ int bpfsession__drain(struct bpfsession *s)
 }
 
 /*
- * Paused costs nothing: the sampling events are disabled, and the off-CPU programs, which would
+ * Paused costs nothing: the sampling events are disabled, and the off-CPU program, which would
  * otherwise run at every context switch, are detached. On resume they are attached again after
  * the resume time is set, so that a block that began before the pause is timed from the resume.
  */
@@ -394,7 +379,7 @@ int bpfsession__pause(struct bpfsession *s, int paused)
 		offcpu_detach(s);
 		return 0;
 	}
-	if (s->offcpu_links[0])
+	if (s->offcpu_link)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns()'s clock */
 	s->skel->bss->offcpu_resume_ns = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
@@ -516,13 +501,11 @@ int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint
 	return prog_run_time(s->skel->progs.sample, run_time_ns, run_cnt);
 }
 
-int bpfsession__offcpu_run_time(const struct bpfsession *s, int wakeup, uint64_t *run_time_ns,
-				uint64_t *run_cnt)
+int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
 {
 	if (!s->o.off_cpu)
 		return -ENODATA;
-	return prog_run_time(wakeup ? s->skel->progs.offcpu_wakeup : s->skel->progs.offcpu_switch,
-			     run_time_ns, run_cnt);
+	return prog_run_time(s->skel->progs.offcpu_switch, run_time_ns, run_cnt);
 }
 
 void bpfsession__free(struct bpfsession *s)

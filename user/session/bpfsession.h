@@ -67,10 +67,8 @@ int bpfsession__is_target(const struct bpfsession *s, uint32_t pid);
 int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on);
 /* The sampler's run time so far: 0, or -ENODATA when not measured. */
 int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
-/* The same for an off-CPU program: sched_switch (wakeup 0) or sched_wakeup (1). -ENODATA: not
- * attached, or no stats. */
-int bpfsession__offcpu_run_time(const struct bpfsession *s, int wakeup, uint64_t *run_time_ns,
-				uint64_t *run_cnt);
+/* The same for the off-CPU program (sched_switch). -ENODATA: not attached, or no stats. */
+int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
 void bpfsession__free(struct bpfsession *s);	/* NULL-safe */
 
 /* The counters' short names and meanings, from the one table in profiler.h. */
