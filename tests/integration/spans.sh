@@ -6,7 +6,7 @@
 # Pyroscope's label convention; and past the stack cap.
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd dotnet
+need_cmd dotnet curl
 
 need_built "$SVC" "$LOADGEN" "$HOOK"
 # SPAN_BAR: the share of span-only samples that must carry their span (make test-matrix: 0.99,
