@@ -111,13 +111,12 @@ int procfs__nspid(int dir_fd, int *nspid)
 	return procfs__parse_nspid(buf, (size_t)n, nspid);
 }
 
-int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
+/* Field `field` (counted from 1, as in proc(5)) of stat as an unsigned decimal. */
+static int stat_field(const char *stat, size_t len, int field, uint64_t *out)
 {
 	const char *p, *end = stat + len;
-	int field = 3;	/* the first field after "pid (comm) " */
+	int f = 3;	/* the first field after "pid (comm) " */
 
-	if (!stat || !starttime)
-		return -EINVAL;
 	/* comm may contain spaces and parentheses: the last ')' ends it. */
 	p = memrchr(stat, ')', len);
 	if (!p)
@@ -133,7 +132,7 @@ int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
 			p++;
 		if (p == tok)
 			break;
-		if (field == 22) {
+		if (f == field) {
 			uint64_t v = 0;
 
 			for (const char *s = tok; s < p; s++) {
@@ -144,12 +143,34 @@ int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
 					return -EINVAL;
 				v = v * 10 + d;
 			}
-			*starttime = v;
+			*out = v;
 			return 0;
 		}
-		field++;
+		f++;
 	}
 	return -EINVAL;
+}
+
+int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime)
+{
+	if (!stat || !starttime)
+		return -EINVAL;
+	return stat_field(stat, len, 22, starttime);
+}
+
+int procfs__parse_cputime(const char *stat, size_t len, uint64_t *ticks)
+{
+	uint64_t utime, stime;
+	int err;
+
+	if (!stat || !ticks)
+		return -EINVAL;
+	if ((err = stat_field(stat, len, 14, &utime)) || (err = stat_field(stat, len, 15, &stime)))
+		return err;
+	if (utime > UINT64_MAX - stime)
+		return -EINVAL;
+	*ticks = utime + stime;
+	return 0;
 }
 
 int procfs__starttime(int dir_fd, uint64_t *starttime)

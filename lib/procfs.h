@@ -36,6 +36,10 @@ int procfs__nspid(int dir_fd, int *nspid);
 int procfs__parse_starttime(const char *stat, size_t len, uint64_t *starttime);
 int procfs__starttime(int dir_fd, uint64_t *starttime);
 
+/* Fields 14 and 15 of stat (utime + stime): the CPU time the whole process has used, in clock
+ * ticks. Returns 0 or -EINVAL (malformed, or a sum past 64 bits). */
+int procfs__parse_cputime(const char *stat, size_t len, uint64_t *ticks);
+
 /* One variable from a NUL-separated environment block (the content of environ). Copies the
  * value, NUL-terminated, into buf. Returns 0, -ENOENT (not set), -ENAMETOOLONG (value does not
  * fit in len), -EINVAL (bad arguments). procfs__getenv reads at most 4 MiB of environ; a

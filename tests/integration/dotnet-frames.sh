@@ -142,18 +142,31 @@ else
 fi
 
 # 6. A process that exits in the middle of the recording keeps its frames named: its perf map was
-#    read while it lived and its fds stay open.
-start_app "$TMP/f.out" env DOTNET_PerfMapEnabled=3 "$APP" 2.5; pid=$APP_PID
-record f.pb.gz -p "$pid" -d 5
-[ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
+#    read while it lived and its fds stay open. The app is told to exit (SIGTERM) once it has run
+#    a second of CPU time while sampled (about 99 samples at 99 Hz), not at a fixed time: under
+#    load a 2.5 s app had exited before sampling began. spanprof's log says the recording ended
+#    because it exited.
+start_app "$TMP/f.out" env DOTNET_PerfMapEnabled=3 "$APP" 600; pid=$APP_PID
+record_bg f.pb.gz -v -p "$pid" -d 600
+wait_sampling
+wait_busy 60 "$pid" 100 "the app running while sampled"
+kill -TERM "$pid"
+wait_record
+grep -q 'the process exited: recording ends' "$RECORD_ERR" || { tail -5 "$RECORD_ERR"; fail "the recording did not end with the app's exit"; }
 check_case "exited-mid-recording" "$pid" "$TMP/f.pb.gz"
 
-# An app whose perf maps spanprof turned on, exiting mid-recording: its files are removed too.
-start_app "$TMP/f2.out" env "$APP" 2.5; pid=$APP_PID
-sleep 1.2	# spanprof waits until a process is 1 s old before enabling
-record f2.pb.gz -p "$pid" -d 4
+# An app whose perf maps spanprof turned on, exiting mid-recording: its files are removed too. It
+# exits once its perf map or jitdump exists (spanprof turns them on when it is 1 s old) and it has
+# run a second of CPU time after that.
+start_app "$TMP/f2.out" env "$APP" 600; pid=$APP_PID
+record_bg f2.pb.gz -v -p "$pid" -d 600
+wait_sampling
+wait_for 60 "perf maps on in the app" perfmaps_preempted "$pid"
+wait_busy 60 "$pid" 100 "the app running while sampled"
+kill -TERM "$pid"
+wait_record
+grep -q 'the process exited: recording ends' "$RECORD_ERR" || { tail -5 "$RECORD_ERR"; fail "the recording did not end with the app's exit"; }
 if enabled_here enabled-then-exited "$pid" "$TMP/f2.txt"; then
-	[ ! -e "/proc/$pid" ] || fail "the app outlived the recording"
 	check_case "enabled-then-exited" "$pid" "$TMP/f2.pb.gz"
 	[ ! -e "/tmp/perf-$pid.map" ] && [ ! -e "/tmp/jit-$pid.dump" ] || fail "files of an exited app left behind"
 	pass "perf map files of an app that exited mid-recording removed"

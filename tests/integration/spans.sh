@@ -6,7 +6,7 @@
 # Pyroscope's label convention; and past the stack cap.
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd dotnet
+need_cmd dotnet curl
 
 need_built "$SVC" "$LOADGEN" "$HOOK"
 # SPAN_BAR: the share of span-only samples that must carry their span (make test-matrix: 0.99,
@@ -15,8 +15,9 @@ SPAN_BAR=${SPAN_BAR:-0.95}
 PATHS='/work/a,/work/b,/work/labels?tenant=acme'
 
 # start_service NAME [ns]: SpanService (SVC_EXE: a self-contained one, make test-matrix) with the
-# startup hook, ready once it wrote its port to
-# NAME.ready; sets SVC_PID (host pid), SVC_PORT.
+# startup hook, ready once it wrote its port to NAME.ready and answered one request on each path
+# (their code jitted: a trimmed build, with no ReadyToRun code, took more than the load's 8 s to
+# answer its first requests under load); sets SVC_PID (host pid), SVC_PORT.
 start_service() {
 	local name=$1 ns=()
 	if [ -n "${2:-}" ]; then ns=(--ns); fi
@@ -26,6 +27,12 @@ start_service() {
 	SVC_PORT=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/$name.ready')).port")
 	SVC_PID=$APP_PID
 	grep -q '"hook_mapped":true' "$TMP/$name.ready" || fail "$name: hook not loaded"
+	local path paths
+	IFS=, read -ra paths <<< "$PATHS"
+	for path in "${paths[@]}"; do
+		curl -sf -o /dev/null --max-time 120 "http://127.0.0.1:$SVC_PORT$path" ||
+			fail "$name: no answer on $path within 120 s"
+	done
 }
 
 # stop_service NAME: SIGTERM, so every span is flushed to the span file.
@@ -88,14 +95,17 @@ for n in 'GET /work/a' 'GET /work/b' 'GET /work/labels'; do
 done
 check_spans before "$TMP/before.pb.gz"
 
-# 2. Service started after spanprof (host-wide recording already running).
-record_bg after.pb.gz -v -d 20
+# 2. Service started after spanprof (host-wide recording already running), recorded until its
+# load is done (not its shutdown): a fixed -d 20 could end before the service's first answers when
+# its start was slow under load (runtime 11, load average 12 to 22: 0 samples in span-only methods).
+record_bg after.pb.gz -v -d 600
 wait_sampling
 start_service after
 load after 8
 load_done
-stop_service after
+kill -INT "$RECORD_PID"
 wait_record
+stop_service after
 check_spans after "$TMP/after.pb.gz"
 
 # 3. Service in its own pid and mount namespace (private /tmp); thread ids mapped to the host's.
@@ -120,14 +130,15 @@ stop_service pyro
 check_spans pyro "$TMP/pyro.pb.gz" --pyroscope
 
 # 5. More hooked processes than the sampler's table of span tables holds (issue 9's 4,200 tables,
-# scaled down): 60 idle processes with valid span tables take all 16 places first; the service,
-# sampled all the time, still gets its spans (those sampled least recently make room).
+# scaled down): 60 idle processes with valid span tables besides the service, 16 places. The
+# service starts first, so /proc lists it before them (pids wrap rarely): the scan at start must
+# still give it a place (the busiest last), and it keeps its spans from its first sample on.
 need_built "$FORGED"
+start_service crowd
 for i in $(seq 60); do
 	mkdir -p "$TMP/crowd$i"
 	start_app --pid-line --timeout 30 "$TMP/crowd$i.out" "$FORGED" idle 90 "$TMP/crowd$i/libcoreclr.so"
 done
-start_service crowd
 load crowd 10
 wait_busy 30 "$SVC_PID" 100 "the crowd service under load"
 record crowd.pb.gz -d 6 --max-span-tables 16

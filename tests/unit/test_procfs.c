@@ -79,6 +79,25 @@ static void test_procfs_parse_starttime(void **state)
 	assert_int_equal(procfs__parse_starttime("no paren", 8, &st), -EINVAL);
 }
 
+static void test_procfs_parse_cputime(void **state)
+{
+	/* utime (field 14) 71, stime (field 15) 29: fields counted past the last ")" of comm. */
+	static const char stat[] = "5480 ((a) b) c) R 5478 5476 2439 0 -1 4194304 1449 0 0 0 71 29 "
+				   "0 0 20 0 8 0 53834 53712465920 6578 18446744073709551615\n";
+	static const char short_stat[] = "1 (x) R 0 1 1 0 -1 0 0 0 0 0 7\n";
+	static const char bad[] = "1 (x) R 0 1 1 0 -1 0 0 0 0 0 7 -1 0 0\n";
+	static const char huge[] = "1 (x) R 0 1 1 0 -1 0 0 0 0 0 18446744073709551615 1 0 0\n";
+	uint64_t t = 0;
+
+	(void)state;
+	assert_int_equal(procfs__parse_cputime(stat, strlen(stat), &t), 0);
+	assert_int_equal(t, 100);
+	assert_int_equal(procfs__parse_cputime(short_stat, strlen(short_stat), &t), -EINVAL);
+	assert_int_equal(procfs__parse_cputime(bad, strlen(bad), &t), -EINVAL);
+	assert_int_equal(procfs__parse_cputime(huge, strlen(huge), &t), -EINVAL);
+	assert_int_equal(procfs__parse_cputime("no paren", 8, &t), -EINVAL);
+}
+
 static void test_procfs_starttime_self(void **state)
 {
 	uint64_t a = 0, b = 0;
@@ -281,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_procfs_parse_nspid),
 		cmocka_unit_test(test_procfs_nspid_self),
 		cmocka_unit_test(test_procfs_parse_starttime),
+		cmocka_unit_test(test_procfs_parse_cputime),
 		cmocka_unit_test(test_procfs_starttime_self),
 		cmocka_unit_test(test_procfs_parse_environ),
 		cmocka_unit_test(test_procfs_getenv_process),

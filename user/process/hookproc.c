@@ -143,8 +143,9 @@ int hookproc__evicted(struct proc *p, uint64_t now_ns)
 	    now_ns < h->next_refresh_ns)
 		return 0;
 	h->next_refresh_ns = now_ns + REFRESH_NS;
-	if (bpf_map_update_elem(p->env->ctx_map_fd, &p->pid, &h->cp, BPF_ANY))
-		return -errno;
+	/* Samples taken before the last put-back can come later: one already back is no eviction. */
+	if (bpf_map_update_elem(p->env->ctx_map_fd, &p->pid, &h->cp, BPF_NOEXIST))
+		return errno == EEXIST ? 0 : -errno;
 	h->evicted++;
 	return 1;
 }

@@ -19,7 +19,8 @@ struct pf_label;
 /* Whether p's span table is registered with the sampler. */
 int hookproc__registered(const struct proc *p);
 /* A sample of p found no span table in the sampler's map although p has one registered: it was
- * evicted (the map is an LRU). Registers it again, at most once a second: 1 when it did. */
+ * evicted (the map is an LRU). Registers it again, at most every 100 ms: 1 when it did, 0 when
+ * not (too soon, or already back: the sample was taken before an earlier put-back), or -errno. */
 int hookproc__evicted(struct proc *p, uint64_t now_ns);	/* now_ns: CLOCK_MONOTONIC (a sample time) */
 
 /*
