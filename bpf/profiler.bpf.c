@@ -578,6 +578,23 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 	return rq ? rq->clock : 0;
 }
 
+/* A record's stacks to or from a cached place's (the same fields, two structs): the counts, the
+ * leaf's registers and words, and the frames; the number of frames copied is its value. */
+#define COPY_STACKS(dst, dst_frames, src, src_frames) ({				\
+	__u64 __n = (__u64)(src)->n_user + (src)->n_kernel;				\
+	(dst)->n_user = (src)->n_user;							\
+	(dst)->n_kernel = (src)->n_kernel;						\
+	(dst)->user_scan_at = (src)->user_scan_at;					\
+	(dst)->leaf_ip = (src)->leaf_ip;						\
+	(dst)->leaf_sp = (src)->leaf_sp;						\
+	(dst)->leaf_bp = (src)->leaf_bp;						\
+	__builtin_memcpy((dst)->leaf_words, (src)->leaf_words, sizeof((dst)->leaf_words)); \
+	if (__n > 2 * SP_MAX_FRAMES)							\
+		__n = 2 * SP_MAX_FRAMES;						\
+	bpf_probe_read_kernel(dst_frames, __n * 8, src_frames);			\
+	__n;										\
+})
+
 /*
  * The end of next's block, as it switches in. The block ran from its switch-out to its wake-up,
  * which is when it was queued here: the run-queue wait after it (sched_info.last_queued, in the
@@ -653,17 +670,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	n = 0;
 	if (st) {
 		rec->flags = SP_F_OFFCPU | st->flags;
-		rec->n_user = st->n_user;
-		rec->n_kernel = st->n_kernel;
-		rec->user_scan_at = st->user_scan_at;
-		rec->leaf_ip = st->leaf_ip;
-		rec->leaf_sp = st->leaf_sp;
-		rec->leaf_bp = st->leaf_bp;
-		__builtin_memcpy(rec->leaf_words, st->leaf_words, sizeof(rec->leaf_words));
-		n = (__u64)st->n_user + st->n_kernel;
-		if (n > 2 * SP_MAX_FRAMES)
-			n = 2 * SP_MAX_FRAMES;
-		bpf_probe_read_kernel(rec->data, n * 8, st->frames);
+		n = COPY_STACKS(rec, rec->data, st, st->frames);
 	} else {
 		/* Its place left the cache while it was blocked (or had no registers): kept, marked;
 		 * the next block there takes its stacks again. */
@@ -814,17 +821,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	}
 	fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
 	st->flags = rec->flags;
-	st->n_user = rec->n_user;
-	st->n_kernel = rec->n_kernel;
-	st->user_scan_at = rec->user_scan_at;
-	st->leaf_ip = rec->leaf_ip;
-	st->leaf_sp = rec->leaf_sp;
-	st->leaf_bp = rec->leaf_bp;
-	__builtin_memcpy(st->leaf_words, rec->leaf_words, sizeof(st->leaf_words));
-	n = (__u64)rec->n_user + rec->n_kernel;
-	if (n > 2 * SP_MAX_FRAMES)
-		n = 2 * SP_MAX_FRAMES;
-	bpf_probe_read_kernel(st->frames, n * 8, rec->data);
+	n = COPY_STACKS(st, st->frames, rec, rec->data);
 	b->ctx_status = rec->ctx_status;
 	b->ctx_len = rec->ctx_len;
 	if (b->ctx_len > SP_CTX_MAX)
