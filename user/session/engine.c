@@ -489,9 +489,8 @@ static double busy_of(int proc_fd, uint32_t pid, uint64_t now_ticks)
  * Processes already running when sampling starts: find their runtimes and register their span
  * tables now, so their first samples are labelled and named like every later one. Host-wide they
  * are taken least busy first: with more span tables than the sampler's table holds
- * (--max-span-tables), those registered last stay, so the busiest keep theirs. Taken in /proc's
- * order, a busy service with a low pid lost its table to idle processes and with it its spans
- * until its first samples reached user space (7 of 249 in-span samples, spans.sh's crowd case).
+ * (--max-span-tables), those registered last stay, so the busiest keep theirs rather than losing
+ * them to idle processes until their first samples reach user space.
  */
 static void prescan(struct engine *e)
 {
