@@ -262,7 +262,8 @@ static enum outcome attempt(struct delivery *d, struct item *it, long *retry_aft
 		if (!d->http2 && rc == CURLE_UNSUPPORTED_PROTOCOL && strstr(d->curl_err, "HTTP/0.9"))
 			hint = " (the server speaks HTTP/2 only: a gRPC port?)";
 		else if (d->http2 && (rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 ||
-				      rc == CURLE_WEIRD_SERVER_REPLY))
+				      rc == CURLE_WEIRD_SERVER_REPLY || rc == CURLE_SEND_ERROR ||
+				      rc == CURLE_RECV_ERROR))	/* hung up on the preface, early or late */
 			hint = " (no HTTP/2 answer: not a gRPC port?)";
 		snprintf(why, whylen, "curl: %s%s%s%s", curl_easy_strerror(rc),
 			 d->curl_err[0] ? ": " : "", d->curl_err, hint);
