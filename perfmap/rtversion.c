@@ -219,11 +219,12 @@ void rtversion__gate(const struct rtversion *v, struct rtgate *out)
 			out->hazards |= RTHAZ_DEADLOCK_128401;
 		if (v->patch == 0 && built < ymd(2026, 2, 1))
 			out->hazards |= RTHAZ_JITDUMP_132935;
-		out->hazards |= RTHAZ_LATE_NO_PERFMAP;
+		out->hazards |= RTHAZ_LATE_NO_PERFMAP | RTHAZ_PERFMAP_BUFFERED;
 	}
 	if (out->hazards & RTHAZ_JITDUMP_132935)
 		out->jitdump_ok = 0;
 	out->late_jitdump_only = (out->hazards & RTHAZ_LATE_NO_PERFMAP) && out->jitdump_ok;
+	out->jitdump_beside_perfmap = (out->hazards & RTHAZ_PERFMAP_BUFFERED) && out->jitdump_ok;
 	if (out->hazards & RTHAZ_DEADLOCK_128401) {
 		out->may_enable = 0;
 		out->withheld = RTWITHHELD_DEADLOCK;

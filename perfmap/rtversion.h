@@ -39,6 +39,8 @@ enum {
 	RTHAZ_JITDUMP_132935 = 1u << 1,		/* the jitdump stops at its first stub block */
 	RTHAZ_UNKNOWN = 1u << 2,		/* version not known: assumed to have them all */
 	RTHAZ_LATE_NO_PERFMAP = 1u << 3,	/* EnablePerfMap writes no perf map (the jitdump only) */
+	RTHAZ_PERFMAP_BUFFERED = 1u << 4,	/* the perf map is written in 8 KiB blocks: its newest
+						 * lines wait, and are lost at SIGTERM */
 };
 
 /* Why perf maps are not turned on in a process (a bounded label for /metrics). */
@@ -55,6 +57,8 @@ struct rtgate {
 	int jitdump_ok;		/* perf map types 1 and 2 give a complete jitdump */
 	int late_jitdump_only;	/* turned on over the IPC, only a jitdump is written: send type 2
 				 * and name JIT code from it (runtime 11.0) */
+	int jitdump_beside_perfmap;	/* the perf map alone holds back its newest lines: a
+					 * jitdump turned on beside it names them (runtime 11.0) */
 	enum rtwithheld withheld;	/* why not, when !may_enable */
 	char reason[160];	/* "perf maps not turned on: runtime 10.0.5 has a known deadlock
 				 * (dotnet/runtime#128401)"; "" when nothing to say */

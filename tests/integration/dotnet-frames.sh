@@ -154,6 +154,14 @@ kill -TERM "$pid"
 wait_record
 grep -q 'the process exited: recording ends' "$RECORD_ERR" || { tail -5 "$RECORD_ERR"; fail "the recording did not end with the app's exit"; }
 check_case "exited-mid-recording" "$pid" "$TMP/f.pb.gz"
+# Its perf map is the user's: left in place. A runtime that holds back the newest perf map lines
+# (runtime 11) had its jitdump turned on beside it, to name them: that file goes with the process.
+[ -s "/tmp/perf-$pid.map" ] || fail "the user's perf map of an exited app was removed"
+if grep -q "pid $pid: runtime .* holds back the newest lines of its perf map" "$RECORD_ERR"; then
+	[ ! -e "/tmp/jit-$pid.dump" ] || fail "the jitdump turned on beside the perf map was left behind"
+	pass "held-back perf map: jitdump turned on beside it, removed with the process"
+fi
+rm -f "/tmp/perf-$pid.map"
 
 # An app whose perf maps spanprof turned on, exiting mid-recording: its files are removed too. It
 # exits once its perf map or jitdump exists (spanprof turns them on when it is 1 s old) and it has

@@ -143,7 +143,7 @@ static void test_rtversion_gate_fixed_allowed(void **state)
 	assert_int_equal(g.hazards, 0);
 	g = gate_v(11, 0, 2026, 10, 20);
 	assert_true(g.may_enable);
-	assert_int_equal(g.hazards, RTHAZ_LATE_NO_PERFMAP);
+	assert_int_equal(g.hazards, RTHAZ_LATE_NO_PERFMAP | RTHAZ_PERFMAP_BUFFERED);
 	assert_true(g.late_jitdump_only);
 	assert_false(gate_v(10, 13, 2026, 10, 5).late_jitdump_only);
 }
@@ -165,6 +165,26 @@ static void test_rtversion_gate_11_late_jitdump(void **state)
 	assert_false(g.late_jitdump_only);
 	assert_false(gate_of(V8_31).late_jitdump_only);
 	assert_false(gate_of(V9_20).late_jitdump_only);
+}
+
+/* Runtime 11 writes its perf map in 8 KiB blocks: a jitdump beside it names the newest methods,
+ * where the jitdump is whole; 8, 9 and 10 write each line at once. */
+static void test_rtversion_gate_11_buffered_perfmap(void **state)
+{
+	struct rtgate g;
+
+	(void)state;
+	g = gate_v(11, 2, 2027, 3, 1);
+	assert_true(g.hazards & RTHAZ_PERFMAP_BUFFERED);
+	assert_true(g.jitdump_beside_perfmap);
+	g = gate_v(11, 0, 2026, 1, 10);
+	assert_true(g.hazards & RTHAZ_PERFMAP_BUFFERED);
+	assert_false(g.jitdump_beside_perfmap);
+	assert_false(gate_v(10, 13, 2026, 10, 5).jitdump_beside_perfmap);
+	assert_false(gate_of(V8_31).jitdump_beside_perfmap);
+	assert_false(gate_of(V9_20).jitdump_beside_perfmap);
+	rtversion__gate(NULL, &g);
+	assert_false(g.jitdump_beside_perfmap);
 }
 
 /* .NET 8 and 9 never had the stub logging behind either bug. */
@@ -284,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_rtversion_gate_deadlock_refused),
 		cmocka_unit_test(test_rtversion_gate_fixed_allowed),
 		cmocka_unit_test(test_rtversion_gate_11_late_jitdump),
+		cmocka_unit_test(test_rtversion_gate_11_buffered_perfmap),
 		cmocka_unit_test(test_rtversion_gate_8_9_allowed),
 		cmocka_unit_test(test_rtversion_gate_unknown),
 		cmocka_unit_test(test_rtversion_read_fd),

@@ -532,6 +532,7 @@ int agent__run(const struct agent_opts *o)
 			 .ctx_procs_max = o->max_span_tables, .off_cpu = o->off_cpu,
 			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns },
 		.enable_perfmap = o->enable_perfmap,
+		.jitdump_beside_perfmap = o->jitdump_beside_perfmap,
 		.allow_remote_files = o->allow_remote_files,
 		.pyroscope_labels = !o->full_span_labels,
 		.dotnet_only = !o->all_processes,

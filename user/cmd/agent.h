@@ -17,6 +17,7 @@ struct agent_opts {
 	int all_processes;	/* native processes too */
 	int allow_remote_files;	/* --allow-remote-files */
 	int enable_perfmap;
+	int jitdump_beside_perfmap;	/* --buffered-perfmap add-jitdump */
 	int full_span_labels;	/* trace_id/span_id/local_root_span_id instead of Pyroscope's */
 	int off_cpu;		/* --off-cpu: blocked time too, its own profile type */
 	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */

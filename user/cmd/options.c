@@ -18,6 +18,16 @@ static const struct flag_choice formats[] = {
 	{ NULL, 0 },
 };
 static const struct flag_choice values[] = { { "cpu", 0 }, { "off-cpu", 1 }, { NULL, 0 } };
+/* Runtime 11 holds back the newest lines of a perf map it was started with (8 KiB blocks). */
+#define BUFFERED_PERFMAP_HELP									\
+	"add-jitdump | leave: a .NET process with its own perf map alone, in a runtime that holds "	\
+	"back the map's newest lines (runtime 11): turn its jitdump on beside it to name them. It "	\
+	"stays on after spanprof leaves (the runtime cannot turn it off without the perf map); its "	\
+	"file goes with the process"
+#define BUFFERED_PERFMAP_BAD "unknown buffered perf map choice (add-jitdump or leave)"
+static const struct flag_choice buffered_perfmap[] = {
+	{ "leave", 0 }, { "add-jitdump", 1 }, { NULL, 0 },
+};
 static const struct flag_choice compressions[] = {
 	{ "gzip", AGENT_OTLP_GZIP }, { "none", AGENT_OTLP_NONE }, { NULL, 0 },
 };
@@ -167,6 +177,12 @@ static const struct flag rows[] = {
 	{ .name = "no-enable-perfmap", .cmds = BOTH, .type = FLAG_CLEAR,
 	  .off = { R(enable_perfmap), A(enable_perfmap) }, .def = "1",
 	  .help = "do not turn perf maps on in .NET processes that lack them" },
+	{ .name = "buffered-perfmap", .arg = "B", .cmds = REC, .type = FLAG_ENUM,
+	  .off = { R(jitdump_beside_perfmap) }, .choices = buffered_perfmap, .def = "add-jitdump",
+	  .help = BUFFERED_PERFMAP_HELP, .bad = BUFFERED_PERFMAP_BAD },
+	{ .name = "buffered-perfmap", .arg = "B", .cmds = AGT, .type = FLAG_ENUM,
+	  .off = { [OPTIONS_AGENT] = A(jitdump_beside_perfmap) }, .choices = buffered_perfmap,
+	  .def = "leave", .help = BUFFERED_PERFMAP_HELP, .bad = BUFFERED_PERFMAP_BAD },
 	{ .name = "allow-remote-files", .cmds = BOTH, .type = FLAG_SWITCH,
 	  .off = { R(allow_remote_files), A(allow_remote_files) },
 	  .help = "read perf maps and jitdumps on remote or FUSE file systems (refused by default: a "

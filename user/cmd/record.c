@@ -151,6 +151,7 @@ int record__run(const struct record_opts *o)
 			 .ctx_procs_max = o->max_span_tables, .off_cpu = o->off_cpu,
 			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns },
 		.enable_perfmap = o->enable_perfmap,
+		.jitdump_beside_perfmap = o->jitdump_beside_perfmap,
 		.allow_remote_files = o->allow_remote_files,
 		.show_tiers = o->show_tiers,
 		.pyroscope_labels = o->pyroscope_labels,

@@ -21,6 +21,7 @@ struct record_opts {
 	int verbose;
 	int allow_remote_files;	/* --allow-remote-files */
 	int enable_perfmap;	/* --no-enable-perfmap clears it */
+	int jitdump_beside_perfmap;	/* --buffered-perfmap add-jitdump */
 	int show_tiers;
 	int by_span;
 	int off_cpu;		/* --off-cpu */

@@ -150,7 +150,7 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		return;
 	}
 	/* Off: the files we had it write go, and nothing is left to undo. */
-	dn_remove_files(p, d);
+	dn_remove_files(p, d, 0);
 	dotnet__close_jit_files(&d->files);
 	dn_forget_enabled(p);
 	/* Its index had the files' offsets: the new files are read from their start. It stays

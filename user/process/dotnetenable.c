@@ -13,6 +13,7 @@
 
 #include "diagipc.h"
 #include "dotnetproc_int.h"
+#include "log.h"
 #include "pmpolicy.h"
 #include "procfs.h"
 #include "proctab.h"
@@ -99,7 +100,7 @@ static int undo(int pid, uint64_t ticks)
 		/* Open the files first: only the very files found are removed. */
 		if (!dotnet__jit_dir(p.dir_fd, jit_dir, sizeof(jit_dir)))
 			dotnet__open_jit_files_in(p.root_fd, jit_dir, p.nspid, &d.files);
-		dn_remove_files(&p, &d);
+		dn_remove_files(&p, &d, 0);
 		dotnet__close_jit_files(&d.files);
 		done = 1;
 	}
@@ -211,6 +212,23 @@ uint32_t dn_enable_type(const struct dotnet_state *d, const struct runtime_env *
 void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int err,
 			 uint32_t hr)
 {
+	if (d->adding_jitdump) {
+		d->adding_jitdump = 0;
+		if (err) {
+			log_warn("pid %u: could not turn its jitdump on beside its perf map: %s "
+				 "(hresult 0x%08x): the newest JIT methods stay unnamed until the "
+				 "runtime writes them", p->pid, strerror(err < 0 ? -err : EIO), hr);
+			return;
+		}
+		d->jitdump_added = 1;
+		perfmap__set_jitdump_replay(d->pm, now_ns());
+		dn_open_files(p, d);
+		log_info("pid %u: runtime %s holds back the newest lines of its perf map (8 KiB "
+			 "blocks, lost at SIGTERM): its jitdump was turned on beside it to name them; "
+			 "it stays on (turning it off would end the perf map too), its file goes "
+			 "with the process", p->pid, d->ver.text);
+		return;
+	}
 	if (err)
 		dn_forget_enabled(p);
 	if (err == 0) {
@@ -286,6 +304,25 @@ void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_
 		dn_enable_ended(p, d, dn_enable_type(d, o), err, 0);
 }
 
+void dn_try_add_jitdump(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	int err;
+
+	if (!o->jitdump_beside_perfmap || !o->enable_perfmap || !p->sampled || d->enabled_by_us ||
+	    d->jitdump_tried || d->enabling || p->root_fd < 0 || o->talks_held ||
+	    d->files.map_fd < 0 || d->files.jitdump_fd >= 0)
+		return;
+	if (!dn_gate_allows(p, d, o) || !d->gate.jitdump_beside_perfmap)
+		return;
+	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
+		return;
+	if (o->deadline_ns && now_ns() + 1000000 >= o->deadline_ns)
+		return;
+	d->jitdump_tried = 1;
+	d->adding_jitdump = 1;
+	if ((err = dn_start_enable(p, d, DIAGIPC_PERFMAP_JITDUMP, o->deadline_ns)))
+		dn_enable_ended(p, d, DIAGIPC_PERFMAP_JITDUMP, err, 0);
+}
 
 /* Unlink name in dir if it is still the very file behind fd (not a newer process's file of the
  * same name, after the namespace reused the pid). */
@@ -300,7 +337,7 @@ static void unlink_if_same(int dir, const char *name, int fd)
 
 /* Remove the perf map and jitdump we had the runtime create, through its root (still valid after
  * the process exited), never following a symlink. */
-void dn_remove_files(struct proc *p, struct dotnet_state *d)
+void dn_remove_files(struct proc *p, struct dotnet_state *d, int jitdump_only)
 {
 	char name[64];
 	int dir;
@@ -311,8 +348,10 @@ void dn_remove_files(struct proc *p, struct dotnet_state *d)
 			   ROOTFS_NO_SYMLINKS);
 	if (dir < 0)
 		return;
-	snprintf(name, sizeof(name), "perf-%d.map", p->nspid);
-	unlink_if_same(dir, name, d->files.map_fd);
+	if (!jitdump_only) {
+		snprintf(name, sizeof(name), "perf-%d.map", p->nspid);
+		unlink_if_same(dir, name, d->files.map_fd);
+	}
 	snprintf(name, sizeof(name), "jit-%d.dump", p->nspid);
 	unlink_if_same(dir, name, d->files.jitdump_fd);
 	close(dir);

@@ -300,6 +300,8 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		dn_open_files(p, d);
 	if (d->files.map_fd < 0 && d->files.jitdump_fd < 0 && d->state != DOTNETPROC_REFUSED)
 		dn_try_enable(p, d, o);	/* once, and only when o allows it */
+	else
+		dn_try_add_jitdump(p, d, o);	/* its own perf map alone, in a runtime that holds it back */
 	/* The jitdump first: a perf map line it already holds is then skipped, where the other
 	 * way round both would be kept (the map entry hidden). */
 	if (d->files.jitdump_fd >= 0 && d->pm) {
@@ -533,12 +535,16 @@ static void detach(struct proc *p, void *state, const struct runtime_env *o)
 	if (d->enabled_by_us && p->root_fd >= 0 &&
 	    (p->execed || diagipc__disable_perfmap(p->dir_fd, p->root_fd, p->pid, p->nspid, &hr) == 0 ||
 	     !proc__alive(p)))
-		dn_remove_files(p, d);
+		dn_remove_files(p, d, 0);
 	if (d->enabled_by_us)
 		dn_forget_enabled(p);
 	/* record -- COMMAND turned them on through the environment: gone with the process. */
 	else if (o && o->perfmaps_ours && p->root_fd >= 0 && !proc__alive(p))
-		dn_remove_files(p, d);
+		dn_remove_files(p, d, 0);
+	/* The jitdump we turned on beside its own perf map: gone with the process (its perf map
+	 * is the user's). While it lives it stays on: off, the perf map would go off too. */
+	else if (d->jitdump_added && p->root_fd >= 0 && !proc__alive(p))
+		dn_remove_files(p, d, 1);
 	dotnet__close_jit_files(&d->files);
 	perfmap__free(d->pm);
 	dn_free_prev(d);

@@ -35,13 +35,19 @@ struct dotnet_state {
 	int enable_tried;
 	struct talk *enabling;	/* the EnablePerfMap talk, on a worker, until it ends */
 	struct enable_talk *enable_arg;	/* ... and what it sent and heard */
+	/* Its own perf map alone, in a runtime that holds back the newest lines (the gate's
+	 * jitdump_beside_perfmap): the jitdump turned on beside it. The runtime cannot turn the
+	 * jitdump off alone, so it stays on; its file goes when the process exits. */
+	int jitdump_tried;	/* asked (once) */
+	int adding_jitdump;	/* the talk out is that one */
+	int jitdump_added;	/* on, at our asking */
 	uint64_t last_open_ns;
 	uint32_t restarts;
 	uint32_t restarts_deferred;	/* truncations seen before the last restart's pause ended */
 	uint64_t next_restart_ns;	/* no restart before: RESTART_PACE times the last one's cost */
 	uint64_t read_last_ns, read_max_ns;	/* what reading both files from the start took */
 	uint32_t released;	/* times its symbol data was freed while it was idle */
-	uint32_t stale;		/* files of an earlier process with the same pid, passed over */	/* files truncated and re-read */
+	uint32_t stale;		/* files of an earlier process with the same pid, passed over */
 	struct dn_image *images;
 	size_t nimages, images_cap;
 	uint64_t r2r_named;	/* frames named from an image */
@@ -108,8 +114,12 @@ void dn_take_enable(struct proc *p, struct dotnet_state *d, int wait);
 void dn_end_enabling(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
 /* Start EnablePerfMap in a sampled process without files, once, when o allows it. */
 void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
-/* Remove the perf map and jitdump behind d->files (only those very files), through its root. */
-void dn_remove_files(struct proc *p, struct dotnet_state *d);
+/* Start EnablePerfMap of the jitdump in a sampled process that has its own perf map alone, in a
+ * runtime that holds back that perf map's newest lines; once, when o and its gate allow it. */
+void dn_try_add_jitdump(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
+/* Remove the perf map and jitdump behind d->files (only those very files), through its root;
+ * jitdump_only: the jitdump alone. */
+void dn_remove_files(struct proc *p, struct dotnet_state *d, int jitdump_only);
 
 /* dotnetsparse.c: both files read again from the start (a truncation, a sparse read), reading
  * for the sampled addresses only, and letting an idle process's index go. */

@@ -17,6 +17,10 @@ struct runtime_env {
 	const struct runtime_ops *const *runtimes;	/* by enum runtime_id: runtime_registry */
 	int enable_perfmap;	/* send EnablePerfMap to sampled .NET processes that lack perf maps */
 	uint32_t perfmap_type;	/* PerfMapType sent: 1 perf map + jitdump, 2 jitdump, 3 perf map */
+	/* A process with its own perf map alone, in a runtime that holds back its newest lines
+	 * (runtime 11): turn its jitdump on beside it (--buffered-perfmap add-jitdump). It stays
+	 * on: the runtime cannot turn it off without the perf map. */
+	int jitdump_beside_perfmap;
 	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
 	int ctx_map_fd;		/* the sampler's ctx_procs map */
 	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */

@@ -80,6 +80,7 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 		e->o.bpf.offcpu_procs_max = ENGINE_OFFCPU_PROCS;
 	e->env = (struct runtime_env){ .runtimes = runtime_registry,
 				       .enable_perfmap = o->enable_perfmap,
+				       .jitdump_beside_perfmap = o->jitdump_beside_perfmap,
 				       .perfmap_type = o->perfmap_type ? o->perfmap_type :
 								       PMPOLICY_PERFMAP_TYPE,
 				       .min_age_ns = 1000000000ull, .ctx_map_fd = -1,

@@ -28,6 +28,7 @@ struct engine_opts {
 	struct bpfsession_opts bpf;
 	int enable_perfmap;	/* turn perf maps on in sampled .NET processes that lack them */
 	uint32_t perfmap_type;
+	int jitdump_beside_perfmap;	/* runtime_env's */
 	int show_tiers;
 	int pyroscope_labels;	/* span_id = the local root span id */
 	int dotnet_only;	/* keep samples of .NET processes only (counted otherwise) */
