@@ -50,6 +50,7 @@ static void test_options_defaults(void **state)
 	assert_int_equal(o.rec.ringbuf_mb, 8);
 	assert_int_equal(o.rec.perfmap_max_mb, 32);
 	assert_int_equal(o.rec.perfmap_idle_s, 0);
+	assert_int_equal(o.rec.jitdump_beside_perfmap, 1);	/* --buffered-perfmap add-jitdump */
 	assert_int_equal(o.rec.noutputs, 1);
 	assert_string_equal(o.rec.outputs[0], "spanprof.pb.gz");
 	assert_int_equal(o.log_format, LOG_FORMAT_TEXT);
@@ -62,6 +63,7 @@ static void test_options_defaults(void **state)
 	assert_int_equal(o.agent.queue_bytes, 64ull << 20);
 	assert_int_equal(o.agent.flush_timeout_ms, 5000);
 	assert_int_equal(o.agent.perfmap_idle_s, 3600);
+	assert_int_equal(o.agent.jitdump_beside_perfmap, 0);	/* leave: outside the pod caps */
 	assert_int_equal(o.agent.ringbuf_mb, 0);
 	assert_null(o.agent.pyroscope_url);
 }
@@ -72,6 +74,7 @@ static void test_options_flags(void **state)
 	assert_int_equal(parse(OPTIONS_RECORD, "-p", "12", "--pid", "13", "-F", "999", "-d", "2.5",
 			       "-o", "a.svg", "-o", "b.pb.gz", "--format", "folded", "--off-cpu",
 			       "--off-cpu-threshold", "0.5", "--value", "off-cpu", "--no-enable-perfmap",
+			       "--buffered-perfmap", "leave",
 			       "--symbol-server", "http://a", "--symbol-cache-mb", "3", "-vv",
 			       "--log-format", "json", "--log-level", "warn", NULL), 0);
 	assert_int_equal(o.rec.npids, 2);
@@ -84,6 +87,7 @@ static void test_options_flags(void **state)
 	assert_int_equal(o.rec.off_cpu_threshold_ns, 500000);
 	assert_int_equal(o.rec.value_off_cpu, 1);
 	assert_int_equal(o.rec.enable_perfmap, 0);
+	assert_int_equal(o.rec.jitdump_beside_perfmap, 0);
 	assert_int_equal(o.rec.symsrv.n_urls, 1);
 	assert_int_equal(o.rec.symsrv.cache_max_bytes, 3ull << 20);
 	assert_int_equal(o.rec.verbose, 2);
@@ -151,7 +155,9 @@ static void test_options_env(void **state)
 	setenv("SPANPROF_OTLP_URL", "", 1);
 	setenv("SPANPROF_LOG_FORMAT", "logfmt", 1);
 	setenv("SPANPROF_QUEUE_MB", "2", 1);
+	setenv("SPANPROF_BUFFERED_PERFMAP", "add-jitdump", 1);
 	assert_int_equal(parse(OPTIONS_AGENT, NULL), 0);
+	assert_int_equal(o.agent.jitdump_beside_perfmap, 1);
 	assert_int_equal(o.agent.freq, 7);
 	assert_int_equal(o.agent.off_cpu, 1);
 	assert_int_equal(o.agent.all_processes, 0);

@@ -23,7 +23,7 @@ static const struct flag_choice values[] = { { "cpu", 0 }, { "off-cpu", 1 }, { N
 	"add-jitdump | leave: a .NET process with its own perf map alone, in a runtime that holds "	\
 	"back the map's newest lines (runtime 11): turn its jitdump on beside it to name them. It "	\
 	"stays on after spanprof leaves (the runtime cannot turn it off without the perf map); its "	\
-	"file goes with the process"
+	"file is removed if the process exits while spanprof runs"
 #define BUFFERED_PERFMAP_BAD "unknown buffered perf map choice (add-jitdump or leave)"
 static const struct flag_choice buffered_perfmap[] = {
 	{ "leave", 0 }, { "add-jitdump", 1 }, { NULL, 0 },

@@ -223,10 +223,12 @@ void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int 
 		d->jitdump_added = 1;
 		perfmap__set_jitdump_replay(d->pm, now_ns());
 		dn_open_files(p, d);
+		dn_set_state(d, DOTNETPROC_READING, "reading perf map + jitdump (turned on beside "
+			     "the perf map, which runtime %s holds back)", d->ver.text);
 		log_info("pid %u: runtime %s holds back the newest lines of its perf map (8 KiB "
 			 "blocks, lost at SIGTERM): its jitdump was turned on beside it to name them; "
-			 "it stays on (turning it off would end the perf map too), its file goes "
-			 "with the process", p->pid, d->ver.text);
+			 "it stays on (turning it off would end the perf map too); its file is removed "
+			 "if the process exits while spanprof runs", p->pid, d->ver.text);
 		return;
 	}
 	if (err)

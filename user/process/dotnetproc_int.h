@@ -37,7 +37,7 @@ struct dotnet_state {
 	struct enable_talk *enable_arg;	/* ... and what it sent and heard */
 	/* Its own perf map alone, in a runtime that holds back the newest lines (the gate's
 	 * jitdump_beside_perfmap): the jitdump turned on beside it. The runtime cannot turn the
-	 * jitdump off alone, so it stays on; its file goes when the process exits. */
+	 * jitdump off alone, so it stays on; its file goes if the process exits while we run. */
 	int jitdump_tried;	/* asked (once) */
 	int adding_jitdump;	/* the talk out is that one */
 	int jitdump_added;	/* on, at our asking */
