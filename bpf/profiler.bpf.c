@@ -443,8 +443,7 @@ static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *
  * in the thread's own context: its user stack and its span record are its own.
  */
 static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,
-					 __u32 tgid, __u32 tid, bool user_mode, __u32 kskip,
-					 bool rescue)
+					 __u32 tgid, __u32 tid, bool user_mode, bool rescue)
 {
 	struct task_struct *leader;
 	__u64 off, nu;
@@ -500,7 +499,7 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 	if (off > STACK_BYTES)
 		return 0;	/* unreachable; keeps the verifier's bounds */
 	n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
-		bpf_get_stack(ctx, s->data + off, STACK_BYTES, kskip & BPF_F_SKIP_FIELD_MASK);
+		bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
 	if (n < 0) {
 		s->flags |= SP_F_KSTACK_ERR;
 		count(SP_CNT_KSTACK_ERR);
@@ -551,7 +550,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	/* the task's fields, and its leader's, are plain loads */
-	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), 0, false);
+	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), false);
 	count(s->ctx_status);
 	if (variant & SP_VAR_NO_OUTPUT)
 		return 0;
@@ -811,15 +810,16 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	}
 
 	/* A new place: the whole record in the per-CPU scratch, as the CPU sampler takes it. The
-	 * kernel stack skips this program, bpf_trace_run4 and __traceiter_sched_switch: it starts at
-	 * __schedule. */
+	 * kernel stack starts in this program and the tracepoint code that ran it (bpf_trace_run4,
+	 * and __traceiter_sched_switch or not, by kernel and by how many probes the tracepoint has):
+	 * user space drops those frames by name (symbolizer__kernel_tracing). */
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	st = bpf_map_lookup_elem(&offcpu_stacks_scratch, &zero);
 	if (!rec || !st) {
 		count(SP_CNT_LOST_SCRATCH);
 		return 0;
 	}
-	fill_record(ctx, rec, prev, tgid, prev->pid, false, 3, true);
+	fill_record(ctx, rec, prev, tgid, prev->pid, false, true);
 	st->flags = rec->flags;
 	n = COPY_STACKS(st, st->frames, rec, rec->data);
 	b->ctx_status = rec->ctx_status;

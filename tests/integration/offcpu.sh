@@ -82,8 +82,10 @@ note "otlp: $o"
 pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as in the pprof, span links"
 
 # The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there.
-grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" ||
+grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" || {
+	grep 'Program::BlockSleep' "$TMP/offcpu.folded" | sed 's/.*Program::BlockSleep/  ...BlockSleep/' | head -5
 	fail "--value off-cpu: no off-CPU stack of BlockSleep in the folded output"
+}
 pass "folded --value off-cpu holds the blocking stacks"
 
 # Paused costs nothing: SIGUSR1 detaches the off-CPU programs, so the blocks of a paused run are

@@ -471,6 +471,33 @@ static void test_symbolize_kernel_hidden(void **state)
 	assert_string_equal(f.name, "[kernel]");
 }
 
+/* A stack taken in a tracepoint starts in the BPF program and the code that ran it: those frames are
+ * told apart by name, the scheduler's are not. */
+static void test_symbolize_kernel_tracing(void **state)
+{
+	char path[192];
+	const uint64_t tracing[] = { 0xffffffffa0000010, 0xffffffff81002010, 0xffffffff81003010,
+				     0xffffffff81004010, 0xffffffff80000000 };
+	const uint64_t kept[] = { 0xffffffff81005010, 0xffffffff81006010 };
+
+	snprintf(path, sizeof(path), "%s/kallsyms.tracing", tmp);
+	testutil__write_file(NULL, path,
+			     "ffffffff81000000 T _stext\n"
+			     "ffffffff81002000 T bpf_trace_run4\n"
+			     "ffffffff81003000 t __bpf_trace_sched_switch\n"
+			     "ffffffff81004000 T __traceiter_sched_switch\n"
+			     "ffffffff81005000 t __schedule\n"
+			     "ffffffff81006000 T schedule\n"
+			     "ffffffff81007000 T _etext\n"
+			     "ffffffffa0000000 t bpf_prog_6deef7357e7b4530_on_switch\t[bpf]\n");
+	fx_open(path, 0, 0);
+	for (size_t i = 0; i < sizeof(tracing) / sizeof(*tracing); i++)
+		assert_true(symbolizer__kernel_tracing(fx.sym, symbolizer__kernel(fx.sym, tracing[i], 1)));
+	for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++)
+		assert_false(symbolizer__kernel_tracing(fx.sym, symbolizer__kernel(fx.sym, kept[i], 1)));
+	assert_false(symbolizer__kernel_tracing(fx.sym, -1));
+}
+
 
 int main(void)
 {
@@ -492,6 +519,7 @@ int main(void)
 		T(test_symbolize_data_in_older_maps_does_not_end_chain),
 		T(test_symbolize_kernel_frames),
 		T(test_symbolize_kernel_hidden),
+		T(test_symbolize_kernel_tracing),
 	};
 #undef T
 

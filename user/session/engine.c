@@ -205,6 +205,9 @@ static int handle_sample(void *ctx, const void *data, size_t size)
 		id = symbolizer__kernel(e->sym, addrs[smp->n_user + i], i == 0);
 		if (id < 0)
 			goto nomem;
+		/* an off-CPU stack, taken in the sched_switch tracepoint, starts in its BPF program */
+		if (!nf && (smp->flags & SP_F_OFFCPU) && symbolizer__kernel_tracing(e->sym, id))
+			continue;
 		frames[nf++] = id;
 	}
 	/* The leaf's caller that a frame-pointer walk skips, put back from the copied stack. */

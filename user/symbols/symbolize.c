@@ -261,6 +261,9 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 		return -ENOMEM;
 	if (sym->ksyms)
 		name = ksyms__lookup(sym->ksyms, addr, &off, &module, kname, sizeof(kname));
+	sym->kframes[id].tracing = !name || (module && !strcmp(module, "bpf")) ||
+				   !strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
+				   !strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12);
 	if (!name) {
 		snprintf(buf, sizeof(buf), "[kernel] 0x%" PRIx64, addr);
 		name = sym->stats.kernel_hidden ? "[kernel]" : buf;
@@ -270,6 +273,11 @@ int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf)
 	sym->kframes[id].addr = addr;
 	sym->kframes[id].name = sym_str_id(sym, name);
 	return sym->kframes[id].name ? (int64_t)(id | SYM_KERNEL_FRAME) : -ENOMEM;
+}
+
+int symbolizer__kernel_tracing(const struct symbolizer *sym, int64_t id)
+{
+	return id >= 0 && (id & SYM_KERNEL_FRAME) && sym->kframes[id & ~(int64_t)SYM_KERNEL_FRAME].tracing;
 }
 
 static int64_t user_frame(struct symbolizer *sym, struct proc *p, struct proc_syms *ps,

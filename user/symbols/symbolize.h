@@ -94,6 +94,13 @@ int symbolizer__ends_chain(const struct proc *p, int64_t id);
 int symbolizer__leaf(struct symbolizer *sym, struct proc *p, const struct leaf_regs *r,
 		     uint64_t *frames, size_t *n, size_t cap, uint64_t time_ns);
 int64_t symbolizer__kernel(struct symbolizer *sym, uint64_t addr, int leaf);
+/*
+ * Whether kernel frame id (from symbolizer__kernel) is a BPF program or the tracepoint code that
+ * called it (bpf_trace_run*, __bpf_trace_*, __traceiter_*, or unnamed). A stack taken in a
+ * tracepoint starts with them; how many there are depends on the kernel and on how many probes the
+ * tracepoint has, so a reader drops them by name rather than skip a fixed count.
+ */
+int symbolizer__kernel_tracing(const struct symbolizer *sym, int64_t id);
 
 /* Name every pending frame of every process in pt. Call after the runtimes' last poll for the
  * window. A frame still unnamed keeps a fallback name and is tried again next time. 0 or -errno. */

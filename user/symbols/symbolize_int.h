@@ -135,6 +135,7 @@ struct lcache {
 struct kframe {
 	uint64_t addr;
 	uint32_t name;
+	uint8_t tracing;	/* a BPF program or the tracepoint code that ran it */
 };
 
 struct symbolizer {
