@@ -111,6 +111,73 @@ static __always_inline void table_mapped(__u64 addr, __u64 len)
 	send(&ev, BPF_RB_FORCE_WAKEUP);
 }
 
+#define MAX_PID_NS_LEVEL 32
+
+/* The current process's pid in its own pid namespace (the header's pid), or 0. */
+static __always_inline __u32 ns_tgid(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!pid)
+		return 0;
+	level = BPF_CORE_READ(pid, level);
+	if (level > MAX_PID_NS_LEVEL)
+		return 0;
+	if (bpf_core_read(&nr, sizeof(nr), &pid->numbers[level].nr))
+		return 0;
+	return nr;
+}
+
+/*
+ * The announced table goes into the sampler's map at once, so that the process's next sample
+ * reads it: user space registers it only when its loop gets to the event, which under load came
+ * 0.9 s after the announcement (Native AOT SpanService, 2 CPUs busy besides), and every sample in
+ * between had no labels. The checks are those of spanctx__check_header that decide where and how
+ * much the sampler reads, and the header's pid; the table is the announcing process's own memory,
+ * so a process that lies labels only its own samples wrongly, as it could through its records.
+ * An entry of this process (same start time) stays as user space made it; one of a dead process
+ * whose pid this one reuses is replaced. User space checks the table again (the mapping's
+ * name, the key table) and removes the entry when it does not accept it, when the process is not
+ * a target, and at the process's exit.
+ */
+static __always_inline void register_at_once(__u32 tgid, __u64 addr, __u64 len, __u64 start)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sp_ctx_header h;
+	struct sp_ctx_proc cp = {}, *old;
+	const char magic[] = SP_CTX_MAGIC;
+	__u64 slots_end;
+
+	if (len < sizeof(h) || bpf_probe_read_user(&h, sizeof(h), (void *)addr))
+		return;
+	for (int i = 0; i < 8; i++)
+		if (h.magic[i] != magic[i])
+			return;
+	if (h.abi_version != SP_CTX_ABI || h.header_size < sizeof(h) || h.header_size > len)
+		return;
+	if (h.slot_count == 0 || (h.slot_count & (h.slot_count - 1)) || h.slot_count > SP_CTX_MAX_SLOTS)
+		return;
+	if (h.slot_size % 8 || h.slot_size < SP_SLOT_HEAD + SP_CTX_HEAD ||
+	    h.slot_size > SP_CTX_SLOT_SIZE_MAX)
+		return;
+	if (h.slots_offset % 4096 || h.slots_offset < h.header_size)
+		return;
+	slots_end = (__u64)h.slots_offset + (__u64)h.slot_count * h.slot_size;
+	if (slots_end > len || h.pid != ns_tgid(task))
+		return;
+	cp.slots_addr = addr + h.slots_offset;
+	cp.proc_start_ticks = start;
+	cp.slot_count = h.slot_count;
+	cp.slot_size = h.slot_size;
+	old = bpf_map_lookup_elem(&ctx_procs, &tgid);
+	if (old && old->proc_start_ticks == start)
+		return;	/* this process's, as user space registered it */
+	if (!bpf_map_update_elem(&ctx_procs, &tgid, &cp, BPF_ANY))
+		count(SP_EV_CNT_CTX_EARLY);
+}
+
 /*
  * The hook's announcement (SP_PRCTL_ANNOUNCE, bpf/profiler.h): task_prctl_unknown fires only for a
  * prctl option the kernel does not know, never on another syscall. The first of the two sources
@@ -121,8 +188,11 @@ SEC("tp_btf/task_prctl_unknown")
 int BPF_PROG(on_prctl_unknown, int option, unsigned long arg2, unsigned long arg3,
 	     unsigned long arg4, unsigned long arg5)
 {
-	if (option == SP_PRCTL_ANNOUNCE && arg4 == SP_CTX_ABI)
+	if (option == SP_PRCTL_ANNOUNCE && arg4 == SP_CTX_ABI) {
+		register_at_once(bpf_get_current_pid_tgid() >> 32, arg2, arg3,
+				 start_ticks(bpf_get_current_task_btf()));
 		table_mapped(arg2, arg3);
+	}
 	return 0;
 }
 

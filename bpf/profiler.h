@@ -157,6 +157,7 @@ struct sp_ctx_proc {
 #define SP_CTX_ABI	  1
 #define SP_CTX_MAX_SLOTS  65536
 #define SP_CTX_MAX_KEYS	  255
+#define SP_CTX_SLOT_SIZE_MAX 4096	/* largest slot_size a reader accepts */
 
 struct sp_ctx_header {
 	char magic[8];		/* SP_CTX_MAGIC */
@@ -218,7 +219,8 @@ struct sp_proc_event {
 	X(EXEC, "ev_exec", "execs seen and sent")                                               \
 	X(THROTTLED, "ev_throttled", "span-table mappings past SP_EV_CTX_PER_SEC: not sent")    \
 	X(LOST_RINGBUF, "ev_lost_ringbuf", "event ring buffer full: event lost")                \
-	X(BUDGET_FULL, "ev_budget_full", "per-process throttle table update failed: not sent")
+	X(BUDGET_FULL, "ev_budget_full", "per-process throttle table update failed: not sent")   \
+	X(CTX_EARLY, "ev_ctx_early", "announced span tables the sampler reads at once (checked here)")
 
 enum sp_ev_counter {
 #define SP_EV_COUNTER_ENUM(id, name, help) SP_EV_CNT_##id,

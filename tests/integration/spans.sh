@@ -177,3 +177,30 @@ note "capped: $r; summary: $kept kept without ids, of $taken"
 [ "${kept:-0}" -ge 1 ] || { cat "$TMP/capped.txt"; fail "capped: no sample counted as kept without ids"; }
 [ "$(field "$r" named_without_ids)" = "$kept" ] || fail "capped: $(field "$r" named_without_ids) samples with a span name and no ids in the profile, $kept counted"
 pass "capped: $(field "$r" entries) entries for $taken samples; $kept kept their stack and span name without ids, $(field "$r" truncated) in [truncated]"
+
+# 7. spanprof's own loop stalled (SIGSTOP) while the service starts, as when it is busy naming a
+# new process's frames on a loaded machine, and the recording goes on through the service's
+# SIGTERM shutdown. The sampler reads the span table from the hook's announcement on, not only
+# once user space gets to the event: the worker's samples carry its label from its start (before,
+# the Native AOT service lost it on 4 to 8 % of them when 2 busy loops shared the machine, up to
+# 0.9 s between the announcement and its registration), and through the shutdown.
+record_bg stalled.pb.gz -v -d 600 --ringbuf-mb 64
+wait_sampling
+kill -STOP "$RECORD_PID"
+SPANSERVICE_BG_DUTY=50 start_service stalled
+sleep 1
+kill -CONT "$RECORD_PID"
+sleep 2
+stop_service stalled
+sleep 0.5
+kill -INT "$RECORD_PID"
+wait_record
+grep 'process events:' "$TMP/stalled.txt" | sed 's/^ */  stalled: /'
+decode "$TMP/stalled.pb.gz"
+r=$(node "$ROOT/tests/integration/spancheck.js" "$TMP/stalled.json" "$TMP/stalled.spans.jsonl" --pid "$SVC_PID")
+n=$(field "$r" nospan_samples)
+rate=$(field "$r" nospan_label_rate)
+matrix_row stalled "$([ "$n" -ge 20 ] && ge "$rate" 0.95 && echo pass || echo fail)" worker_label="$rate" samples="$n"
+[ "$n" -ge 20 ] || fail "stalled: only $n samples of the worker (HotNoSpan)"
+ge "$rate" 0.95 || { grep 'span context' "$TMP/stalled.txt"; fail "stalled: the worker's label on $rate of its $n samples (want >= 0.95): samples before spanprof registered the span table"; }
+pass "stalled: the worker's label on $rate of its $n samples, from the service's start through its SIGTERM shutdown"

@@ -64,10 +64,11 @@ static void print_events(FILE *f, const struct engine_counters *c)
 		fprintf(f, "  span-table events unavailable (neither the prctl tracepoint nor fexit "
 			"loads: %s): span tables found by polling\n", strerror(c->ev_ctx_unavailable));
 	fprintf(f, "  process events: span tables mapped %" PRIu64 " (read at once %" PRIu64
-		", registered at once %" PRIu64 "), execs %" PRIu64 " (of processes seen: %" PRIu64
+		", registered at once %" PRIu64 ", read by the sampler from the announcement on %"
+		PRIu64 "), execs %" PRIu64 " (of processes seen: %" PRIu64
 		", samples filed before their exec %" PRIu64 "); left to the poll: throttled %" PRIu64
 		" in BPF, %" PRIu64 " here, %" PRIu64 " past the retry list; lost %" PRIu64 "\n",
-		c->ev[SP_EV_CNT_CTX_MAPPED], c->ev_ctx, c->ev_ctx_at_once, c->ev[SP_EV_CNT_EXEC],
+		c->ev[SP_EV_CNT_CTX_MAPPED], c->ev_ctx, c->ev_ctx_at_once, c->ev[SP_EV_CNT_CTX_EARLY], c->ev[SP_EV_CNT_EXEC],
 		c->ev_exec, c->ev_before_exec, c->ev[SP_EV_CNT_THROTTLED] + c->ev[SP_EV_CNT_BUDGET_FULL],
 		c->ev_throttled, c->ev_urgent_full, c->ev[SP_EV_CNT_LOST_RINGBUF]);
 }

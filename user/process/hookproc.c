@@ -62,6 +62,11 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 	if (!err)
 		err = spanctx__open(p->dir_fd, p->nspid, start, end, &cp, &h->tbl);
 	h->last_err = err;
+	/* A table refused (bad header, another pid, another ABI) is not read by the sampler either.
+	 * Not on -ENOENT: the maps as last read can predate the table; a process that announces a
+	 * valid header outside its memfd is read as it announced, as its own records are. */
+	if (err && err != -ENOENT && err != -EAGAIN)
+		hookproc__unregister_early(ctx_map_fd, p->pid, p->start_ticks);
 	switch (err) {
 	case 0:
 		break;
@@ -95,6 +100,20 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 	snprintf(h->desc, sizeof(h->desc), "span table v%u: %u slots", SP_CTX_ABI,
 		 cp.slot_count);
 	return 0;
+}
+
+/*
+ * The sampler registers an announced table itself (bpf/procevents.bpf.c register_at_once) before
+ * user space has looked at it: an entry of that process (same start time) that user space does not
+ * accept goes, whatever its address.
+ */
+void hookproc__unregister_early(int ctx_map_fd, uint32_t pid, uint64_t start_ticks)
+{
+	struct sp_ctx_proc cur;
+
+	if (ctx_map_fd >= 0 && bpf_map_lookup_elem(ctx_map_fd, &pid, &cur) == 0 &&
+	    cur.proc_start_ticks == start_ticks)
+		bpf_map_delete_elem(ctx_map_fd, &pid);
 }
 
 /*
@@ -260,6 +279,10 @@ static void detach(struct proc *p, void *state, const struct runtime_env *env)
 		if (bpf_map_lookup_elem(env->ctx_map_fd, &p->pid, &cur) == 0 &&
 		    cur.slots_addr == h->cp.slots_addr && cur.proc_start_ticks == p->start_ticks)
 			bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+	} else if (env && p->gone) {
+		/* The sampler's own entry (register_at_once) of a process that exited before user
+		 * space registered its table. */
+		hookproc__unregister_early(env->ctx_map_fd, p->pid, p->start_ticks);
 	}
 	spanctx_keys__free(h->keys);
 	free(h);

@@ -12,7 +12,7 @@
 
 #define MEMFD_PATH "/memfd:" SP_CTX_MEMFD_NAME
 #define MEMFD_PATH_DELETED MEMFD_PATH " (deleted)"
-#define SLOT_SIZE_MAX 4096u
+#define SLOT_SIZE_MAX ((uint32_t)SP_CTX_SLOT_SIZE_MAX)
 #define KEYS_SIZE_MAX (64u << 10)
 
 _Static_assert(SP_SLOT_HEAD + SP_CTX_HEAD <= SLOT_SIZE_MAX, "slot bounds");

@@ -359,6 +359,7 @@ static void ctx_mapped(struct engine *e, const struct sp_proc_event *ev, uint64_
 
 	if (!bpfsession__is_target(e->bpf, ev->tgid)) {
 		e->c.ev_not_target++;
+		hookproc__unregister_early(e->env.ctx_map_fd, ev->tgid, ev->proc_start_ticks);
 		return;
 	}
 	memcpy(comm, ev->comm, SP_COMM_LEN);
