@@ -282,6 +282,18 @@ void dn_end_enabling(struct proc *p, struct dotnet_state *d, const struct runtim
 	dn_take_enable(p, d, 1);
 }
 
+/* Whether EnablePerfMap may be sent now: the version gate allows it, the runtime has settled and
+ * the recording does not end within a millisecond. */
+static int may_talk_now(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	if (!dn_gate_allows(p, d, o))
+		return 0;
+	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
+	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
+		return 0;
+	return !o->deadline_ns || now_ns() + 1000000 < o->deadline_ns;
+}
+
 /* Perf maps turned on in a process that lacks them: EnablePerfMap is sent on a worker, and the
  * sampling loop goes on; its answer is taken at a later poll. */
 void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
@@ -292,12 +304,7 @@ void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_
 	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || p->root_fd < 0 ||
 	    o->talks_held)
 		return;
-	if (!dn_gate_allows(p, d, o))
-		return;
-	/* Enabling during runtime start-up crashed older runtimes: wait until it has settled. */
-	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
-		return;
-	if (o->deadline_ns && now_ns() + 1000000 >= o->deadline_ns)
+	if (!may_talk_now(p, d, o))
 		return;
 	d->enable_tried = 1;
 	dn_note_enabled(p);	/* first: a kill -9 right after the enable is still undone */
@@ -314,11 +321,7 @@ void dn_try_add_jitdump(struct proc *p, struct dotnet_state *d, const struct run
 	    d->jitdump_tried || d->enabling || p->root_fd < 0 || o->talks_held ||
 	    d->files.map_fd < 0 || d->files.jitdump_fd >= 0)
 		return;
-	if (!dn_gate_allows(p, d, o) || !d->gate.jitdump_beside_perfmap)
-		return;
-	if (p->start_ticks && proc__age_ns(p) < o->min_age_ns)
-		return;
-	if (o->deadline_ns && now_ns() + 1000000 >= o->deadline_ns)
+	if (!may_talk_now(p, d, o) || !d->gate.jitdump_beside_perfmap)
 		return;
 	d->jitdump_tried = 1;
 	d->adding_jitdump = 1;
