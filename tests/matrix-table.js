@@ -14,6 +14,7 @@ const figures = (r) => {
   if ('chain' in r) f.push(`chain ${pct(r.chain)}`);
   if ('right' in r) f.push(`right ${pct(r.right)} of ${r.samples}`);
   if ('wrong' in r && r.wrong) f.push(`wrong ${pct(r.wrong)}`);
+  if ('worker_label' in r) f.push(`worker's label on ${pct(r.worker_label)} of ${r.samples}`);
   if ('leaf_frac' in r) f.push(`.NET-named leaves ${pct(r.leaf_frac)}`);
   if ('rc' in r) f.push(`exit ${r.rc}, ${r.seconds} s`);
   return `${f.join(', ')}${r.status === 'pass' ? '' : r.status === 'skip' ? ' (skipped)' : ' **FAIL**'}`;
