@@ -32,6 +32,9 @@ CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS   += -fsanitize=$(SANITIZE)
 # gcc 12's format-truncation analysis sees NULL arguments that the instrumentation introduces.
 WARN      += -Wno-format-truncation
+# Leaks inside the system's libelf/libdw, not ours (tests/lsan.supp says which).
+# fast_unwind_on_malloc=0: libelf has no frame pointers, and the suppression needs its frames.
+export LSAN_OPTIONS := suppressions=$(CURDIR)/tests/lsan.supp:fast_unwind_on_malloc=0
 endif
 
 # ---- dependencies -------------------------------------------------------------------------

@@ -532,7 +532,8 @@ static void prescan(struct engine *e)
 			all[n++].busy = busy_of(dirfd(d), pid, now_ticks);
 		}
 		closedir(d);
-		qsort(all, n, sizeof(*all), by_busy);
+		if (n)
+			qsort(all, n, sizeof(*all), by_busy);
 		for (size_t i = 0; i < n; i++)
 			proctab__open(e->procs, all[i].pid);
 		free(all);
