@@ -20,6 +20,25 @@ struct {
 	__type(value, struct sp_ctx_proc);
 } ctx_procs SEC(".maps");
 
+/* The sampler's generations (profiler.h SP_GEN_*), shared the same way: every change made here
+ * to ctx_procs adds one to SP_GEN_CTX_PROCS, after it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SP_GEN__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} gens SEC(".maps");
+
+static __always_inline void ctx_procs_changed(void)
+{
+	__u32 which = SP_GEN_CTX_PROCS;
+	__u64 *g = bpf_map_lookup_elem(&gens, &which);
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
 /* Span-table events per process in the current one-second window: a process that maps the
  * table's name in a loop costs a bounded number of events. */
 struct budget {
@@ -174,8 +193,10 @@ static __always_inline void register_at_once(__u32 tgid, __u64 addr, __u64 len, 
 	old = bpf_map_lookup_elem(&ctx_procs, &tgid);
 	if (old && old->proc_start_ticks == start)
 		return;	/* this process's, as user space registered it */
-	if (!bpf_map_update_elem(&ctx_procs, &tgid, &cp, BPF_ANY))
+	if (!bpf_map_update_elem(&ctx_procs, &tgid, &cp, BPF_ANY)) {
+		ctx_procs_changed();
 		count(SP_EV_CNT_CTX_EARLY);
+	}
 }
 
 /*
@@ -242,7 +263,8 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u64 wake;
 
 	ev.tgid = BPF_CORE_READ(task, tgid);
-	bpf_map_delete_elem(&ctx_procs, &ev.tgid);
+	if (!bpf_map_delete_elem(&ctx_procs, &ev.tgid))
+		ctx_procs_changed();
 	ev.time_ns = bpf_ktime_get_ns();
 	ev.type = SP_EV_EXEC;
 	ev.proc_start_ticks = start_ticks(task);

@@ -9,6 +9,7 @@
 #define PF_KTHREAD	  0x00200000	/* include/linux/sched.h */
 #define MAX_PID_NS_LEVEL  32
 #define STACK_BYTES	  (SP_MAX_FRAMES * 8)
+#define CTX_ATTRS_INLINE  96	/* attribute bytes of a span record read with its slot's head */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,6 +40,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sp_ctx_proc);
 } ctx_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SP_GEN__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} gens SEC(".maps");
 
 struct scratch {
 	__u8 buf[SP_SAMPLE_MAX];
@@ -112,7 +121,21 @@ struct offcpu_block {
 	__u16 ctx_status;
 	__u8 on_rq_clock;
 	__u8 known_next;	/* the slot of known[] to fill next */
-	__u8 reserved[6];
+	__u8 ns_tid_err;	/* ns_tid failed: no span record can be found */
+	__u8 reserved;
+	/* The thread's constants, read at its first block: its process's start (a load from the
+	 * group leader's task, another thread's, costs a cache miss a block), its own start and
+	 * its id in its pid namespace. Valid while its global tid is seen_tid: only an exec by
+	 * another thread of the process changes this thread's tid, leader and pid. */
+	__u32 seen_tid;
+	__u32 ns_tid;
+	__u64 proc_ticks;
+	__u64 thread_ticks;
+	/* Its process's pid_filter entry and span table as last looked up, with the generations
+	 * (gens, plus one: 0 is never current) they are current for. */
+	__u64 filter_gen;
+	__u64 table_gen;
+	struct sp_ctx_proc table;	/* slot_count 0: none */
 	/* Places whose stacks this thread put in (or found in) offcpu_sites: a block at one of them
 	 * skips the hash lookup. A long block whose place left the cache clears them. */
 	struct offcpu_site known[OFFCPU_KNOWN];
@@ -168,27 +191,31 @@ static __always_inline int ns_tid(struct task_struct *task, __u32 *tid)
 
 /*
  * Copy the thread's OTEP 4947 record into dst (SP_CTX_MAX bytes available) and return its
- * length, or 0 with *status saying why there is none. Every read is bounded and checked: the
- * table lives in a process we do not trust.
+ * length, or 0 with *status saying why there is none. The thread is the current one: tid is its
+ * id in its own pid namespace (ns_tid), ticks its start time (task->start_boottime in
+ * SP_USER_HZ ticks). Every read is bounded and checked: the table lives in a process we do not
+ * trust.
  */
-static __always_inline __u32 read_span(struct task_struct *task, const struct sp_ctx_proc *cp,
+static __always_inline __u32 read_span(__u32 tid, __u64 ticks, const struct sp_ctx_proc *cp,
 				       __u8 *dst, __u16 *status)
 {
 	struct {
 		struct sp_slot_head head;
-		__u8 rec[SP_CTX_HEAD];
-	} sl;
-	__u32 tid, attrs, mask, h, i;
-	__u64 ticks, room, slot = 0, ids[2];
+		__u8 rec[SP_CTX_HEAD + CTX_ATTRS_INLINE];
+	} sl = {};
+	__u32 attrs, mask, h, i;
+	__u64 room, first, slot = 0, ids[2];
 	bool found = false;
 
-	if (ns_tid(task, &tid)) {
-		*status = SP_CNT_TASK_ERR;
-		return 0;
-	}
-	ticks = task->start_boottime / SP_NSEC_PER_TICK;
 	mask = cp->slot_count - 1;
 	h = SP_SLOT_HASH(tid);
+	/* What of a slot the first read takes: its head, the record's and the first attribute
+	 * bytes, never past the slot (the table's last one may end its mapping). */
+	first = cp->slot_size < sizeof(sl) ? cp->slot_size : sizeof(sl);
+	if (first < SP_SLOT_HEAD + SP_CTX_HEAD) {
+		*status = SP_CNT_CTX_READ_ERR;
+		return 0;
+	}
 
 	for (i = 0; i < SP_CTX_PROBES; i++) {
 		slot = cp->slots_addr + (__u64)((h + i) & mask) * cp->slot_size;
@@ -196,7 +223,7 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 		 * whose slots hold both). A page of the table no thread has written yet is not mapped
 		 * in and cannot be read from here (no faults in this context): it holds only free
 		 * slots. */
-		if (bpf_probe_read_user(&sl, sizeof(sl), (void *)slot))
+		if (bpf_probe_read_user(&sl, first, (void *)slot))
 			break;
 		if (sl.head.tid == 0)
 			break;	/* slots are never freed, so an empty one ends the probe chain */
@@ -213,9 +240,13 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	}
 
 	/*
-	 * The record's head came with the slot's, then only the attribute bytes it declares (the
-	 * slot may be larger). Two reads cannot tear: only this thread writes its slot, and it is
-	 * the one interrupted here.
+	 * The record's head came with the slot's, and the attribute bytes it declares (the slot may
+	 * be larger) came too unless there are more than the first read took; those are read again,
+	 * whole, into dst. Two reads cannot tear: only this thread writes its slot, and it is the
+	 * one interrupted here. The first read goes to the stack and what it took is copied to dst:
+	 * a copy from user space into a heap object (the off-CPU task storage) pays the kernel's
+	 * hardened-usercopy check of that object, which cost more than the rest of a short block's
+	 * switch-out (docs/benchmarks.md).
 	 */
 	room = cp->slot_size;
 	if (room > SP_SLOT_HEAD + SP_CTX_MAX)
@@ -234,8 +265,17 @@ static __always_inline __u32 read_span(struct task_struct *task, const struct sp
 	if (attrs > room)
 		attrs = room;
 	barrier_var(attrs);	/* keep the bound checks on the register the helper gets */
-	if (attrs > SP_CTX_MAX - SP_CTX_HEAD ||
-	    bpf_probe_read_user(dst + SP_CTX_HEAD, attrs, (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
+	if (attrs > SP_CTX_MAX - SP_CTX_HEAD) {
+		*status = SP_CNT_CTX_READ_ERR;
+		return 0;
+	}
+	if (attrs + SP_SLOT_HEAD + SP_CTX_HEAD <= first) {
+		if (attrs > CTX_ATTRS_INLINE)
+			attrs = CTX_ATTRS_INLINE;	/* unreachable; keeps the verifier's bounds */
+		if (attrs)
+			bpf_probe_read_kernel(dst + SP_CTX_HEAD, attrs, sl.rec + SP_CTX_HEAD);
+	} else if (bpf_probe_read_user(dst + SP_CTX_HEAD, attrs,
+				       (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
@@ -422,6 +462,7 @@ static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *
 {
 	struct sp_ctx_proc *cp;
 	__u64 size;
+	__u32 tid;
 
 	s->ctx_len = 0;
 	s->ctx_status = SP_CNT_CTX_UNHOOKED;
@@ -430,8 +471,13 @@ static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *
 	barrier_var(off);
 	cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
 	if (cp && cp->proc_start_ticks == s->proc_start_ticks && cp->slot_count &&
-	    (cp->slot_count & (cp->slot_count - 1)) == 0)
-		s->ctx_len = read_span(task, cp, s->data + off, &s->ctx_status);
+	    (cp->slot_count & (cp->slot_count - 1)) == 0) {
+		if (ns_tid(task, &tid))
+			s->ctx_status = SP_CNT_TASK_ERR;
+		else
+			s->ctx_len = read_span(tid, task->start_boottime / SP_NSEC_PER_TICK, cp,
+					       s->data + off, &s->ctx_status);
+	}
 	size = sizeof(*s) + off + s->ctx_len;
 	return size > SP_SAMPLE_MAX ? SP_SAMPLE_MAX : size;
 }
@@ -687,6 +733,33 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
 }
 
+/* A generation (gens), plus one: what a thread's cache holds when it is current. */
+static __always_inline __u64 gen_now(__u32 which)
+{
+	__u64 *g = bpf_map_lookup_elem(&gens, &which);
+
+	return g ? *g + 1 : 0;
+}
+
+/* The span table of the thread's process: its copy in the thread's block record, looked up
+ * again only when ctx_procs has changed since (a hash lookup per block costs more than the
+ * whole of the rest of a short block's switch-out). */
+static __always_inline const struct sp_ctx_proc *thread_table(struct offcpu_block *b, __u32 tgid)
+{
+	__u64 g = gen_now(SP_GEN_CTX_PROCS);
+	struct sp_ctx_proc *cp;
+
+	if (b->table_gen != g) {
+		cp = bpf_map_lookup_elem(&ctx_procs, &tgid);
+		if (cp)
+			b->table = *cp;
+		else
+			b->table.slot_count = 0;
+		b->table_gen = g;
+	}
+	return b->table.slot_count ? &b->table : NULL;
+}
+
 /* The block starts now: the run queue's clock (prev runs here) where there is one. */
 static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu_block *b)
 {
@@ -727,12 +800,12 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	__u32 tgid = prev->tgid, zero = 0;
+	const struct sp_ctx_proc *cp;
 	struct offcpu_stacks *st;
 	struct offcpu_block *b;
-	struct sp_ctx_proc *cp;
 	struct sp_sample *rec;
 	struct pt_regs *ur;
-	__u64 ticks, n;
+	__u64 ticks, n, fgen;
 	bool known;
 	int i;
 
@@ -752,17 +825,35 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 			count(SP_CNT_OFFCPU_PREEMPT);
 		return 0;
 	}
-	if ((filter_pids || offcpu_filter) && !bpf_map_lookup_elem(&pid_filter, &tgid))
-		return 0;	/* an unprofiled thread that blocks leaves here */
+	/* A thread that found its process in the filter before, and nothing has left the filter
+	 * since, is in it still: its record says so without the filter's lookup. An unprofiled
+	 * thread that blocks leaves here. */
+	b = NULL;
+	fgen = 0;
+	if (filter_pids || offcpu_filter) {
+		fgen = gen_now(SP_GEN_PID_FILTER);
+		if (prev->bpf_storage)
+			b = bpf_task_storage_get(&offcpu_blocks, prev, 0, 0);
+		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid))
+			return 0;
+	}
 	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
 		return 0;
-	b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!b)
+		b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!b) {
 		count(SP_CNT_OFFCPU_NO_STORAGE);
 		return 0;
 	}
+	b->filter_gen = fgen;
 	b->pcount = prev->sched_info.pcount;
-	ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
+	if (b->seen_tid != prev->pid) {
+		b->seen_tid = prev->pid;
+		b->proc_ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
+		b->thread_ticks = prev->start_boottime / SP_NSEC_PER_TICK;
+		b->ns_tid_err = ns_tid(prev, &b->ns_tid) != 0;
+	}
+	ticks = b->proc_ticks;
 	__builtin_memset(&b->site, 0, sizeof(b->site));
 	b->site.tgid = tgid;
 	b->site.start_ticks = ticks;
@@ -801,10 +892,15 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		count(SP_CNT_OFFCPU_SITE_HIT);
 		b->ctx_len = 0;
 		b->ctx_status = SP_CNT_CTX_UNHOOKED;
-		cp = variant & SP_VAR_NO_SPAN ? NULL : bpf_map_lookup_elem(&ctx_procs, &tgid);
+		cp = variant & SP_VAR_NO_SPAN ? NULL : thread_table(b, tgid);
 		if (cp && cp->proc_start_ticks == ticks && cp->slot_count &&
-		    (cp->slot_count & (cp->slot_count - 1)) == 0)
-			b->ctx_len = read_span(prev, cp, b->ctx, &b->ctx_status);
+		    (cp->slot_count & (cp->slot_count - 1)) == 0) {
+			if (b->ns_tid_err)
+				b->ctx_status = SP_CNT_TASK_ERR;
+			else
+				b->ctx_len = read_span(b->ns_tid, b->thread_ticks, cp, b->ctx,
+						       &b->ctx_status);
+		}
 		offcpu_start(prev, b);
 		return 0;
 	}

@@ -155,6 +155,16 @@ struct sp_ctx_proc {
 #define SP_PRCTL_ANNOUNCE 0x53504354
 #define SP_CTX_MAGIC	  "SPANPROF"	/* 8 bytes, no NUL */
 #define SP_CTX_ABI	  1
+/*
+ * Generations (the gens map, shared by both BPF objects and mapped by user space): each counts
+ * the changes to a map that the off-CPU program caches per thread, so a thread looks the map up
+ * again only after one. Every change to ctx_procs, and every removal from pid_filter (a thread
+ * caches only that its process is in it), adds one, after the change.
+ */
+#define SP_GEN_CTX_PROCS  0
+#define SP_GEN_PID_FILTER 1
+#define SP_GEN__MAX	  2
+
 #define SP_CTX_MAX_SLOTS  65536
 #define SP_CTX_MAX_KEYS	  255
 #define SP_CTX_SLOT_SIZE_MAX 4096	/* largest slot_size a reader accepts */

@@ -81,6 +81,32 @@ note "otlp: $o"
 [ "$(field "$o" off_linked)" -gt 0 ] || fail "no off-CPU sample links a span in OTLP: $o"
 pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as in the pprof, span links"
 
+# Span tables polled (no span-table events, as on a kernel before 6.13 without fexit; here by
+# SPANPROF_TEST_CTX_EVENTS=none), the app started by record, which is stopped for its first 1.5 s:
+# the app's main thread blocks again and again at one place (its --delay-ms sleeps) before user
+# space finds and registers the hook's table, then runs the sleep scenario. A thread keeps its
+# process's table (none, then) in its own block record: it must look again once the table is
+# registered (the generation user space moves with each change to the table map).
+SPANPROF_TEST_CTX_EVENTS=none "$SPANPROF_TEST" record -v --off-cpu -o "$TMP/polled.pb.gz" -- \
+	dotnet "$OFFCPU" --truth "$TMP/polled.truth.json" --blocks 20 --block-ms 20 --delay-ms 3000 \
+	--sleep-on-main > "$TMP/polled.txt" 2> "$TMP/polled.err" &
+rec=$!
+register "$rec"
+wait_for_line "$TMP/polled.err" ' sampling .* Hz on ' 60
+kill -STOP "$rec"
+sleep 1.5
+kill -CONT "$rec"
+wait "$rec" || { cat "$TMP/polled.txt" "$TMP/polled.err"; fail "record -- OffCpu, tables polled: exit code $?"; }
+grep -q 'span tables found by polling' "$TMP/polled.txt" || { cat "$TMP/polled.txt"; fail "the tables were not polled"; }
+decode "$TMP/polled.pb.gz"
+r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/polled.json" "$TMP/polled.truth.json")
+s=$(node -pe "JSON.stringify(($r).scenarios.sleep)")
+note "polled, sleep on the main thread: $s"
+ratio=$(field "$s" ratio)
+ge "$ratio" 0.9 && le "$ratio" 1.1 && le "$(field "$s" wrong_rate)" 0.01 ||
+	fail "tables polled: the main thread's sleep scenario $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1); wrong span $(field "$s" wrong_ms) ms"
+pass "tables polled: the main thread, blocked before its table was registered, has its span after (ratio $ratio)"
+
 # The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there.
 grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" || {
 	grep 'Program::BlockSleep' "$TMP/offcpu.folded" | sed 's/.*Program::BlockSleep/  ...BlockSleep/' | head -5

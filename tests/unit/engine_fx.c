@@ -92,6 +92,8 @@ int bpfsession__pause(struct bpfsession *s, int paused)
 void bpfsession__detach(struct bpfsession *s) {}
 int bpfsession__epoll_fd(const struct bpfsession *s) { return -1; }
 int bpfsession__ctx_map_fd(const struct bpfsession *s) { return -1; }
+int bpfsession__gens_fd(const struct bpfsession *s) { return -1; }
+uint64_t *bpfsession__gen(struct bpfsession *s, int which) { return NULL; }
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid) { return 0; }
 int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on) { return 0; }
 
@@ -140,7 +142,7 @@ static struct {
 	int n;
 } fake_pe;
 
-struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
+struct procevents *procevents__open(int ctx_map_fd, int gens_fd, procevents_fn fn, void *ctx)
 {
 	if (!fake_events) {
 		errno = ENOSYS;

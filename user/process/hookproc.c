@@ -51,8 +51,29 @@ static void *attach(struct proc *p, const struct runtime_env *env)
 	return h;
 }
 
+/*
+ * Every change to the sampler's span-table map goes through these two: the off-CPU program keeps
+ * each thread's table in the thread's own record and looks it up again only after the map's
+ * generation moves (bpf/profiler.h SP_GEN_*), so each change moves it, after the change.
+ */
+static int ctx_map_put(const struct runtime_env *env, uint32_t pid, const struct sp_ctx_proc *cp,
+		       uint64_t flags)
+{
+	if (bpf_map_update_elem(env->ctx_map_fd, &pid, cp, flags))
+		return -errno;
+	if (env->ctx_gen)
+		__atomic_fetch_add(env->ctx_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void ctx_map_del(const struct runtime_env *env, uint32_t pid)
+{
+	if (!bpf_map_delete_elem(env->ctx_map_fd, &pid) && env->ctx_gen)
+		__atomic_fetch_add(env->ctx_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Find the table in the current mappings, validate it and register it with the sampler. */
-static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_fd)
+static int find_and_register(struct proc *p, struct hook_state *h, const struct runtime_env *env)
 {
 	struct sp_ctx_proc cp;
 	uint64_t start, end;
@@ -66,7 +87,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 	 * Not on -ENOENT: the maps as last read can predate the table; a process that announces a
 	 * valid header outside its memfd is read as it announced, as its own records are. */
 	if (err && err != -ENOENT && err != -EAGAIN)
-		hookproc__unregister_early(ctx_map_fd, p->pid, p->start_ticks);
+		hookproc__unregister_early(env, p->pid, p->start_ticks);
 	switch (err) {
 	case 0:
 		break;
@@ -88,8 +109,7 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
 	}
 	/* The sampler checks this against each sample, so a reused pid never reads this table. */
 	cp.proc_start_ticks = p->start_ticks;
-	if (bpf_map_update_elem(ctx_map_fd, &p->pid, &cp, BPF_ANY)) {
-		err = -errno;
+	if ((err = ctx_map_put(env, p->pid, &cp, BPF_ANY))) {
 		snprintf(h->desc, sizeof(h->desc), "span table found, not registered: %s%s",
 			 strerror(-err), err == -E2BIG ? " (too many hooked processes)" : "");
 		return h->last_err = err;
@@ -107,13 +127,13 @@ static int find_and_register(struct proc *p, struct hook_state *h, int ctx_map_f
  * user space has looked at it: an entry of that process (same start time) that user space does not
  * accept goes, whatever its address.
  */
-void hookproc__unregister_early(int ctx_map_fd, uint32_t pid, uint64_t start_ticks)
+void hookproc__unregister_early(const struct runtime_env *env, uint32_t pid, uint64_t start_ticks)
 {
 	struct sp_ctx_proc cur;
 
-	if (ctx_map_fd >= 0 && bpf_map_lookup_elem(ctx_map_fd, &pid, &cur) == 0 &&
+	if (env && env->ctx_map_fd >= 0 && bpf_map_lookup_elem(env->ctx_map_fd, &pid, &cur) == 0 &&
 	    cur.proc_start_ticks == start_ticks)
-		bpf_map_delete_elem(ctx_map_fd, &pid);
+		ctx_map_del(env, pid);
 }
 
 /*
@@ -130,9 +150,9 @@ static int poll(struct proc *p, void *state, const struct runtime_env *env)
 		return RT_DONE;
 	if (p->gone)
 		return RT_DONE;
-	err = find_and_register(p, h, env->ctx_map_fd);
+	err = find_and_register(p, h, env);
 	if (err && !proc__refresh_maps(p, RUNTIME_BACKOFF_MIN_NS))
-		err = find_and_register(p, h, env->ctx_map_fd);
+		err = find_and_register(p, h, env);
 	if (!err)
 		return RT_DONE;
 	return err == -ENOENT || err == -EAGAIN ? RT_WAIT : err;
@@ -157,14 +177,15 @@ int hookproc__registered(const struct proc *p)
 int hookproc__evicted(struct proc *p, uint64_t now_ns)
 {
 	struct hook_state *h = runtime__state(p, RT_SPANCTX);
+	int err;
 
 	if (!h || !h->registered || p->gone || !p->env || p->env->ctx_map_fd < 0 ||
 	    now_ns < h->next_refresh_ns)
 		return 0;
 	h->next_refresh_ns = now_ns + REFRESH_NS;
 	/* Samples taken before the last put-back can come later: one already back is no eviction. */
-	if (bpf_map_update_elem(p->env->ctx_map_fd, &p->pid, &h->cp, BPF_NOEXIST))
-		return errno == EEXIST ? 0 : -errno;
+	if ((err = ctx_map_put(p->env, p->pid, &h->cp, BPF_NOEXIST)))
+		return err == -EEXIST ? 0 : err;
 	h->evicted++;
 	return 1;
 }
@@ -278,11 +299,11 @@ static void detach(struct proc *p, void *state, const struct runtime_env *env)
 
 		if (bpf_map_lookup_elem(env->ctx_map_fd, &p->pid, &cur) == 0 &&
 		    cur.slots_addr == h->cp.slots_addr && cur.proc_start_ticks == p->start_ticks)
-			bpf_map_delete_elem(env->ctx_map_fd, &p->pid);
+			ctx_map_del(env, p->pid);
 	} else if (env && p->gone) {
 		/* The sampler's own entry (register_at_once) of a process that exited before user
 		 * space registered its table. */
-		hookproc__unregister_early(env->ctx_map_fd, p->pid, p->start_ticks);
+		hookproc__unregister_early(env, p->pid, p->start_ticks);
 	}
 	spanctx_keys__free(h->keys);
 	free(h);

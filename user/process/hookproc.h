@@ -12,6 +12,7 @@
 
 struct proc;
 struct pf_label;
+struct runtime_env;
 
 /* The runtime itself is spanctx_runtime (runtime.h): it finds the process's span table and
  * registers it in the BPF map ctx_procs. */
@@ -33,9 +34,9 @@ int hookproc__evicted(struct proc *p, uint64_t now_ns);	/* now_ns: CLOCK_MONOTON
 int hookproc__labels(struct proc *p, const uint8_t *rec, size_t len, int pyroscope,
 		     struct pf_label *out, size_t max);
 
-/* Removes pid's entry from the sampler's span-table map (ctx_map_fd) when it belongs to the process
- * that started at start_ticks: one the sampler made at the announcement that user space does not
- * keep (not a target, table refused, process gone before it was registered). */
-void hookproc__unregister_early(int ctx_map_fd, uint32_t pid, uint64_t start_ticks);
+/* Removes pid's entry from the sampler's span-table map (env's ctx_map_fd) when it belongs to the
+ * process that started at start_ticks: one the sampler made at the announcement that user space
+ * does not keep (not a target, table refused, process gone before it was registered). */
+void hookproc__unregister_early(const struct runtime_env *env, uint32_t pid, uint64_t start_ticks);
 
 #endif /* SPANPROF_HOOKPROC_H */

@@ -23,6 +23,8 @@ struct runtime_env {
 	int jitdump_beside_perfmap;
 	uint64_t min_age_ns;	/* never talk to a process younger than this (runtime start-up race) */
 	int ctx_map_fd;		/* the sampler's ctx_procs map */
+	uint64_t *ctx_gen;	/* its generation (profiler.h SP_GEN_CTX_PROCS), mapped: one more
+				 * after each change, or NULL */
 	int perfmaps_ours;	/* every perf map was turned on by us (its files go at detach) */
 	/* A process not sampled for this long holds no symbol data: its runtimes free what they
 	 * read and read it again at its next sample (0: kept). Longer than a window, so frames

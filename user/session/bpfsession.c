@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,8 @@ struct bpfsession {
 	void *ctx;
 	int stats_fd;		/* held open while BPF run-time stats are wanted */
 	uint32_t ctx_procs_max;
+	uint64_t *gens;		/* the gens map, mapped (profiler.h SP_GEN_*) */
+	size_t gens_len;
 };
 
 /* ---- preflight ------------------------------------------------------------------------------ */
@@ -262,6 +265,14 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 				   strerror(errno));
 			goto err_free;
 		}
+	s->gens_len = (size_t)sysconf(_SC_PAGESIZE);
+	s->gens = mmap(NULL, s->gens_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(s->skel->maps.gens), 0);
+	if (s->gens == MAP_FAILED) {
+		s->gens = NULL;
+		*rc = setup_error("cannot map the BPF generations: %s", strerror(errno));
+		goto err_free;
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
 		*rc = setup_error("cannot open the ring buffer: %s", strerror(errno));
@@ -426,6 +437,16 @@ int bpfsession__ctx_map_fd(const struct bpfsession *s)
 	return bpf_map__fd(s->skel->maps.ctx_procs);
 }
 
+int bpfsession__gens_fd(const struct bpfsession *s)
+{
+	return bpf_map__fd(s->skel->maps.gens);
+}
+
+uint64_t *bpfsession__gen(struct bpfsession *s, int which)
+{
+	return which >= 0 && which < SP_GEN__MAX ? &s->gens[which] : NULL;
+}
+
 uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s)
 {
 	return s->ctx_procs_max;
@@ -471,6 +492,9 @@ int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on)
 	err = on ? bpf_map__update_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &one,
 					sizeof(one), BPF_ANY) :
 		   bpf_map__delete_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), 0);
+	/* Its threads' records say they are in the filter until the generation moves. */
+	if (!on && !err)
+		__atomic_fetch_add(&s->gens[SP_GEN_PID_FILTER], 1, __ATOMIC_SEQ_CST);
 	return err == -E2BIG ? -ENOSPC : err;
 }
 
@@ -518,6 +542,8 @@ void bpfsession__free(struct bpfsession *s)
 	bpfsession__detach(s);
 	free(s->links);
 	free(s->event_fds);
+	if (s->gens)
+		munmap(s->gens, s->gens_len);
 	profiler_bpf__destroy(s->skel);
 	free(s);
 }

@@ -51,6 +51,10 @@ void bpfsession__detach(struct bpfsession *s);	/* stop sampling (the ring stays 
 uint64_t bpfsession__auto_ringbuf_bytes(uint32_t freq);
 int bpfsession__ncpus(const struct bpfsession *s);	/* CPUs attached */
 int bpfsession__ctx_map_fd(const struct bpfsession *s);
+/* The generations of the maps the off-CPU program caches per thread (bpf/profiler.h SP_GEN_*):
+ * the map's fd, and one of them, mapped (one more after each change to its map). */
+int bpfsession__gens_fd(const struct bpfsession *s);
+uint64_t *bpfsession__gen(struct bpfsession *s, int which);
 uint32_t bpfsession__ctx_procs_max(const struct bpfsession *s);
 
 /* Sum of every per-CPU counter. 0 or -errno. */

@@ -118,7 +118,8 @@ struct engine *engine__open(const struct engine_opts *o, int *rc)
 	if (!e->bpf)
 		goto err_free;
 	e->env.ctx_map_fd = bpfsession__ctx_map_fd(e->bpf);
-	e->pe = procevents__open(e->env.ctx_map_fd, handle_event, e);
+	e->env.ctx_gen = bpfsession__gen(e->bpf, SP_GEN_CTX_PROCS);
+	e->pe = procevents__open(e->env.ctx_map_fd, bpfsession__gens_fd(e->bpf), handle_event, e);
 	if (!e->pe)
 		e->pe_err = errno;
 	/* A spanprof killed before it could leave processes as found: finish its job first. */
@@ -359,7 +360,7 @@ static void ctx_mapped(struct engine *e, const struct sp_proc_event *ev, uint64_
 
 	if (!bpfsession__is_target(e->bpf, ev->tgid)) {
 		e->c.ev_not_target++;
-		hookproc__unregister_early(e->env.ctx_map_fd, ev->tgid, ev->proc_start_ticks);
+		hookproc__unregister_early(&e->env, ev->tgid, ev->proc_start_ticks);
 		return;
 	}
 	memcpy(comm, ev->comm, SP_COMM_LEN);

@@ -47,7 +47,7 @@ static struct bpf_program *ctx_prog(struct procevents_bpf *skel, enum procevents
 }
 
 /* Open and load with one span-table source (PE_CTX_NONE: none). 0 or -errno. */
-static int load(struct procevents *pe, int ctx_map_fd, enum procevents_ctx_src src)
+static int load(struct procevents *pe, int ctx_map_fd, int gens_fd, enum procevents_ctx_src src)
 {
 	int err;
 
@@ -58,10 +58,12 @@ static int load(struct procevents *pe, int ctx_map_fd, enum procevents_ctx_src s
 		bpf_program__set_autoload(ctx_prog(pe->skel, s), s == (int)src);
 	if (ctx_map_fd >= 0 && (err = bpf_map__reuse_fd(pe->skel->maps.ctx_procs, ctx_map_fd)))
 		return err;
+	if (gens_fd >= 0 && (err = bpf_map__reuse_fd(pe->skel->maps.gens, gens_fd)))
+		return err;
 	return procevents_bpf__load(pe->skel);
 }
 
-struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
+struct procevents *procevents__open(int ctx_map_fd, int gens_fd, procevents_fn fn, void *ctx)
 {
 	struct procevents *pe = calloc(1, sizeof(*pe));
 #ifdef SPANPROF_TEST_BUILD
@@ -87,7 +89,7 @@ struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx)
 	if (s == PE_CTX_NONE)
 		err = -EOPNOTSUPP;
 	for (;; s++) {
-		int rc = load(pe, ctx_map_fd, s);
+		int rc = load(pe, ctx_map_fd, gens_fd, s);
 
 		if (!rc)
 			break;

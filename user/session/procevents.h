@@ -21,11 +21,11 @@ enum procevents_ctx_src {
 
 /*
  * Load, sharing the sampler's ctx_procs map (ctx_map_fd: an exec removes the entry of the old
- * program in BPF). NULL and errno on failure: the caller goes on without events (polling finds
+ * program in BPF) and its generations (gens_fd, profiler.h SP_GEN_*, moved by each such change). NULL and errno on failure: the caller goes on without events (polling finds
  * span tables then) and says so. The first span-table source that loads is kept; with none the
  * rest loads and procevents__ctx_err says why.
  */
-struct procevents *procevents__open(int ctx_map_fd, procevents_fn fn, void *ctx);
+struct procevents *procevents__open(int ctx_map_fd, int gens_fd, procevents_fn fn, void *ctx);
 int procevents__attach(struct procevents *pe);	/* 0 or -errno */
 /* 0 when span-table mappings are events; else -errno, why not (span tables are then polled). */
 int procevents__ctx_err(const struct procevents *pe);

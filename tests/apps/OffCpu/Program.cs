@@ -27,10 +27,12 @@ internal static class Program
 {
     private const string Usage =
         "usage: OffCpu --truth FILE [--blocks N] [--block-ms MS] [--delay-ms MS] [--go FIFO]\n" +
+        "              [--sleep-on-main]\n" +
         "  each scenario blocks N times (default 40) for about MS ms (default 20), after waiting\n" +
         "  --delay-ms (default 1500) outside any span, or with --go until something is written to\n" +
         "  FIFO (blocking opens in WaitGo; other lines start another); the measured sums go to FILE.\n" +
-        "  Exit 2 on bad usage.";
+        "  --sleep-on-main: the sleep scenario runs on the main thread, which has blocked since the\n" +
+        "  runtime started, not on a thread of its own. Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("OffCpu");
     private static readonly object s_lock = new();
@@ -41,6 +43,7 @@ internal static class Program
     {
         string? truth = null, go = null;
         int delayMs = 1500;
+        bool sleepOnMain = false;
         try
         {
             for (int i = 0; i < args.Length; i++)
@@ -54,6 +57,7 @@ internal static class Program
                     case "--block-ms": s_blockMs = int.Parse(Value()); break;
                     case "--delay-ms": delayMs = int.Parse(Value()); break;
                     case "--go": go = Value(); break;
+                    case "--sleep-on-main": sleepOnMain = true; break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -76,7 +80,13 @@ internal static class Program
         if (go != null)
             WaitGo(go);
         else
-            Thread.Sleep(delayMs);	// the profiler finds the hook's table meanwhile
+        {
+            // The profiler finds the hook's table meanwhile. Short sleeps at one place: the
+            // off-CPU program keeps the thread's table (none yet, maybe) from the second on.
+            var delay = Stopwatch.StartNew();
+            while (delay.ElapsedMilliseconds < delayMs)
+                Thread.Sleep(10);
+        }
 
         using var listener = new TcpListener(IPAddress.Loopback, 0);
         listener.Start();
@@ -95,23 +105,29 @@ internal static class Program
         for (int k = 0; k < names.Length; k++)
         {
             int s = k;
-            threads[s] = new Thread(() =>
-            {
-                long[] before = SchedStat();
-                sums[s] = names[s] switch
-                {
-                    "sleep" => Run("sleep", BlockSleep),
-                    "lock" => Run("lock", () => BlockLock(lockTurn, lockHeld)),
-                    "result" => Run("result", BlockResult),
-                    _ => RunSocket(port),
-                };
-                long[] after = SchedStat();
-                sched[s] = new[] { after[0] - before[0], after[1] - before[1] };
-            }) { Name = names[s] };
-            threads[s].Start();
+            threads[s] = new Thread(() => RunScenario(s)) { Name = names[s] };
+            if (!(sleepOnMain && names[s] == "sleep"))
+                threads[s].Start();
         }
+        if (sleepOnMain)
+            RunScenario(Array.IndexOf(names, "sleep"));
         foreach (var t in threads)
-            t.Join();
+            if (t.ThreadState != System.Threading.ThreadState.Unstarted)
+                t.Join();
+
+        void RunScenario(int s)
+        {
+            long[] before = SchedStat();
+            sums[s] = names[s] switch
+            {
+                "sleep" => Run("sleep", BlockSleep),
+                "lock" => Run("lock", () => BlockLock(lockTurn, lockHeld)),
+                "result" => Run("result", BlockResult),
+                _ => RunSocket(port),
+            };
+            long[] after = SchedStat();
+            sched[s] = new[] { after[0] - before[0], after[1] - before[1] };
+        }
 
         var sb = new StringBuilder();
         sb.Append($"{{\"pid\": {Environment.ProcessId}, \"scenarios\": {{");
