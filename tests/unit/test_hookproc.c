@@ -308,6 +308,39 @@ static void test_hookproc_detach_removes_map_entry(void **state)
 	bpf_map_delete_elem(map_fd, &other_pid);
 }
 
+/* Every change to the map moves its generation, after the change (the off-CPU program keeps a
+ * thread's table until it moves); a look that changes nothing does not. */
+static void test_hookproc_map_changes_move_the_generation(void **state)
+{
+	struct sp_ctx_proc early = { .slots_addr = 1, .slot_count = 16, .slot_size = SLOT_SIZE };
+	uint64_t gen = 0, start_ticks;
+	uint32_t pid = getpid();
+	struct proc *p;
+
+	need_map();
+	env.ctx_gen = &gen;
+	p = this_proc();
+	start_ticks = p->start_ticks;
+	assert_true(hookproc__registered(p));
+	assert_int_equal(gen, 1);
+	runtime__poll(p, now_ns() + 100ull * 1000000000ull);	/* done: no change */
+	assert_int_equal(gen, 1);
+	runtime__detach_all(p);
+	assert_false(map_has(pid, NULL));
+	assert_int_equal(gen, 2);
+	proctab__remove(pt, p);
+
+	/* The sampler's own entry from the announcement, for a table user space refuses. */
+	early.proc_start_ticks = start_ticks;
+	assert_int_equal(bpf_map_update_elem(map_fd, &pid, &early, BPF_ANY), 0);
+	hdr()->abi_version = SP_CTX_ABI + 1;
+	p = this_proc();
+	assert_false(hookproc__registered(p));
+	assert_false(map_has(pid, NULL));
+	assert_int_equal(gen, 3);
+	env.ctx_gen = NULL;
+}
+
 /* ---- labels ---------------------------------------------------------------------------------- */
 
 static void test_hookproc_labels_otel_convention(void **state)
@@ -462,6 +495,7 @@ int main(void)
 		T(test_hookproc_forged_headers_refused),
 		T(test_hookproc_no_table),
 		T(test_hookproc_detach_removes_map_entry),
+		T(test_hookproc_map_changes_move_the_generation),
 		T(test_hookproc_labels_otel_convention),
 		T(test_hookproc_labels_pyroscope_convention),
 		T(test_hookproc_labels_outside_span),
