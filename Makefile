@@ -53,7 +53,7 @@ $(BUILD)/vmlinux.h: | $(DEPS_STAMP)
 
 # One object and skeleton per bpf/X.bpf.c (profiler: the sampler; procevents: process events).
 BPF_OBJS := profiler procevents
-$(BPF_OBJS:%=$(BUILD)/%.bpf.o): $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/profiler.h $(BUILD)/vmlinux.h
+$(BPF_OBJS:%=$(BUILD)/%.bpf.o): $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/profiler.h bpf/gens.bpf.h $(BUILD)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -c $< -o $@
 	$(Q)$(BPFTOOL) gen object $@.tmp.o $@ && mv $@.tmp.o $@

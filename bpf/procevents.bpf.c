@@ -20,15 +20,9 @@ struct {
 	__type(value, struct sp_ctx_proc);
 } ctx_procs SEC(".maps");
 
-/* The sampler's generations (profiler.h SP_GEN_*), shared the same way: every change made here
- * to ctx_procs adds one to SP_GEN_CTX_PROCS, after it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, SP_GEN__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} gens SEC(".maps");
+/* The sampler's generations, shared the same way: every change made here to ctx_procs adds one
+ * to SP_GEN_CTX_PROCS, after it. */
+#include "gens.bpf.h"
 
 static __always_inline void ctx_procs_changed(void)
 {

@@ -41,13 +41,7 @@ struct {
 	__type(value, struct sp_ctx_proc);
 } ctx_procs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, SP_GEN__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} gens SEC(".maps");
+#include "gens.bpf.h"
 
 struct scratch {
 	__u8 buf[SP_SAMPLE_MAX];
@@ -831,9 +825,12 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b = NULL;
 	fgen = 0;
 	if (filter_pids || offcpu_filter) {
-		fgen = gen_now(SP_GEN_PID_FILTER);
 		if (prev->bpf_storage)
 			b = bpf_task_storage_get(&offcpu_blocks, prev, 0, 0);
+		/* Read before the lookup (a removal between the two moves it again), and only by a
+		 * thread with a record: one without stores 0, never current, and is looked up again
+		 * at its next block. */
+		fgen = b ? gen_now(SP_GEN_PID_FILTER) : 0;
 		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid))
 			return 0;
 	}
