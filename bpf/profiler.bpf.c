@@ -844,6 +844,12 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	}
 	b->filter_gen = fgen;
 	b->pcount = prev->sched_info.pcount;
+	if (variant & SP_VAR_OFFCPU_TIMES) {
+		b->site.tgid = 0;
+		b->ctx_len = 0;
+		offcpu_start(prev, b);
+		return 0;
+	}
 	if (b->seen_tid != prev->pid) {
 		b->seen_tid = prev->pid;
 		b->proc_ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
@@ -855,7 +861,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b->site.tgid = tgid;
 	b->site.start_ticks = ticks;
 #if defined(__TARGET_ARCH_x86)
-	ur = (struct pt_regs *)bpf_task_pt_regs(prev);
+	ur = variant & SP_VAR_OFFCPU_NO_PLACE ? NULL : (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (ur) {
 		b->site.ip = ur->ip;
 		b->site.sp = ur->sp;
@@ -870,8 +876,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	 * current task: the record is its own). The thread's own list of places it knows to be in
 	 * the cache spares the hash lookup.
 	 */
-	known = false;
-	if (b->site.sp) {
+	known = variant & SP_VAR_OFFCPU_NO_PLACE;
+	if (!known && b->site.sp) {
 #pragma unroll
 		for (i = 0; i < OFFCPU_KNOWN; i++)
 			if (b->known[i].ip == b->site.ip && b->known[i].sp == b->site.sp &&

@@ -37,6 +37,10 @@
 #define SP_VAR_NO_OUTPUT	(1u << 4)	/* no ring buffer write */
 #define SP_VAR_OFFCPU_FLOOR	(1u << 5)	/* the off-CPU program returns at once: what an
 						 * attached sched_switch program costs */
+#define SP_VAR_OFFCPU_TIMES	(1u << 6)	/* the off-CPU program times blocks and nothing
+						 * else (no place, stacks or span): the least
+						 * any off-CPU timer does */
+#define SP_VAR_OFFCPU_NO_PLACE	(1u << 7)	/* no place check: every block as at a known one */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.

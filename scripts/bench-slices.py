@@ -21,7 +21,9 @@ spanprof's process-event programs (exec and the span table's mmap), the profiler
 Arms: none, spanprof (record -F HZ), spanprof-offcpu (the same with --off-cpu: pausing detaches
 the off-CPU programs too), base-offcpu (the same with another build's spanprof, BASE=path: two
 builds side by side in one run), offcpu-floor (spanprof-offcpu with an off-CPU program that returns
-at once: the floor of an attached sched_switch program), spanprof-floor (the same with every part of the sampler off:
+at once: the floor of an attached sched_switch program), offcpu-times (one that only times blocks:
+no place, stacks or span), offcpu-no-place and offcpu-no-span (the whole program less the place
+check or the span read), spanprof-floor (spanprof with every part of the sampler off:
 the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
 directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).
 bench-service.sh measures those, coarsely.
@@ -329,6 +331,12 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp, extra=["--off-cpu"])
     if name == "offcpu-floor":	# --off-cpu with a sched_switch program that returns at once
         return Spanprof(target, tmp, "offcpu-floor", extra=["--off-cpu"])
+    if name == "offcpu-times":	# --off-cpu whose program only times blocks: no place, stacks, span
+        return Spanprof(target, tmp, "offcpu-times", extra=["--off-cpu"])
+    if name == "offcpu-no-place":	# --off-cpu without the place check (every block at a known one)
+        return Spanprof(target, tmp, "offcpu-no-place", extra=["--off-cpu"])
+    if name == "offcpu-no-span":	# --off-cpu without the span read
+        return Spanprof(target, tmp, "no-span", extra=["--off-cpu"])
     if name == "base-offcpu":	# another build's spanprof (BASE=path), --off-cpu: A/B in one run
         return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
@@ -543,7 +551,7 @@ def main():
         return
     if TARGET not in ("loop", "service", "handoff"):
         die(f"TARGET={TARGET}: loop, service or handoff")
-    known = ("none", "spanprof", "spanprof-offcpu", "offcpu-floor", "base-offcpu", "spanprof-floor", "agent", "perf",
+    known = ("none", "spanprof", "spanprof-offcpu", "offcpu-floor", "offcpu-times", "offcpu-no-place", "offcpu-no-span", "base-offcpu", "spanprof-floor", "agent", "perf",
              "dotnet-trace")
     for name in ARMS:	# before anything starts, not after the warm-up
         if name not in known:

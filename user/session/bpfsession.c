@@ -171,7 +171,9 @@ int bpfsession__check(const struct bpfsession_opts *o)
 
 /*
  * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output: a variant of the sampler
- * without those parts (bpf/profiler.h), for measuring what each costs (scripts/bench-sampler.sh).
+ * without those parts (bpf/profiler.h), for measuring what each costs (scripts/bench-sampler.sh);
+ * offcpu-floor, offcpu-times, offcpu-no-place: the same for the off-CPU program
+ * (scripts/bench-slices.py TARGET=handoff).
  * Only in build/spanprof-test (SPANPROF_TEST_BUILD): a shipped binary always loads the whole
  * sampler (tests/integration/switches.sh). Said on stderr, since its profiles lack what it skips.
  * 0, or the exit code after a one-line message.
@@ -183,6 +185,8 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		{ "no-ustack", SP_VAR_NO_USTACK }, { "no-kstack", SP_VAR_NO_KSTACK },
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
 		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
+		{ "offcpu-times", SP_VAR_OFFCPU_TIMES },
+		{ "offcpu-no-place", SP_VAR_OFFCPU_NO_PLACE },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -195,7 +199,8 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
 			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
-					  "no-kstack, no-leaf, no-span, no-output, offcpu-floor)", (int)len, p);
+					  "no-kstack, no-leaf, no-span, no-output, offcpu-floor, "
+					  "offcpu-times, offcpu-no-place)", (int)len, p);
 			return *rc;
 		}
 		*variant |= parts[i].bit;
