@@ -322,6 +322,12 @@ class DotnetTrace(Arm):
             self.proc = None
 
 
+# Arms of --off-cpu with a variant of its program (SPANPROF_BPF_VARIANT): the floor of an attached
+# sched_switch program, one that only times blocks, the whole less the place check or the span read.
+OFFCPU_VARIANTS = {"offcpu-floor": "offcpu-floor", "offcpu-times": "offcpu-times",
+                   "offcpu-no-place": "offcpu-no-place", "offcpu-no-span": "no-span"}
+
+
 def make_arm(name, target, tmp, prof_cg):
     if name == "none":
         return Arm(target, tmp)
@@ -329,14 +335,8 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp)
     if name == "spanprof-offcpu":
         return Spanprof(target, tmp, extra=["--off-cpu"])
-    if name == "offcpu-floor":	# --off-cpu with a sched_switch program that returns at once
-        return Spanprof(target, tmp, "offcpu-floor", extra=["--off-cpu"])
-    if name == "offcpu-times":	# --off-cpu whose program only times blocks: no place, stacks, span
-        return Spanprof(target, tmp, "offcpu-times", extra=["--off-cpu"])
-    if name == "offcpu-no-place":	# --off-cpu without the place check (every block at a known one)
-        return Spanprof(target, tmp, "offcpu-no-place", extra=["--off-cpu"])
-    if name == "offcpu-no-span":	# --off-cpu without the span read
-        return Spanprof(target, tmp, "no-span", extra=["--off-cpu"])
+    if name in OFFCPU_VARIANTS:	# --off-cpu with a variant of its program (the test build)
+        return Spanprof(target, tmp, OFFCPU_VARIANTS[name], extra=["--off-cpu"])
     if name == "base-offcpu":	# another build's spanprof (BASE=path), --off-cpu: A/B in one run
         return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
@@ -551,8 +551,8 @@ def main():
         return
     if TARGET not in ("loop", "service", "handoff"):
         die(f"TARGET={TARGET}: loop, service or handoff")
-    known = ("none", "spanprof", "spanprof-offcpu", "offcpu-floor", "offcpu-times", "offcpu-no-place", "offcpu-no-span", "base-offcpu", "spanprof-floor", "agent", "perf",
-             "dotnet-trace")
+    known = ("none", "spanprof", "spanprof-offcpu", "base-offcpu", "spanprof-floor", "agent", "perf",
+             "dotnet-trace") + tuple(OFFCPU_VARIANTS)
     for name in ARMS:	# before anything starts, not after the warm-up
         if name not in known:
             die(f"unknown arm {name} ({' '.join(known)})")

@@ -170,10 +170,10 @@ int bpfsession__check(const struct bpfsession_opts *o)
 }
 
 /*
- * SPANPROF_BPF_VARIANT=no-ustack,no-kstack,no-leaf,no-span,no-output: a variant of the sampler
- * without those parts (bpf/profiler.h), for measuring what each costs (scripts/bench-sampler.sh);
- * offcpu-floor, offcpu-times, offcpu-no-place: the same for the off-CPU program
- * (scripts/bench-slices.py TARGET=handoff).
+ * SPANPROF_BPF_VARIANT=no-ustack,no-span,...: a variant of the sampler without those parts
+ * (parts[] below, bpf/profiler.h SP_VAR_*), for measuring what each costs
+ * (scripts/bench-sampler.sh); the offcpu-* ones for the off-CPU program (scripts/bench-slices.py
+ * TARGET=handoff).
  * Only in build/spanprof-test (SPANPROF_TEST_BUILD): a shipped binary always loads the whole
  * sampler (tests/integration/switches.sh). Said on stderr, since its profiles lack what it skips.
  * 0, or the exit code after a one-line message.
@@ -198,9 +198,13 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 			if (strlen(parts[i].name) == len && !strncmp(p, parts[i].name, len))
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
-			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (no-ustack, "
-					  "no-kstack, no-leaf, no-span, no-output, offcpu-floor, "
-					  "offcpu-times, offcpu-no-place)", (int)len, p);
+			char names[160] = "";
+
+			for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+					 i ? ", " : "", parts[i].name);
+			*rc = setup_error("SPANPROF_BPF_VARIANT: unknown variant \"%.*s\" (%s)",
+					  (int)len, p, names);
 			return *rc;
 		}
 		*variant |= parts[i].bit;
