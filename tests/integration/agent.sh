@@ -376,7 +376,7 @@ NATIVE_PID=$!
 PIDS_TO_KILL+=($NATIVE_PID)
 start_receiver bad --mode garbage
 start_agent bad --all-processes --interval 1 --flush-timeout 2 --pyroscope-url "http://127.0.0.1:$RX_PORT"
-answered() { [ "$(grep -c . "$TMP/bad.rx.jsonl" 2> /dev/null)" -ge "$1" ]; }
+answered() { [ -f "$TMP/bad.rx.jsonl" ] && [ "$(grep -c . "$TMP/bad.rx.jsonl")" -ge "$1" ]; }
 wait_for 30 "three pushes answered with garbage" answered 3
 kill -0 "$AGENT_PID" || fail "agent died on garbage answers"
 rx_control "$RX_PORT" '{"mode":"hang"}'
