@@ -806,7 +806,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (variant & SP_VAR_OFFCPU_FLOOR)
 		return 0;
 	/* A task that has no task storage at all (every thread not profiled) costs a load here. */
-	if (next->bpf_storage) {
+	if (!(variant & SP_VAR_OFFCPU_NO_END) && next->bpf_storage) {
 		b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
 		if (b && b->start)
 			offcpu_end(next, b);

@@ -41,6 +41,7 @@
 						 * else (no place, stacks or span): the least
 						 * any off-CPU timer does */
 #define SP_VAR_OFFCPU_NO_PLACE	(1u << 7)	/* no place check: every block as at a known one */
+#define SP_VAR_OFFCPU_NO_END	(1u << 8)	/* no switch-in: blocks start, never end */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.

@@ -186,7 +186,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		{ "no-leaf", SP_VAR_NO_LEAF }, { "no-span", SP_VAR_NO_SPAN },
 		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
 		{ "offcpu-times", SP_VAR_OFFCPU_TIMES },
-		{ "offcpu-no-place", SP_VAR_OFFCPU_NO_PLACE },
+		{ "offcpu-no-place", SP_VAR_OFFCPU_NO_PLACE }, { "offcpu-no-end", SP_VAR_OFFCPU_NO_END },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
