@@ -153,7 +153,7 @@ for n in sleep lock result socket; do
 		echo "  the heaviest stacks under span_name $n without its method (ns): $(node -pe "JSON.stringify(($r).off.offMethod.$n || [])")"
 		echo "  the agent on the app (pid $APP_PID):"
 		grep "pid $APP_PID\b" "$TMP/agent.log" | tail -20 | sed 's/^/    /'
-		fail "$n: $((got / 1000000)) ms off-CPU under span_name $n with its method, the app measured $((want / 1000000)) ms (ratio $ratio, want 0.9..1.1)"
+		fail "$n: $((got / 1000000)) ms off-CPU under span_name $n with its method, the app measured $((want / 1000000)) ms (ratio $ratio, want 0.9..1.1)$(offcpu_starved "$TMP/truth.json" $n)"
 	}
 	pass "$n: $((got / 1000000)) ms off-CPU under its span name with its method, app $((want / 1000000)) ms (ratio $ratio; $(($(field "$r" "off.spanNames.$n") / 1000000)) ms under the span in all)"
 done

@@ -330,6 +330,19 @@ query() { node "$ROOT/tests/integration/query.js" "$@"; }
 # field JSON KEY: one field of a JSON object (as printed by query and spancheck.js).
 field() { node -pe "($1).$2"; }
 
+# offcpu_starved TRUTH SCENARIO: for a failure message, why tests/apps/OffCpu's own measure of a
+# scenario's blocking may be off: its thread waited for a CPU most of the scenario (.NET's waits
+# spin and yield before they block, and on a busy machine a yielding thread waits its turn: it is
+# runnable, not blocked, and the app measures little blocking). Nothing otherwise.
+offcpu_starved() {
+	node -e '
+const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).scenarios[process.argv[2]];
+if (s && s.wall_ns > 0 && s.thread_runq_ns > s.wall_ns / 2)
+  process.stdout.write(`; its thread in the app waited for a CPU ${Math.round(100 * s.thread_runq_ns / s.wall_ns)} % ` +
+    "of the scenario: the machine was too busy for the app to measure its blocking");
+' "$1" "$2"
+}
+
 # count_samples JSON-FILE [--pid PID]: the number of samples (of PID).
 count_samples() {
 	local r

@@ -52,8 +52,8 @@ for n in sleep lock result socket; do
 	s=$(node -pe "JSON.stringify(($r).scenarios.$n)")
 	note "$n: $s"
 	ratio=$(field "$s" ratio)
-	ge "$ratio" 0.9 || fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
-	le "$ratio" 1.1 || fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+	ge "$ratio" 0.9 && le "$ratio" 1.1 ||
+		fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)$(offcpu_starved "$TMP/truth.json" $n)"
 	le "$(field "$s" wrong_rate)" 0.01 || fail "$n: $(field "$s" wrong_ms) ms of its blocking under another span (want <= 1 %)"
 	pass "$n: $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio); wrong span $(field "$s" wrong_ms) ms"
 done
