@@ -22,9 +22,9 @@ Arms: none, spanprof (record -F HZ), spanprof-offcpu (the same with --off-cpu: p
 the off-CPU programs too), base-offcpu (the same with another build's spanprof, BASE=path: two
 builds side by side in one run), offcpu-floor (spanprof-offcpu with an off-CPU program that returns
 at once: the floor of an attached sched_switch program), offcpu-times (one that only times blocks:
-no place, stacks or span), offcpu-no-place, offcpu-no-span and offcpu-no-end (the whole program less
-the place check, the span read or the switch-in that ends a block), spanprof-floor (spanprof with every part of the sampler off:
-the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
+no place, stacks or span), offcpu-no-place, offcpu-no-span and offcpu-no-end (the whole program
+less the place check, the span read or the switch-in that ends a block), spanprof-floor (spanprof
+with every part of the sampler off: the perf event and an all but empty program), agent (at its defaults, 19 Hz, writing to a
 directory), perf (record -F HZ -g), dotnet-trace (sampled thread time).
 bench-service.sh measures those, coarsely.
 
@@ -322,8 +322,9 @@ class DotnetTrace(Arm):
             self.proc = None
 
 
-# Arms of --off-cpu with a variant of its program (SPANPROF_BPF_VARIANT): the floor of an attached
-# sched_switch program, one that only times blocks, the whole less the place check or the span read.
+# Arms of --off-cpu with a variant of its program (arm: SPANPROF_BPF_VARIANT): the floor of an
+# attached sched_switch program, one that only times blocks, the whole less the place check, the
+# span read or the switch-in.
 OFFCPU_VARIANTS = {"offcpu-floor": "offcpu-floor", "offcpu-times": "offcpu-times",
                    "offcpu-no-place": "offcpu-no-place", "offcpu-no-span": "no-span",
                    "offcpu-no-end": "offcpu-no-end"}

@@ -198,7 +198,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 			if (strlen(parts[i].name) == len && !strncmp(p, parts[i].name, len))
 				break;
 		if (i == sizeof(parts) / sizeof(parts[0])) {
-			char names[160] = "";
+			char names[256] = "";	/* every name of parts[] fits */
 
 			for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
