@@ -249,7 +249,8 @@ static __always_inline __u32 read_span(__u32 tid, __u64 ticks, const struct sp_c
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
-	__builtin_memcpy(dst, sl.rec, SP_CTX_HEAD);
+	/* The whole first read's record bytes, attributes or not: a fixed copy, no helper call. */
+	__builtin_memcpy(dst, sl.rec, sizeof(sl.rec));
 	if (dst[SP_CTX_OFF_VALID] == 0) {	/* valid flag clear: the thread was interrupted mid-write */
 		*status = SP_CNT_CTX_INVALID;
 		return 0;
@@ -263,12 +264,7 @@ static __always_inline __u32 read_span(__u32 tid, __u64 ticks, const struct sp_c
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
-	if (attrs + SP_SLOT_HEAD + SP_CTX_HEAD <= first) {
-		if (attrs > CTX_ATTRS_INLINE)
-			attrs = CTX_ATTRS_INLINE;	/* unreachable; keeps the verifier's bounds */
-		if (attrs)
-			bpf_probe_read_kernel(dst + SP_CTX_HEAD, attrs, sl.rec + SP_CTX_HEAD);
-	} else if (bpf_probe_read_user(dst + SP_CTX_HEAD, attrs,
+	if (attrs + SP_SLOT_HEAD + SP_CTX_HEAD > first && bpf_probe_read_user(dst + SP_CTX_HEAD, attrs,
 				       (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
@@ -799,7 +795,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct offcpu_block *b;
 	struct sp_sample *rec;
 	struct pt_regs *ur;
-	__u64 ticks, n, fgen;
+	__u64 ticks, n, fgen, ip, sp, bp, nr;
 	bool known;
 	int i;
 
@@ -857,18 +853,23 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		b->ns_tid_err = ns_tid(prev, &b->ns_tid) != 0;
 	}
 	ticks = b->proc_ticks;
-	__builtin_memset(&b->site, 0, sizeof(b->site));
-	b->site.tgid = tgid;
-	b->site.start_ticks = ticks;
+	ip = sp = bp = nr = 0;
 #if defined(__TARGET_ARCH_x86)
 	ur = variant & SP_VAR_OFFCPU_NO_PLACE ? NULL : (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (ur) {
-		b->site.ip = ur->ip;
-		b->site.sp = ur->sp;
-		b->site.bp = ur->bp;
-		b->site.nr = ur->orig_ax;
+		ip = ur->ip;
+		sp = ur->sp;
+		bp = ur->bp;
+		nr = ur->orig_ax;
 	}
 #endif
+	b->site.tgid = tgid;
+	b->site.reserved = 0;
+	b->site.start_ticks = ticks;
+	b->site.ip = ip;
+	b->site.sp = sp;
+	b->site.bp = bp;
+	b->site.nr = nr;
 	b->cpu = bpf_get_smp_processor_id();
 	/*
 	 * The stacks cost microseconds and most blocks are short, only counted: a place seen before
@@ -877,13 +878,15 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	 * the cache spares the hash lookup.
 	 */
 	known = variant & SP_VAR_OFFCPU_NO_PLACE;
-	if (!known && b->site.sp) {
+	if (!known && sp) {
 #pragma unroll
 		for (i = 0; i < OFFCPU_KNOWN; i++)
-			if (b->known[i].ip == b->site.ip && b->known[i].sp == b->site.sp &&
-			    b->known[i].bp == b->site.bp && b->known[i].nr == b->site.nr &&
-			    b->known[i].tgid == tgid && b->known[i].start_ticks == ticks)
+			if (b->known[i].sp == sp && b->known[i].ip == ip && b->known[i].bp == bp &&
+			    b->known[i].nr == nr && b->known[i].tgid == tgid &&
+			    b->known[i].start_ticks == ticks) {
 				known = true;
+				break;
+			}
 	}
 	st = NULL;
 	if (!known && b->site.sp) {
