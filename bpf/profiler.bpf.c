@@ -264,8 +264,8 @@ static __always_inline __u32 read_span(__u32 tid, __u64 ticks, const struct sp_c
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
-	if (attrs + SP_SLOT_HEAD + SP_CTX_HEAD > first && bpf_probe_read_user(dst + SP_CTX_HEAD, attrs,
-				       (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
+	if (attrs + SP_SLOT_HEAD + SP_CTX_HEAD > first &&
+	    bpf_probe_read_user(dst + SP_CTX_HEAD, attrs, (void *)(slot + SP_SLOT_HEAD + SP_CTX_HEAD))) {
 		*status = SP_CNT_CTX_READ_ERR;
 		return 0;
 	}
