@@ -388,7 +388,8 @@ NATIVE_APPS := $(BUILD)/apps/native/hotchain $(BUILD)/apps/native/forged_table \
                $(BUILD)/apps/native/forged_stacks $(BUILD)/apps/native/many_maps \
                $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/native/leafcall \
                $(BUILD)/apps/native/exec_a $(BUILD)/apps/native/exec_b $(BUILD)/apps/native/fusehang \
-               $(BUILD)/apps/native/memfd_flood $(BUILD)/apps/native/pingpong
+               $(BUILD)/apps/native/memfd_flood $(BUILD)/apps/native/pingpong \
+               $(BUILD)/apps/native/placechurn
 $(BUILD)/apps/native/hotchain: tests/apps/native/hotchain.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -408,7 +409,8 @@ $(BUILD)/apps/native/many_maps $(BUILD)/apps/native/fake_dotnet $(BUILD)/apps/na
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g $(WARN) $< -o $@
-$(BUILD)/apps/native/pingpong: tests/apps/native/pingpong.c
+$(BUILD)/apps/native/pingpong $(BUILD)/apps/native/placechurn: $(BUILD)/apps/native/%: \
+		tests/apps/native/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) $< -o $@

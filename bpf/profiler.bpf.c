@@ -103,6 +103,29 @@ struct {
 
 #define OFFCPU_KNOWN 4	/* places a thread remembers having put in offcpu_sites */
 
+/*
+ * New places a cgroup may put in offcpu_sites in a second (a process, where the task's cgroup is
+ * the root or cgroup v2 is not mounted). A thread that blocks at ever new places (a hostile one,
+ * say, revisiting each to keep it) would otherwise push every other process's places out of the
+ * cache, and their long blocks would lose their stacks; one cgroup can replace at most an eighth
+ * of the cache (OFFCPU_SITES in user/session/bpfsession.c) a second. Past it, a block at a new
+ * place is timed and keeps its span, without stacks. Checked only where a new place's stacks
+ * would be walked, which costs far more.
+ */
+#define OFFCPU_PLACES_PER_SEC 256
+
+struct offcpu_budget {
+	__u64 second;		/* bpf_ktime_get_ns() / 1e9 of the count */
+	__u64 used;		/* places added in it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);		/* resized by user space with --off-cpu */
+	__type(key, __u64);		/* cgroup id, or 1 << 63 | tgid */
+	__type(value, struct offcpu_budget);
+} offcpu_budgets SEC(".maps");
+
 /* A profiled thread that blocked, as it was when it switched out: when, where, and its span
  * record (read then: only the thread itself writes it, and it cannot while blocked). */
 struct offcpu_block {
@@ -116,7 +139,7 @@ struct offcpu_block {
 	__u8 on_rq_clock;
 	__u8 known_next;	/* the slot of known[] to fill next */
 	__u8 ns_tid_err;	/* ns_tid failed: no span record can be found */
-	__u8 reserved;
+	__u8 over_budget;	/* a new place past its cgroup's budget: no stacks (site.tgid 0) */
 	/* The thread's constants, read at its first block: its process's start (a load from the
 	 * group leader's task, another thread's, costs a cache miss a block), its own start and
 	 * its id in its pid namespace. Valid while its global tid is seen_tid: only an exec by
@@ -707,10 +730,14 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 		rec->flags = SP_F_OFFCPU | st->flags;
 		n = COPY_STACKS(rec, rec->data, st, st->frames);
 	} else {
-		/* Its place left the cache while it was blocked (or had no registers): kept, marked;
-		 * the next block there takes its stacks again. */
-		count(SP_CNT_OFFCPU_SITE_LOST);
-		__builtin_memset(b->known, 0, sizeof(b->known));
+		/* Its place left the cache while it was blocked (or had no registers), or was new past
+		 * its cgroup's budget: kept, marked; the next block there takes its stacks again. */
+		if (b->over_budget) {
+			count(SP_CNT_OFFCPU_BUDGET_NO_STACKS);
+		} else {
+			count(SP_CNT_OFFCPU_SITE_LOST);
+			__builtin_memset(b->known, 0, sizeof(b->known));
+		}
 		rec->flags = SP_F_OFFCPU | SP_F_USTACK_ERR | SP_F_KSTACK_ERR;
 		rec->n_user = 0;
 		rec->n_kernel = 0;
@@ -757,6 +784,30 @@ static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu
 
 	b->on_rq_clock = clock != 0;
 	b->start = clock ? clock : bpf_ktime_get_ns();
+}
+
+/* Whether the current task's cgroup may put one more place in offcpu_sites this second. Two CPUs
+ * starting a second at once may each let a few more in: bounded by the CPUs, not by the load. */
+static __always_inline bool place_budget_take(__u32 tgid)
+{
+	__u64 key = bpf_get_current_cgroup_id(), second = bpf_ktime_get_ns() / 1000000000ull;
+	struct offcpu_budget fresh = { .second = second }, *v;
+
+	if (key <= 1)
+		key = 1ull << 63 | tgid;
+	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
+	if (!v) {
+		bpf_map_update_elem(&offcpu_budgets, &key, &fresh, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&offcpu_budgets, &key);
+		if (!v)
+			return false;
+	}
+	if (v->second != second) {
+		v->second = second;
+		v->used = 0;
+	}
+	__sync_fetch_and_add(&v->used, 1);
+	return v->used <= OFFCPU_PLACES_PER_SEC;
 }
 
 /* The thread's current place is in offcpu_sites: remember it among its known places. */
@@ -889,13 +940,20 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 			}
 	}
 	st = NULL;
+	b->over_budget = 0;
 	if (!known && b->site.sp) {
 		st = bpf_map_lookup_elem(&offcpu_sites, &b->site);
-		if (st)
+		if (st) {
 			remember_site(b);
+		} else if (!place_budget_take(tgid)) {
+			count(SP_CNT_OFFCPU_PLACE_BUDGET);
+			b->over_budget = 1;
+			b->site.tgid = 0;	/* no stacks: a long block is sent without them */
+		}
 	}
-	if (known || st) {
-		count(SP_CNT_OFFCPU_SITE_HIT);
+	if (known || st || b->over_budget) {
+		if (!b->over_budget)
+			count(SP_CNT_OFFCPU_SITE_HIT);
 		b->ctx_len = 0;
 		b->ctx_status = SP_CNT_CTX_UNHOOKED;
 		cp = variant & SP_VAR_NO_SPAN ? NULL : thread_table(b, tgid);

@@ -75,7 +75,11 @@
 	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
 	  "cached, only the span read")                                                              \
 	X(OFFCPU_SITE_LOST, "offcpu_site_lost", "long blocks whose place left the stack cache while " \
-	  "blocked: sent without stacks, marked")
+	  "blocked: sent without stacks, marked")                                                     \
+	X(OFFCPU_PLACE_BUDGET, "offcpu_place_budget", "blocks at a new place of a cgroup past its "   \
+	  "places a second: stacks not taken, place not cached")                                      \
+	X(OFFCPU_BUDGET_NO_STACKS, "offcpu_budget_no_stacks", "long blocks among those: sent "       \
+	  "without stacks, marked")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,

@@ -649,10 +649,13 @@ int agent__run(const struct agent_opts *o)
 			log_info("off-CPU: %" PRIu64 " blocks at or above the threshold "
 				"(%.1f ms), %" PRIu64 " shorter (%.1f ms, counted); preempted or yielding "
 				"switches %" PRIu64 "; lost: no per-thread record %" PRIu64 "; processes "
-				"not timed (filter full) %" PRIu64 "\n", c.bpf[SP_CNT_OFFCPU_LONG],
+				"not timed (filter full) %" PRIu64 "; long blocks without stacks: their "
+				"place left the cache %" PRIu64 ", new past their cgroup's budget %" PRIu64
+				"\n", c.bpf[SP_CNT_OFFCPU_LONG],
 				c.bpf[SP_CNT_OFFCPU_LONG_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_SHORT],
 				c.bpf[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_PREEMPT],
-				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked);
+				c.bpf[SP_CNT_OFFCPU_NO_STORAGE], c.offcpu_untracked,
+				c.bpf[SP_CNT_OFFCPU_SITE_LOST], c.bpf[SP_CNT_OFFCPU_BUDGET_NO_STACKS]);
 		if (o->verbose)
 			LOG_REPORT(report__dotnet_processes(f, a.e, "  "));
 	}

@@ -40,6 +40,9 @@ const char *const sp_counter_help[SP_CNT__MAX] = {
  * kernel, about 2.2 KiB each, allocated at load): a thread's repeat block at one of them costs a
  * lookup, not a stack walk. */
 #define OFFCPU_SITES 2048
+/* Cgroups whose new places in it are counted against OFFCPU_PLACES_PER_SEC (bpf/profiler.bpf.c): an
+ * LRU, so a cgroup left out starts its second afresh. */
+#define OFFCPU_BUDGETS 1024
 
 struct bpfsession {
 	struct bpfsession_opts o;
@@ -261,6 +264,7 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_sites, o->off_cpu ? OFFCPU_SITES : 1);
+	bpf_map__set_max_entries(s->skel->maps.offcpu_budgets, o->off_cpu ? OFFCPU_BUDGETS : 1);
 	err = profiler_bpf__load(s->skel);
 	if (err) {
 		*rc = setup_error("cannot load the BPF program (%s): needs root, CAP_BPF and a kernel "

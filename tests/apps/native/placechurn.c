@@ -1,0 +1,112 @@
+/* placechurn.c: a neighbour that blocks at a new place every time, and a victim that blocks long at
+ * one place, for the off-CPU cache of places (tests/integration/offcpu-churn.sh).
+ *
+ *   placechurn churn SECONDS THREADS   THREADS threads, each recursing to a depth that changes at
+ *                                      every block (a new user stack pointer: a new place), then
+ *                                      sleeping 1 us there: all short blocks, each at a new place
+ *   placechurn victim SECONDS MS       one thread sleeping MS ms in victim_wait(), over and over:
+ *                                      every block long, always at the same place
+ *
+ * Prints "ready" once its threads run, and after SECONDS "blocks N". Frame pointers kept. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEPTHS 4096	/* twice the off-CPU cache of places: never a repeat in the cache */
+
+static volatile int stop;
+static unsigned long blocks[64];
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Recurse `depth` frames, then block: each depth is its own place (its own sp). */
+static __attribute__((noinline)) int churn_at(int depth)
+{
+	volatile char frame[48];
+
+	frame[0] = (char)depth;
+	if (depth > 0)
+		return churn_at(depth - 1) + frame[0];
+	sleep_ns(1000);
+	return frame[0];
+}
+
+static void *churn(void *arg)
+{
+	unsigned long i = (unsigned long)arg, n = 0;
+	int depth = (int)(i * 997) % DEPTHS;
+
+	while (!stop) {
+		churn_at(depth);
+		/* Back to the place 8 back: past the 4 a thread remembers, so the cache is asked for
+		 * it again and marks it used. */
+		churn_at((depth + DEPTHS - 8) % DEPTHS);
+		depth = (depth + 1) % DEPTHS;
+		n += 2;
+	}
+	blocks[i] = n;
+	return NULL;
+}
+
+static __attribute__((noinline)) void victim_wait(long ms)
+{
+	sleep_ns(ms * 1000000L);
+	__asm__ volatile("" ::: "memory");	/* keeps the call a call, not a tail call */
+}
+
+static void *victim(void *arg)
+{
+	long ms = (long)arg;
+	unsigned long n = 0;
+
+	while (!stop) {
+		victim_wait(ms);
+		n++;
+	}
+	blocks[0] = n;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t[64];
+	double secs = 0;
+	long arg = 0, i, nthreads;
+	unsigned long total = 0;
+	int is_churn = argc == 4 && !strcmp(argv[1], "churn");
+
+	if (argc == 4) {
+		secs = atof(argv[2]);
+		arg = atol(argv[3]);
+	}
+	if (argc != 4 || (!is_churn && strcmp(argv[1], "victim")) || secs <= 0 || arg <= 0 ||
+	    (is_churn && arg > 64)) {
+		fprintf(stderr, "usage: placechurn churn SECONDS THREADS(1-64) | victim SECONDS MS\n");
+		return 2;
+	}
+	nthreads = is_churn ? arg : 1;
+	for (i = 0; i < nthreads; i++)
+		if (pthread_create(&t[i], NULL, is_churn ? churn : victim,
+				   is_churn ? (void *)i : (void *)arg)) {
+			fprintf(stderr, "placechurn: pthread_create failed\n");
+			return 1;
+		}
+	printf("ready\n");
+	fflush(stdout);
+	sleep_ns((long)(secs * 1e9));
+	stop = 1;
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(t[i], NULL);
+		total += blocks[i];
+	}
+	printf("blocks %lu\n", total);
+	return 0;
+}

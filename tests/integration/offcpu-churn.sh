@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# offcpu-churn.sh: a neighbour that blocks at a new place every time cannot take the off-CPU
+# stacks of another cgroup's process away. tests/apps/native/placechurn: in one cgroup, `churn`
+# (2 threads blocking 1 us at ever new stack depths, and again at each 8 places later, so that the
+# cache of places marks them used); in another, `victim` (one thread sleeping 200 ms in
+# victim_wait(), over and over: every block long, at one place). Both profiled with --off-cpu for
+# 6 s. Without a budget of new places per cgroup the churn pushes the victim's place out of the
+# cache while it sleeps, and nearly every victim block comes without stacks.
+#   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s;
+#   - the churn was held to its budget (blocks at new places past it counted in the report);
+#   - none of the victim's long blocks lost its stacks (the report's "stacks left the cache").
+. "$(dirname "$0")/lib.sh"
+need_root "BPF"
+CHURN=$BUILD/apps/native/placechurn
+need_built "$CHURN"
+
+# The cgroup v2 hierarchy: alone, or beside v1 (systemd's hybrid layout).
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then CGROOT=/sys/fs/cgroup
+elif [ -f /sys/fs/cgroup/unified/cgroup.procs ]; then CGROOT=/sys/fs/cgroup/unified
+else skip "no cgroup v2 hierarchy"; fi
+CGBASE=$CGROOT/spanprof-test-churn.$$
+mkdir -p "$CGBASE/churn" "$CGBASE/victim" || skip "cannot create a cgroup"
+remove_cgroups() {
+	local g p
+	for g in churn victim; do
+		for p in $(cat "$CGBASE/$g/cgroup.procs" 2> /dev/null); do
+			echo "$p" > "$CGROOT/cgroup.procs" 2> /dev/null || true
+		done
+	done
+	find "$CGBASE" -depth -type d -exec rmdir {} \; 2> /dev/null || true
+}
+at_exit remove_cgroups
+
+# in_cgroup NAME CMD...: CMD in $CGBASE/NAME, as the same process (the caller is a subshell).
+in_cgroup() {
+	local g=$1
+	shift
+	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/$g" "$@"
+}
+
+start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 12 2
+CHURN_PID=$APP_PID
+start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
+VICTIM_PID=$APP_PID
+grep -qx "0::/spanprof-test-churn.$$/churn" "/proc/$CHURN_PID/cgroup" ||
+	fail "placechurn churn is not in its cgroup: $(cat "/proc/$CHURN_PID/cgroup")"
+sleep 1	# past the victim's first block, which began before it was profiled
+
+record churn.folded -p "$CHURN_PID" -p "$VICTIM_PID" --off-cpu --value off-cpu -d 6
+REPORT=$TMP/churn.txt
+line=$(grep '^  off-CPU: ' "$REPORT") || { cat "$REPORT"; fail "no off-CPU line in the report"; }
+num() { sed -n "s/.*$1 \([0-9][0-9]*\).*/\1/p" <<< "$line"; }
+lost=$(num 'stacks left the cache')
+budget=$(num "past their cgroup's budget (stacks not taken)")
+
+# The victim's time with its stacks: the folded lines through victim_wait (VALUE in nanoseconds).
+named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/churn.folded")
+note "victim: ${named} ns off-CPU in victim_wait; churn: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
+ge "$named" 4500000000 || {
+	echo "$line"; awk '{ print $NF, $1 }' "$TMP/churn.folded" | sort -rn | head -5 | cut -c1-160
+	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
+}
+pass "the victim's off-CPU time kept its stacks next to the churn: $named ns in victim_wait"
+ge "$budget" 1000 || { echo "$line"; fail "the churn was not held to a budget of new places (blocks past it: $budget)"; }
+pass "the churn was held to its cgroup's budget of new places ($budget blocks at new places past it)"
+[ "$lost" = 0 ] || { echo "$line"; fail "$lost long blocks lost their stacks from the cache"; }
+pass "no long block lost its stacks from the cache"
