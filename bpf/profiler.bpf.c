@@ -6,6 +6,7 @@
 #include <bpf/bpf_core_read.h>
 #include "profiler.h"
 
+#define PF_EXITING	  0x00000004	/* include/linux/sched.h */
 #define PF_KTHREAD	  0x00200000	/* include/linux/sched.h */
 #define MAX_PID_NS_LEVEL  32
 #define STACK_BYTES	  (SP_MAX_FRAMES * 8)
@@ -22,6 +23,11 @@ const volatile bool offcpu_filter = false;
 const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much data */
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
+/* Threads with a block record (offcpu_blocks: kernel memory, charged to our memory cgroup, about
+ * 2 KiB each) at once: --off-cpu-max-threads. offcpu_threads counts them: one more at each record
+ * made, one less at each thread's exit (offcpu_exit). */
+const volatile __u64 offcpu_max_threads = SP_OFFCPU_MAX_THREADS;
+__u64 offcpu_threads = 0;
 /* Set by user space when it attaches the off-CPU programs again after a pause (CLOCK_MONOTONIC):
  * a block that began before the pause is timed from here, not billed across the pause. */
 __u64 offcpu_resume_ns = 0;
@@ -881,13 +887,22 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid))
 			return 0;
 	}
-	if (prev->pid == 0 || (prev->flags & PF_KTHREAD))
+	/* An exiting thread is left alone: its record has gone (offcpu_exit) and is not made again. */
+	if (prev->pid == 0 || (prev->flags & (PF_KTHREAD | PF_EXITING)))
 		return 0;
-	if (!b)
-		b = bpf_task_storage_get(&offcpu_blocks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!b && prev->bpf_storage)
+		b = bpf_task_storage_get(&offcpu_blocks, prev, 0, 0);
 	if (!b) {
-		count(SP_CNT_OFFCPU_NO_STORAGE);
-		return 0;
+		/* A new record, if fewer than offcpu_max_threads have one (CPUs making theirs at once
+		 * may pass it by one each). */
+		if (offcpu_threads < offcpu_max_threads)
+			b = bpf_task_storage_get(&offcpu_blocks, prev, 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!b) {
+			count(SP_CNT_OFFCPU_NO_STORAGE);
+			return 0;
+		}
+		__sync_fetch_and_add(&offcpu_threads, 1);
 	}
 	b->filter_gen = fgen;
 	b->pcount = prev->sched_info.pcount;
@@ -992,5 +1007,18 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	else if (!b->site.sp)
 		b->site.tgid = 0;	/* not cached: the switch-in finds no stacks */
 	offcpu_start(prev, b);
+	return 0;
+}
+
+/*
+ * A thread's block record goes at its exit, so that offcpu_threads counts live threads. Attached
+ * with the off-CPU program and kept while it is paused: a record the kernel freed with its task
+ * instead would stay in the count for good. Its cost is a load at every thread exit on the node.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(offcpu_exit, struct task_struct *p)
+{
+	if (p->bpf_storage && !bpf_task_storage_delete(&offcpu_blocks, p))
+		__sync_fetch_and_add(&offcpu_threads, -1);
 	return 0;
 }

@@ -24,6 +24,7 @@
 #define SP_USER_HZ	 100	/* /proc/<pid>/stat start times are in these ticks */
 #define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
 #define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
+#define SP_OFFCPU_MAX_THREADS 32768	/* --off-cpu-max-threads: threads with a block record */
 
 /*
  * Variants of the sampler without one of its parts, for measuring what each costs
@@ -71,7 +72,8 @@
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads that have blocked before, switched "  \
 	  "out runnable (preempted, yielded): not blocking, counted only")                          \
-	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "per-thread block record unavailable: block lost")\
+	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "no per-thread block record (--off-cpu-max-threads " \
+	  "threads have one, or no memory): block lost")                                              \
 	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
 	  "cached, only the span read")                                                              \
 	X(OFFCPU_SITE_LOST, "offcpu_site_lost", "long blocks whose place left the stack cache while " \

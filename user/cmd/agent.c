@@ -530,7 +530,8 @@ int agent__run(const struct agent_opts *o)
 	struct engine_opts eo = {
 		.bpf = { .freq = o->freq, .ringbuf_mb = o->ringbuf_mb, .command = "agent",
 			 .ctx_procs_max = o->max_span_tables, .off_cpu = o->off_cpu,
-			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns },
+			 .off_cpu_threshold_ns = o->off_cpu_threshold_ns,
+			 .off_cpu_max_threads = o->off_cpu_max_threads },
 		.enable_perfmap = o->enable_perfmap,
 		.jitdump_beside_perfmap = o->jitdump_beside_perfmap,
 		.allow_remote_files = o->allow_remote_files,

@@ -21,6 +21,7 @@ struct agent_opts {
 	int full_span_labels;	/* trace_id/span_id/local_root_span_id instead of Pyroscope's */
 	int off_cpu;		/* --off-cpu: blocked time too, its own profile type */
 	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */
+	uint32_t off_cpu_max_threads;	/* --off-cpu-max-threads (0: the sampler's default) */
 	const char *pyroscope_url;
 	const char *pyroscope_user;
 	const char *pyroscope_password_file;

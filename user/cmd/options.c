@@ -4,6 +4,7 @@
 
 #include "options.h"
 #include "pmpolicy.h"
+#include "profiler.h"
 
 #define R(field) offsetof(struct options, rec.field)
 #define A(field) offsetof(struct options, agent.field)
@@ -169,6 +170,12 @@ static const struct flag rows[] = {
 	  .scale = 1e6, .def_doc = "1",
 	  .help = "blocks this long or longer get stacks; shorter ones are only counted, with their "
 		  "total time", .bad = BAD_THRESHOLD },
+	{ .name = "off-cpu-max-threads", .arg = "N", .cmds = BOTH, .type = FLAG_U32,
+	  .off = { R(off_cpu_max_threads), A(off_cpu_max_threads) }, .min = 1, .max = 1u << 22,
+	  .def_doc = STR(SP_OFFCPU_MAX_THREADS),
+	  .help = "threads with a block record at once (about 2 KiB of kernel memory each, charged "
+		  "to spanprof's memory cgroup); the blocks of threads past it are counted, not timed",
+	  .bad = "bad --off-cpu-max-threads (1..4194304)" },
 	{ .name = "value", .arg = "V", .cmds = REC, .type = FLAG_ENUM, .off = { R(value_off_cpu) },
 	  .choices = values, .def_doc = "cpu", .help = "cpu | off-cpu: what folded and SVG outputs show",
 	  .bad = "unknown value (cpu or off-cpu)" },
@@ -322,17 +329,19 @@ int options__parse(struct options *o, enum options_cmd cmd, int argc, char **arg
 			return usage_error(err, errlen, "give -p PID or a COMMAND, not both", NULL);
 		if (r->user && !r->command)
 			return usage_error(err, errlen, "--user goes with a COMMAND", NULL);
-		if ((r->value_off_cpu || r->off_cpu_threshold_ns) && !r->off_cpu)
-			return usage_error(err, errlen, "--value off-cpu and --off-cpu-threshold go "
-					   "with --off-cpu", NULL);
+		if ((r->value_off_cpu || r->off_cpu_threshold_ns || r->off_cpu_max_threads) &&
+		    !r->off_cpu)
+			return usage_error(err, errlen, "--value off-cpu, --off-cpu-threshold and "
+					   "--off-cpu-max-threads go with --off-cpu", NULL);
 		if (!r->noutputs)
 			r->outputs[r->noutputs++] = "spanprof.pb.gz";
 		return 0;
 	}
 	if (first < argc)
 		return usage_error(err, errlen, "unexpected argument", argv[first]);
-	if (o->agent.off_cpu_threshold_ns && !o->agent.off_cpu)
-		return usage_error(err, errlen, "--off-cpu-threshold goes with --off-cpu", NULL);
+	if ((o->agent.off_cpu_threshold_ns || o->agent.off_cpu_max_threads) && !o->agent.off_cpu)
+		return usage_error(err, errlen, "--off-cpu-threshold and --off-cpu-max-threads go "
+				   "with --off-cpu", NULL);
 	if (o->agent.otlp_url)
 		o->agent.otlp = 1;	/* a URL turns the exporter on */
 	return 0;

@@ -52,6 +52,7 @@ struct bpfsession {
 	int nlinks;
 	struct bpf_link *fork_link;
 	struct bpf_link *offcpu_link;	/* sched_switch */
+	struct bpf_link *offcpu_exit_link;	/* sched_process_exit: not detached by a pause */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
 	void *ctx;
@@ -259,8 +260,11 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 				 o->off_cpu && o->offcpu_procs_max ? o->offcpu_procs_max : 1);
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
 	bpf_program__set_autoload(s->skel->progs.offcpu_switch, o->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.offcpu_exit, o->off_cpu);
 	if (o->off_cpu_threshold_ns)
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
+	if (o->off_cpu_max_threads)
+		s->skel->rodata->offcpu_max_threads = o->off_cpu_max_threads;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_sites, o->off_cpu ? OFFCPU_SITES : 1);
@@ -354,9 +358,12 @@ int bpfsession__attach(struct bpfsession *s)
 			return setup_error("cannot follow the command's children (sched_process_fork): %s",
 				    strerror(errno));
 	}
-	if (s->o.off_cpu && offcpu_attach(s))
-		return setup_error("cannot attach the off-CPU program (tp_btf/sched_switch): %s; "
-				   "needs a kernel with BTF (5.11+ "
+	/* The exit program first: a thread that exits with a record must always take it along. */
+	if (s->o.off_cpu &&
+	    (!(s->offcpu_exit_link = bpf_program__attach(s->skel->progs.offcpu_exit)) ||
+	     offcpu_attach(s)))
+		return setup_error("cannot attach the off-CPU programs (tp_btf/sched_switch, "
+				   "sched_process_exit): %s; needs a kernel with BTF (5.11+ "
 				   "for task storage in tracing)", strerror(errno));
 	if (s->o.bpf_stats) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -418,6 +425,8 @@ void bpfsession__detach(struct bpfsession *s)
 	bpf_link__destroy(s->fork_link);
 	s->fork_link = NULL;
 	offcpu_detach(s);
+	bpf_link__destroy(s->offcpu_exit_link);
+	s->offcpu_exit_link = NULL;
 }
 
 /*

@@ -6,8 +6,13 @@
  *                                      sleeping 1 us there: all short blocks, each at a new place
  *   placechurn victim SECONDS MS       one thread sleeping MS ms in victim_wait(), over and over:
  *                                      every block long, always at the same place
+ *   placechurn threads SECONDS LIVE N  LIVE threads at a time, each sleeping 20 ms N times and
+ *                                      exiting, replaced at once (N 0: they never exit), for the
+ *                                      cap on threads with a block record
+ *                                      (tests/integration/offcpu-threads.sh)
  *
- * Prints "ready" once its threads run, and after SECONDS "blocks N". Frame pointers kept. */
+ * Prints "ready" once its threads run, and after SECONDS "blocks N" (threads: "threads N", how
+ * many were started). Frame pointers kept. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +80,56 @@ static void *victim(void *arg)
 	return NULL;
 }
 
+static volatile int live;
+static long thread_blocks;
+
+static void *short_lived(void *arg)
+{
+	long i;
+
+	(void)arg;
+	for (i = 0; (!thread_blocks || i < thread_blocks) && !stop; i++)
+		sleep_ns(20 * 1000000L);
+	__sync_fetch_and_sub(&live, 1);
+	return NULL;
+}
+
+/* LIVE threads at a time until SECONDS are up; returns how many were started, or -1. */
+static long run_threads(double secs, long nlive)
+{
+	struct timespec t0, now;
+	pthread_attr_t attr;
+	pthread_t t;
+	long started = 0;
+	int said = 0;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		while (live < nlive) {
+			__sync_fetch_and_add(&live, 1);
+			if (pthread_create(&t, &attr, short_lived, NULL))
+				return -1;
+			started++;
+		}
+		if (!said) {
+			printf("ready\n");
+			fflush(stdout);
+			said = 1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec + (now.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
+			break;
+		sleep_ns(1000000L);
+	}
+	stop = 1;
+	while (live > 0)
+		sleep_ns(1000000L);
+	return started;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[64];
@@ -83,13 +138,25 @@ int main(int argc, char **argv)
 	unsigned long total = 0;
 	int is_churn = argc == 4 && !strcmp(argv[1], "churn");
 
+	if (argc == 5 && !strcmp(argv[1], "threads") && (secs = atof(argv[2])) > 0 &&
+	    (arg = atol(argv[3])) > 0 && (thread_blocks = atol(argv[4])) >= 0) {
+		long started = run_threads(secs, arg);
+
+		if (started < 0) {
+			fprintf(stderr, "placechurn: pthread_create failed\n");
+			return 1;
+		}
+		printf("threads %ld\n", started);
+		return 0;
+	}
 	if (argc == 4) {
 		secs = atof(argv[2]);
 		arg = atol(argv[3]);
 	}
 	if (argc != 4 || (!is_churn && strcmp(argv[1], "victim")) || secs <= 0 || arg <= 0 ||
 	    (is_churn && arg > 64)) {
-		fprintf(stderr, "usage: placechurn churn SECONDS THREADS(1-64) | victim SECONDS MS\n");
+		fprintf(stderr, "usage: placechurn churn SECONDS THREADS(1-64) | victim SECONDS MS | "
+			"threads SECONDS LIVE N\n");
 		return 2;
 	}
 	nthreads = is_churn ? arg : 1;
