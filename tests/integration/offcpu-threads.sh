@@ -7,7 +7,8 @@
 #      profile, and the blocks of the rest are counted lost ("no per-thread record");
 #   2. 50 threads at a time, each sleeping 20 ms three times and exiting, replaced at once
 #      (thousands in the run), the same cap of 100: every thread's record goes at its exit, so
-#      none is refused and the blocks of threads started late in the run are timed too.
+#      none is refused and the blocks of threads started late in the run are timed too;
+#   3. the same with the recording paused (SIGUSR1) for 2 s of its 5 and resumed (SIGUSR2).
 . "$(dirname "$0")/lib.sh"
 need_root "BPF"
 CHURN=$BUILD/apps/native/placechurn
@@ -43,3 +44,19 @@ note "50 threads at a time, each gone after 3 blocks, cap 100: $n threads with o
 ge "$n" 1000 || fail "only $n threads had off-CPU time in 4 s (about 3,000 lived): records not freed at exit?"
 [ "$refused" = 0 ] || { grep '^  off-CPU' "$TMP/churn.txt"; fail "$refused blocks found no record with at most 50 threads alive under a cap of 100"; }
 pass "records go at thread exit: $n short-lived threads timed under a cap of 100, none refused"
+
+# 3. The same through a pause: the threads that exit while the switch program is detached take
+# their records along too (the exit program stays attached), so none is refused after the resume.
+start_app "$TMP/pause.out" "$CHURN" threads 12 50 3
+record_bg pause.pb.gz -p "$APP_PID" --off-cpu --off-cpu-max-threads 100 -d 5
+sleep 1
+kill -USR1 "$RECORD_PID"
+sleep 2
+kill -USR2 "$RECORD_PID"
+wait_record
+decode "$TMP/pause.pb.gz"
+n=$(tids "$TMP/pause.json") refused=$(lost "$TMP/pause.txt")
+note "paused 2 s of 5: $n threads with off-CPU time, $refused blocks without a record"
+ge "$n" 500 || fail "only $n threads had off-CPU time in the 3 s not paused"
+[ "$refused" = 0 ] || { grep '^  off-CPU' "$TMP/pause.txt"; fail "$refused blocks found no record after a pause: records of threads that exited while paused still counted?"; }
+pass "through a pause: $n short-lived threads timed under a cap of 100, none refused"
