@@ -1013,12 +1013,17 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 /*
  * A thread's block record goes at its exit, so that offcpu_threads counts live threads. Attached
  * with the off-CPU program and kept while it is paused: a record the kernel freed with its task
- * instead would stay in the count for good. Its cost is a load at every thread exit on the node.
+ * instead would stay in the count for good. Counted off even when the delete fails (the kernel
+ * refuses it while another program on this CPU holds task storage): the record goes with the
+ * task then, and an exiting thread gets no new one. Its cost is a load at every thread exit on
+ * the node.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *p)
 {
-	if (p->bpf_storage && !bpf_task_storage_delete(&offcpu_blocks, p))
-		__sync_fetch_and_add(&offcpu_threads, -1);
+	if (!p->bpf_storage || !bpf_task_storage_get(&offcpu_blocks, p, 0, 0))
+		return 0;
+	bpf_task_storage_delete(&offcpu_blocks, p);
+	__sync_fetch_and_add(&offcpu_threads, -1);
 	return 0;
 }
