@@ -110,19 +110,21 @@ struct {
 #define OFFCPU_KNOWN 4	/* places a thread remembers having put in offcpu_sites */
 
 /*
- * New places a cgroup may put in offcpu_sites in a second (a process, where the task's cgroup is
- * the root or cgroup v2 is not mounted). A thread that blocks at ever new places (a hostile one,
- * say, revisiting each to keep it) would otherwise push every other process's places out of the
- * cache, and their long blocks would lose their stacks; one cgroup can replace at most an eighth
- * of the cache (OFFCPU_SITES in user/session/bpfsession.c) a second. Past it, a block at a new
- * place is timed and keeps its span, without stacks. Checked only where a new place's stacks
- * would be walked, which costs far more.
+ * New places a cgroup may put in offcpu_sites (a process, where the task's cgroup is the root or
+ * cgroup v2 is not mounted): OFFCPU_PLACES_BURST at once, then OFFCPU_PLACES_PER_SEC a second. A
+ * thread that blocks at ever new places (a hostile one, say, revisiting each to keep it) would
+ * otherwise push every other process's places out of the cache, and their long blocks would lose
+ * their stacks; past its first half, one cgroup can replace at most an eighth of the cache
+ * (OFFCPU_SITES in user/session/bpfsession.c) a second. Past the budget, a block at a new place is
+ * timed and keeps its span, without stacks. Checked only where a new place's stacks would be
+ * walked, which costs far more.
  */
-#define OFFCPU_PLACES_PER_SEC 256
+#define OFFCPU_PLACES_BURST	1024
+#define OFFCPU_PLACES_PER_SEC	256
 
 struct offcpu_budget {
-	__u64 second;		/* bpf_ktime_get_ns() / 1e9 of the count */
-	__u64 used;		/* places added in it */
+	__u64 second;		/* bpf_ktime_get_ns() / 1e9 when used was last paid down */
+	__u64 used;		/* places added, less OFFCPU_PLACES_PER_SEC a second since */
 };
 
 struct {
@@ -792,12 +794,14 @@ static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu
 	b->start = clock ? clock : bpf_ktime_get_ns();
 }
 
-/* Whether the current task's cgroup may put one more place in offcpu_sites this second. Two CPUs
- * starting a second at once may each let a few more in: bounded by the CPUs, not by the load. */
+/* Whether the current task's cgroup may put one more place in offcpu_sites now (a token bucket).
+ * CPUs racing may let one more in each, or pay a second down twice: bounded by the CPUs, not by
+ * the load. Only a place let in is counted, so a refused burst leaves no debt behind it. */
 static __always_inline bool place_budget_take(__u32 tgid)
 {
 	__u64 key = bpf_get_current_cgroup_id(), second = bpf_ktime_get_ns() / 1000000000ull;
 	struct offcpu_budget fresh = { .second = second }, *v;
+	__u64 paid;
 
 	if (key <= 1)
 		key = 1ull << 63 | tgid;
@@ -808,12 +812,15 @@ static __always_inline bool place_budget_take(__u32 tgid)
 		if (!v)
 			return false;
 	}
-	if (v->second != second) {
+	if (second > v->second) {
+		paid = (second - v->second) * OFFCPU_PLACES_PER_SEC;
+		v->used = v->used > paid ? v->used - paid : 0;
 		v->second = second;
-		v->used = 0;
 	}
+	if (v->used >= OFFCPU_PLACES_BURST)
+		return false;
 	__sync_fetch_and_add(&v->used, 1);
-	return v->used <= OFFCPU_PLACES_PER_SEC;
+	return true;
 }
 
 /* The thread's current place is in offcpu_sites: remember it among its known places. */
