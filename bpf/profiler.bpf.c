@@ -882,11 +882,9 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	/* A thread that found its process in the filter before, and nothing has left the filter
 	 * since, is in it still: its record says so without the filter's lookup. An unprofiled
 	 * thread that blocks leaves here. */
-	b = NULL;
+	b = prev->bpf_storage ? bpf_task_storage_get(&offcpu_blocks, prev, 0, 0) : NULL;
 	fgen = 0;
 	if (filter_pids || offcpu_filter) {
-		if (prev->bpf_storage)
-			b = bpf_task_storage_get(&offcpu_blocks, prev, 0, 0);
 		/* Read before the lookup (a removal between the two moves it again), and only by a
 		 * thread with a record: one without stores 0, never current, and is looked up again
 		 * at its next block. */
@@ -897,8 +895,6 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	/* An exiting thread is left alone: its record has gone (offcpu_exit) and is not made again. */
 	if (prev->pid == 0 || (prev->flags & (PF_KTHREAD | PF_EXITING)))
 		return 0;
-	if (!b && prev->bpf_storage)
-		b = bpf_task_storage_get(&offcpu_blocks, prev, 0, 0);
 	if (!b) {
 		/* A new record, if fewer than offcpu_max_threads have one (CPUs making theirs at once
 		 * may pass it by one each). */

@@ -95,9 +95,7 @@ start_service() {
 # cgroupfs form in a v1 hierarchy; the kubelet's log tree for it under $TMP/pods.
 POD_UID=5f0c2a7e-1b3d-4e8f-9a6b-7c8d9e0f1a2b
 CID=$(printf 'spanprof-agent-test' | sha256sum | cut -c1-64)
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then CGROOT=/sys/fs/cgroup
-elif [ -d /sys/fs/cgroup/unified ]; then CGROOT=/sys/fs/cgroup/unified
-else CGROOT=; fi
+CGROOT=$(cgroup_v2_root)
 if [ -n "$CGROOT" ]; then
 	CGBASE=$CGROOT/kubepods.slice
 	CGROUP=$CGBASE/kubepods-burstable.slice/kubepods-burstable-pod${POD_UID//-/_}.slice/cri-containerd-$CID.scope

@@ -330,6 +330,17 @@ query() { node "$ROOT/tests/integration/query.js" "$@"; }
 # field JSON KEY: one field of a JSON object (as printed by query and spancheck.js).
 field() { node -pe "($1).$2"; }
 
+# offcpu_count REPORT LABEL: the number after LABEL in the report's off-CPU line ("stacks left
+# the cache", "no per-thread record", ...); empty when the line or the label is missing.
+offcpu_count() { grep '^  off-CPU: ' "$1" | sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p"; }
+
+# cgroup_v2_root: where the cgroup v2 hierarchy is mounted, alone (/sys/fs/cgroup) or beside v1
+# (systemd's hybrid layout, /sys/fs/cgroup/unified); nothing when there is none.
+cgroup_v2_root() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo /sys/fs/cgroup
+	elif [ -f /sys/fs/cgroup/unified/cgroup.procs ]; then echo /sys/fs/cgroup/unified; fi
+}
+
 # offcpu_starved TRUTH SCENARIO: for a failure message, why tests/apps/OffCpu's own measure of a
 # scenario's blocking may be off: its thread waited for a CPU most of the scenario (.NET's waits
 # spin and yield before they block, and on a busy machine a yielding thread waits its turn: it is

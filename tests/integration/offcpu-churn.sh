@@ -14,10 +14,8 @@ need_root "BPF"
 CHURN=$BUILD/apps/native/placechurn
 need_built "$CHURN"
 
-# The cgroup v2 hierarchy: alone, or beside v1 (systemd's hybrid layout).
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then CGROOT=/sys/fs/cgroup
-elif [ -f /sys/fs/cgroup/unified/cgroup.procs ]; then CGROOT=/sys/fs/cgroup/unified
-else skip "no cgroup v2 hierarchy"; fi
+CGROOT=$(cgroup_v2_root)
+[ -n "$CGROOT" ] || skip "no cgroup v2 hierarchy"
 CGBASE=$CGROOT/spanprof-test-churn.$$
 mkdir -p "$CGBASE/churn" "$CGBASE/victim" || skip "cannot create a cgroup"
 remove_cgroups() {
@@ -47,11 +45,9 @@ grep -qx "0::/spanprof-test-churn.$$/churn" "/proc/$CHURN_PID/cgroup" ||
 sleep 1	# past the victim's first block, which began before it was profiled
 
 record churn.folded -p "$CHURN_PID" -p "$VICTIM_PID" --off-cpu --value off-cpu -d 6
-REPORT=$TMP/churn.txt
-line=$(grep '^  off-CPU: ' "$REPORT") || { cat "$REPORT"; fail "no off-CPU line in the report"; }
-num() { sed -n "s/.*$1 \([0-9][0-9]*\).*/\1/p" <<< "$line"; }
-lost=$(num 'stacks left the cache')
-budget=$(num "past their cgroup's budget (stacks not taken)")
+line=$(grep '^  off-CPU: ' "$TMP/churn.txt") || { cat "$TMP/churn.txt"; fail "no off-CPU line in the report"; }
+lost=$(offcpu_count "$TMP/churn.txt" 'stacks left the cache')
+budget=$(offcpu_count "$TMP/churn.txt" "past their cgroup's budget (stacks not taken)")
 
 # The victim's time with its stacks: the folded lines through victim_wait (VALUE in nanoseconds).
 named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/churn.folded")

@@ -15,7 +15,7 @@ CHURN=$BUILD/apps/native/placechurn
 need_built "$CHURN"
 
 # lost FILE: the report's count of blocks without a per-thread record.
-lost() { sed -n 's/.*lost: no per-thread record \([0-9][0-9]*\).*/\1/p' "$1"; }
+lost() { offcpu_count "$1" 'no per-thread record'; }
 # tids JSON: the number of threads with off-CPU time in the decoded profile.
 tids() {
 	node -e 'const p = JSON.parse(require("fs").readFileSync(process.argv[1]));
@@ -35,15 +35,22 @@ ge "$n" 90 || fail "only $n of the 100 threads the cap allows had off-CPU time"
 ge "$refused" 1000 || { grep '^  off-CPU' "$TMP/hold.txt"; fail "the blocks of the threads past the cap were not counted lost ($refused)"; }
 pass "at most the cap's threads have a block record ($n of 400), the others' blocks counted lost ($refused)"
 
-# 2. Records go at exit: thousands of threads over the run, 50 alive at a time, under the same cap.
+# none_refused NAME MIN WHAT: the recording NAME (placechurn threads 12 50 3: 50 threads at a time,
+# each gone after 3 blocks, under a cap of 100) timed at least MIN threads and refused no block.
+none_refused() {
+	local name=$1 min=$2 what=$3 n refused
+	decode "$TMP/$name.pb.gz"
+	n=$(tids "$TMP/$name.json") refused=$(lost "$TMP/$name.txt")
+	note "$what: $n threads with off-CPU time, $refused blocks without a record"
+	ge "$n" "$min" || fail "$what: only $n threads had off-CPU time (at least $min expected): records not freed at exit?"
+	[ "$refused" = 0 ] || { grep '^  off-CPU' "$TMP/$name.txt"; fail "$what: $refused blocks found no record with at most 50 threads alive under a cap of 100"; }
+	pass "$what: $n short-lived threads timed under a cap of 100, none refused"
+}
+
+# 2. Records go at exit: thousands of threads over the run (about 3,000 in 4 s), 50 alive at a time.
 start_app "$TMP/churn.out" "$CHURN" threads 12 50 3
 record churn.pb.gz -p "$APP_PID" --off-cpu --off-cpu-max-threads 100 -d 4
-decode "$TMP/churn.pb.gz"
-n=$(tids "$TMP/churn.json") refused=$(lost "$TMP/churn.txt")
-note "50 threads at a time, each gone after 3 blocks, cap 100: $n threads with off-CPU time, $refused blocks without a record"
-ge "$n" 1000 || fail "only $n threads had off-CPU time in 4 s (about 3,000 lived): records not freed at exit?"
-[ "$refused" = 0 ] || { grep '^  off-CPU' "$TMP/churn.txt"; fail "$refused blocks found no record with at most 50 threads alive under a cap of 100"; }
-pass "records go at thread exit: $n short-lived threads timed under a cap of 100, none refused"
+none_refused churn 1000 "records go at thread exit"
 
 # 3. The same through a pause: the threads that exit while the switch program is detached take
 # their records along too (the exit program stays attached), so none is refused after the resume.
@@ -54,9 +61,4 @@ kill -USR1 "$RECORD_PID"
 sleep 2
 kill -USR2 "$RECORD_PID"
 wait_record
-decode "$TMP/pause.pb.gz"
-n=$(tids "$TMP/pause.json") refused=$(lost "$TMP/pause.txt")
-note "paused 2 s of 5: $n threads with off-CPU time, $refused blocks without a record"
-ge "$n" 500 || fail "only $n threads had off-CPU time in the 3 s not paused"
-[ "$refused" = 0 ] || { grep '^  off-CPU' "$TMP/pause.txt"; fail "$refused blocks found no record after a pause: records of threads that exited while paused still counted?"; }
-pass "through a pause: $n short-lived threads timed under a cap of 100, none refused"
+none_refused pause 500 "through a pause of 2 s of 5"
