@@ -28,6 +28,10 @@ const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
  * made, one less at each thread's exit (offcpu_exit). */
 const volatile __u64 offcpu_max_threads = SP_OFFCPU_MAX_THREADS;
 __u64 offcpu_threads = 0;
+/* Long blocks a cgroup may send a second (--off-cpu-max-rate), and when the off-CPU ring wakes
+ * its consumer. */
+const volatile __u64 offcpu_max_rate = SP_OFFCPU_MAX_RATE;
+const volatile __u64 offcpu_wakeup_bytes = 1 << 18;
 /* Set by user space when it attaches the off-CPU programs again after a pause (CLOCK_MONOTONIC):
  * a block that began before the pause is timed from here, not billed across the pause. */
 __u64 offcpu_resume_ns = 0;
@@ -122,9 +126,23 @@ struct {
 #define OFFCPU_PLACES_BURST	1024
 #define OFFCPU_PLACES_PER_SEC	256
 
+/* A token bucket: what was taken, less its rate for every tick since (OFFCPU_TICKS a second, so
+ * that what a second lets in is spread over it, not taken in a burst at its start). */
+#define OFFCPU_TICKS 16
+struct offcpu_bucket {
+	__u64 tick;		/* bpf_ktime_get_ns() / (1e9 / OFFCPU_TICKS) when used was last paid */
+	__u64 used;
+};
+
+/*
+ * A cgroup's budgets: new places (above), and long blocks sent, at most offcpu_max_rate a second
+ * (an eighth of a second's worth at once). Past the rate a long block is counted, with its time, and not sent:
+ * a process whose threads block long very often would otherwise fill the off-CPU ring that every
+ * process's long blocks share, and cost the consumer a record each.
+ */
 struct offcpu_budget {
-	__u64 second;		/* bpf_ktime_get_ns() / 1e9 when used was last paid down */
-	__u64 used;		/* places added, less OFFCPU_PLACES_PER_SEC a second since */
+	struct offcpu_bucket places;
+	struct offcpu_bucket sends;
 };
 
 struct {
@@ -178,6 +196,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);	/* resized by user space */
 } events SEC(".maps");
+
+/* The long blocks' own ring: however often the threads of a process block, the CPU samples in
+ * events keep their room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);	/* resized by user space with --off-cpu */
+} offcpu_events SEC(".maps");
 
 static __always_inline void count_add(__u32 which, __u64 n)
 {
@@ -581,16 +606,18 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 }
 
 /*
- * No wake-up per record: user space drains the ring every poll interval, and a wake-up is an
- * irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it.
+ * No wake-up per record: user space drains the rings every poll interval, and a wake-up is an
+ * irq_work self-IPI per sample (costly, especially in VMs). Only a filling ring wakes it. A full
+ * ring's loss is counted as lost (its own counter per ring).
  */
-static __always_inline int send_record(struct sp_sample *s, __u64 size)
+static __always_inline int send_record(void *ring, __u64 wakeup, __u32 lost, struct sp_sample *s,
+				       __u64 size)
 {
-	__u64 wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+	__u64 wake = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > wakeup ?
 			     BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 
-	if (bpf_ringbuf_output(&events, s, size, wake)) {
-		count(SP_CNT_LOST_RINGBUF);
+	if (bpf_ringbuf_output(ring, s, size, wake)) {
+		count(lost);
 		return -1;
 	}
 	count(SP_CNT_SENT);
@@ -621,7 +648,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	count(s->ctx_status);
 	if (variant & SP_VAR_NO_OUTPUT)
 		return 0;
-	send_record(s, size);
+	send_record(&events, wakeup_bytes, SP_CNT_LOST_RINGBUF, s, size);
 	return 0;
 }
 
@@ -660,6 +687,60 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 	bpf_probe_read_kernel(dst_frames, __n * 8, src_frames);			\
 	__n;										\
 })
+
+/* The budgets of the cgroup with this id (of the process tgid where it is the root), made afresh
+ * when it has none. */
+static __always_inline struct offcpu_budget *budget_of(__u64 cgroup, __u32 tgid, __u64 tick)
+{
+	struct offcpu_budget fresh = { .places.tick = tick, .sends.tick = tick }, *v;
+	__u64 key = cgroup > 1 ? cgroup : 1ull << 63 | tgid;
+
+	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
+	if (!v) {
+		bpf_map_update_elem(&offcpu_budgets, &key, &fresh, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&offcpu_budgets, &key);
+	}
+	return v;
+}
+
+/* Whether one more may be taken from a bucket now. CPUs racing may let one more in each, or pay a
+ * tick down twice: bounded by the CPUs, not by the load. Only what is let in is counted, so a
+ * refused burst leaves no debt behind it. */
+static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u64 per_sec,
+					__u64 burst)
+{
+	__u64 paid;
+
+	if (tick > v->tick) {
+		paid = (tick - v->tick) * per_sec / OFFCPU_TICKS;
+		v->used = v->used > paid ? v->used - paid : 0;
+		v->tick = tick;
+	}
+	if (v->used >= burst)
+		return false;
+	__sync_fetch_and_add(&v->used, 1);
+	return true;
+}
+
+/* Whether the current task's cgroup may put one more place in offcpu_sites now. */
+static __always_inline bool place_budget_take(__u32 tgid)
+{
+	__u64 tick = bpf_ktime_get_ns() / (1000000000ull / OFFCPU_TICKS);
+	struct offcpu_budget *v = budget_of(bpf_get_current_cgroup_id(), tgid, tick);
+
+	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
+}
+
+/* Whether p's cgroup may send one more long block now (p is not the current task: its cgroup is
+ * read from it, four loads, paid by long blocks only). */
+static __always_inline bool send_budget_take(struct task_struct *p, __u64 now)
+{
+	__u64 tick = now / (1000000000ull / OFFCPU_TICKS);
+	struct offcpu_budget *v = budget_of(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id), p->tgid,
+					    tick);
+
+	return v && bucket_take(&v->sends, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8);
+}
 
 /*
  * The end of next's block, as it switches in. The block ran from its switch-out to its wake-up,
@@ -716,6 +797,11 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
+	if (!send_budget_take(p, now)) {
+		count(SP_CNT_OFFCPU_RATE);
+		count_add(SP_CNT_OFFCPU_RATE_NS, delta);
+		return;
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count(SP_CNT_LOST_SCRATCH);
@@ -755,7 +841,8 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 		ctx_len = 0;
 	rec->ctx_len = ctx_len;
 	bpf_probe_read_kernel(rec->data + n * 8, ctx_len, b->ctx);
-	send_record(rec, sizeof(*rec) + n * 8 + ctx_len);
+	send_record(&offcpu_events, offcpu_wakeup_bytes, SP_CNT_OFFCPU_LOST_RINGBUF, rec,
+		    sizeof(*rec) + n * 8 + ctx_len);
 }
 
 /* A generation (gens), plus one: what a thread's cache holds when it is current. */
@@ -792,35 +879,6 @@ static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu
 
 	b->on_rq_clock = clock != 0;
 	b->start = clock ? clock : bpf_ktime_get_ns();
-}
-
-/* Whether the current task's cgroup may put one more place in offcpu_sites now (a token bucket).
- * CPUs racing may let one more in each, or pay a second down twice: bounded by the CPUs, not by
- * the load. Only a place let in is counted, so a refused burst leaves no debt behind it. */
-static __always_inline bool place_budget_take(__u32 tgid)
-{
-	__u64 key = bpf_get_current_cgroup_id(), second = bpf_ktime_get_ns() / 1000000000ull;
-	struct offcpu_budget fresh = { .second = second }, *v;
-	__u64 paid;
-
-	if (key <= 1)
-		key = 1ull << 63 | tgid;
-	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
-	if (!v) {
-		bpf_map_update_elem(&offcpu_budgets, &key, &fresh, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&offcpu_budgets, &key);
-		if (!v)
-			return false;
-	}
-	if (second > v->second) {
-		paid = (second - v->second) * OFFCPU_PLACES_PER_SEC;
-		v->used = v->used > paid ? v->used - paid : 0;
-		v->second = second;
-	}
-	if (v->used >= OFFCPU_PLACES_BURST)
-		return false;
-	__sync_fetch_and_add(&v->used, 1);
-	return true;
 }
 
 /* The thread's current place is in offcpu_sites: remember it among its known places. */

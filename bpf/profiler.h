@@ -25,6 +25,7 @@
 #define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
 #define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
 #define SP_OFFCPU_MAX_THREADS 32768	/* --off-cpu-max-threads: threads with a block record */
+#define SP_OFFCPU_MAX_RATE 10000	/* --off-cpu-max-rate: long blocks a cgroup sends a second */
 
 /*
  * Variants of the sampler without one of its parts, for measuring what each costs
@@ -66,8 +67,13 @@
 	X(FILTER_FULL, "filter_full", "a child of a profiled command found the pid filter full")  \
 	X(LEAF_REGS_ERR, "leaf_regs_err", "user registers unavailable: leaf caller not recoverable")\
 	X(LEAF_WORDS_ERR, "leaf_words_err", "top of the user stack unreadable: leaf caller not recoverable")\
-	X(OFFCPU_LONG, "offcpu_long", "off-CPU blocks at or above the threshold: sent with stacks")  \
+	X(OFFCPU_LONG, "offcpu_long", "off-CPU blocks at or above the threshold: sent with stacks, " \
+	  "unless counted below")                                                                     \
 	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
+	X(OFFCPU_RATE, "offcpu_rate", "long blocks past their cgroup's --off-cpu-max-rate a second: " \
+	  "counted, not sent")                                                                        \
+	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "their blocked time, ns")                                 \
+	X(OFFCPU_LOST_RINGBUF, "offcpu_lost_ringbuf", "off-CPU ring buffer full: long block lost")   \
 	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads that have blocked before, switched "  \

@@ -73,7 +73,8 @@ static void test_options_flags(void **state)
 	(void)state;
 	assert_int_equal(parse(OPTIONS_RECORD, "-p", "12", "--pid", "13", "-F", "999", "-d", "2.5",
 			       "-o", "a.svg", "-o", "b.pb.gz", "--format", "folded", "--off-cpu",
-			       "--off-cpu-threshold", "0.5", "--value", "off-cpu", "--no-enable-perfmap",
+			       "--off-cpu-threshold", "0.5", "--off-cpu-max-rate", "500", "--value",
+			       "off-cpu", "--no-enable-perfmap",
 			       "--buffered-perfmap", "leave",
 			       "--symbol-server", "http://a", "--symbol-cache-mb", "3", "-vv",
 			       "--log-format", "json", "--log-level", "warn", NULL), 0);
@@ -85,6 +86,7 @@ static void test_options_flags(void **state)
 	assert_string_equal(o.rec.outputs[1], "b.pb.gz");
 	assert_int_equal(o.rec.format, FMT_FOLDED);
 	assert_int_equal(o.rec.off_cpu_threshold_ns, 500000);
+	assert_int_equal(o.rec.off_cpu_max_rate, 500);
 	assert_int_equal(o.rec.value_off_cpu, 1);
 	assert_int_equal(o.rec.enable_perfmap, 0);
 	assert_int_equal(o.rec.jitdump_beside_perfmap, 0);
@@ -135,6 +137,10 @@ static void test_options_bad(void **state)
 	assert_int_equal(parse(OPTIONS_AGENT, "--pyroscope-header", "nocolon", NULL), 2);
 	assert_int_equal(parse(OPTIONS_AGENT, "--interval", "0", NULL), 2);
 	assert_int_equal(parse(OPTIONS_AGENT, "--off-cpu-threshold", "2", NULL), 2);
+	assert_int_equal(parse(OPTIONS_AGENT, "--off-cpu-max-rate", "20", NULL), 2);
+	assert_non_null(strstr(err, "go with --off-cpu"));
+	assert_int_equal(parse(OPTIONS_RECORD, "--off-cpu", "--off-cpu-max-rate", "0", NULL), 2);
+	assert_non_null(strstr(err, "bad --off-cpu-max-rate"));
 	assert_int_equal(parse(OPTIONS_AGENT, "--log-level", "loud", NULL), 2);
 	assert_int_equal(parse(OPTIONS_AGENT, "stray", NULL), 2);
 	assert_int_equal(parse(OPTIONS_AGENT, "--tiers", NULL), 2);	/* record's */

@@ -123,6 +123,7 @@ static void test_record_options_to_sampler(void **state)
 
 	f->o.off_cpu = 1;
 	f->o.off_cpu_threshold_ns = 5000000;
+	f->o.off_cpu_max_rate = 300;
 	f->o.max_span_tables = 77;
 	f->o.ringbuf_mb = 3;
 	out(f, "p.folded");
@@ -134,6 +135,7 @@ static void test_record_options_to_sampler(void **state)
 	assert_int_equal(fake_opts.freq, 99);
 	assert_int_equal(fake_opts.off_cpu, 1);
 	assert_int_equal(fake_opts.off_cpu_threshold_ns, 5000000);
+	assert_int_equal(fake_opts.off_cpu_max_rate, 300);
 	assert_int_equal(fake_opts.ctx_procs_max, 77);
 	assert_int_equal(fake_opts.ringbuf_mb, 3);
 	assert_string_equal(fake_opts.command, "record");

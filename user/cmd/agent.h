@@ -22,6 +22,7 @@ struct agent_opts {
 	int off_cpu;		/* --off-cpu: blocked time too, its own profile type */
 	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */
 	uint32_t off_cpu_max_threads;	/* --off-cpu-max-threads (0: the sampler's default) */
+	uint32_t off_cpu_max_rate;	/* --off-cpu-max-rate (0: the sampler's default) */
 	const char *pyroscope_url;
 	const char *pyroscope_user;
 	const char *pyroscope_password_file;

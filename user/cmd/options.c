@@ -176,6 +176,12 @@ static const struct flag rows[] = {
 	  .help = "threads with a block record at once (about 2 KiB of kernel memory each, charged "
 		  "to spanprof's memory cgroup); the blocks of threads past it are counted, not timed",
 	  .bad = "bad --off-cpu-max-threads (1..4194304)" },
+	{ .name = "off-cpu-max-rate", .arg = "N", .cmds = BOTH, .type = FLAG_U32,
+	  .off = { R(off_cpu_max_rate), A(off_cpu_max_rate) }, .min = 1, .max = 1000000,
+	  .def_doc = STR(SP_OFFCPU_MAX_RATE),
+	  .help = "long blocks a cgroup (a process outside any) sends a second; past it they are "
+		  "counted, with their time, not sent",
+	  .bad = "bad --off-cpu-max-rate (1..1000000)" },
 	{ .name = "value", .arg = "V", .cmds = REC, .type = FLAG_ENUM, .off = { R(value_off_cpu) },
 	  .choices = values, .def_doc = "cpu", .help = "cpu | off-cpu: what folded and SVG outputs show",
 	  .bad = "unknown value (cpu or off-cpu)" },
@@ -329,19 +335,21 @@ int options__parse(struct options *o, enum options_cmd cmd, int argc, char **arg
 			return usage_error(err, errlen, "give -p PID or a COMMAND, not both", NULL);
 		if (r->user && !r->command)
 			return usage_error(err, errlen, "--user goes with a COMMAND", NULL);
-		if ((r->value_off_cpu || r->off_cpu_threshold_ns || r->off_cpu_max_threads) &&
-		    !r->off_cpu)
-			return usage_error(err, errlen, "--value off-cpu, --off-cpu-threshold and "
-					   "--off-cpu-max-threads go with --off-cpu", NULL);
+		if ((r->value_off_cpu || r->off_cpu_threshold_ns || r->off_cpu_max_threads ||
+		     r->off_cpu_max_rate) && !r->off_cpu)
+			return usage_error(err, errlen, "--value off-cpu, --off-cpu-threshold, "
+					   "--off-cpu-max-threads and --off-cpu-max-rate go with "
+					   "--off-cpu", NULL);
 		if (!r->noutputs)
 			r->outputs[r->noutputs++] = "spanprof.pb.gz";
 		return 0;
 	}
 	if (first < argc)
 		return usage_error(err, errlen, "unexpected argument", argv[first]);
-	if ((o->agent.off_cpu_threshold_ns || o->agent.off_cpu_max_threads) && !o->agent.off_cpu)
-		return usage_error(err, errlen, "--off-cpu-threshold and --off-cpu-max-threads go "
-				   "with --off-cpu", NULL);
+	if ((o->agent.off_cpu_threshold_ns || o->agent.off_cpu_max_threads ||
+	     o->agent.off_cpu_max_rate) && !o->agent.off_cpu)
+		return usage_error(err, errlen, "--off-cpu-threshold, --off-cpu-max-threads and "
+				   "--off-cpu-max-rate go with --off-cpu", NULL);
 	if (o->agent.otlp_url)
 		o->agent.otlp = 1;	/* a URL turns the exporter on */
 	return 0;

@@ -27,6 +27,7 @@ struct record_opts {
 	int off_cpu;		/* --off-cpu */
 	uint64_t off_cpu_threshold_ns;	/* --off-cpu-threshold (0: the sampler's default) */
 	uint32_t off_cpu_max_threads;	/* --off-cpu-max-threads (0: the sampler's default) */
+	uint32_t off_cpu_max_rate;	/* --off-cpu-max-rate (0: the sampler's default) */
 	int value_off_cpu;	/* --value off-cpu: folded and SVG show off-CPU time */
 	int pyroscope_labels;
 	uint32_t ringbuf_mb;

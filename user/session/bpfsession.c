@@ -43,6 +43,10 @@ const char *const sp_counter_help[SP_CNT__MAX] = {
 /* Cgroups whose new places in it are counted against OFFCPU_PLACES_PER_SEC (bpf/profiler.bpf.c): an
  * LRU, so a cgroup left out starts its second afresh. */
 #define OFFCPU_BUDGETS 1024
+/* The long blocks' own ring buffer: a wake-up at a quarter full, a bit more than 25 ms of a cgroup
+ * at its --off-cpu-max-rate (10,000 a second of records of 1 KiB and under). Its data pages are
+ * mapped twice: up to 2 MiB resident once it has wrapped. */
+#define OFFCPU_RING_BYTES (1u << 20)
 
 struct bpfsession {
 	struct bpfsession_opts o;
@@ -265,7 +269,12 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	if (o->off_cpu_max_threads)
 		s->skel->rodata->offcpu_max_threads = o->off_cpu_max_threads;
+	if (o->off_cpu_max_rate)
+		s->skel->rodata->offcpu_max_rate = o->off_cpu_max_rate;
+	s->skel->rodata->offcpu_wakeup_bytes = OFFCPU_RING_BYTES / 4;
 	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring);
+	if (o->off_cpu)
+		bpf_map__set_max_entries(s->skel->maps.offcpu_events, OFFCPU_RING_BYTES);
 	bpf_map__set_max_entries(s->skel->maps.ctx_procs, s->ctx_procs_max);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_sites, o->off_cpu ? OFFCPU_SITES : 1);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_budgets, o->off_cpu ? OFFCPU_BUDGETS : 1);
@@ -291,7 +300,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		goto err_free;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
-	if (!s->rb) {
+	if (!s->rb || (o->off_cpu && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.offcpu_events),
+						      on_record, s))) {
 		*rc = setup_error("cannot open the ring buffer: %s", strerror(errno));
 		goto err_free;
 	}

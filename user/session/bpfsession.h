@@ -20,6 +20,7 @@ struct bpfsession_opts {
 	uint64_t off_cpu_threshold_ns;	/* blocks this long or longer are sent with stacks;
 					 * shorter ones only counted (0: the default, 1 ms) */
 	uint32_t off_cpu_max_threads;	/* threads with a block record at once (0: the default) */
+	uint32_t off_cpu_max_rate;	/* long blocks a cgroup sends a second (0: the default) */
 	uint32_t offcpu_procs_max;	/* without pids: > 0 times only the blocks of the processes
 					 * given to bpfsession__offcpu_track (at most this many) */
 	const char *command;	/* "record" / "agent", for the messages */

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# offcpu-flood.sh: a process whose threads block long very often cannot flood what spanprof takes
+# from its neighbours. tests/apps/native/placechurn `threads` (2,000 threads each sleeping 20 ms
+# over and over: about 100,000 long blocks a second) in one cgroup; in another, hotchain (on the
+# CPU: CPU samples) and placechurn `victim` (one thread sleeping 200 ms in victim_wait(), over and
+# over: its long blocks). All profiled with --off-cpu for 6 s. The off-CPU records once shared the
+# ring buffer with the CPU samples, with no bound on how many one cgroup sent.
+#   - no CPU sample was lost to a full ring buffer;
+#   - the flood was held to its cgroup's --off-cpu-max-rate, here 5,000 a second (long blocks past
+#     it counted in the report, with their time): between 20,000 and 35,000 long blocks sent in the
+#     6 s, both cgroups together (the victim sends 5 a second);
+#   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s.
+. "$(dirname "$0")/lib.sh"
+need_root "BPF"
+CHURN=$BUILD/apps/native/placechurn
+HOT=$BUILD/apps/native/hotchain
+need_built "$CHURN"
+need_built "$HOT"
+
+CGROOT=$(cgroup_v2_root)
+[ -n "$CGROOT" ] || skip "no cgroup v2 hierarchy"
+CGBASE=$CGROOT/spanprof-test-flood.$$
+mkdir -p "$CGBASE/flood" "$CGBASE/victim" || skip "cannot create a cgroup"
+remove_cgroups() {
+	local g p
+	for g in flood victim; do
+		for p in $(cat "$CGBASE/$g/cgroup.procs" 2> /dev/null); do
+			echo "$p" > "$CGROOT/cgroup.procs" 2> /dev/null || true
+		done
+	done
+	find "$CGBASE" -depth -type d -exec rmdir {} \; 2> /dev/null || true
+}
+at_exit remove_cgroups
+
+in_cgroup() {
+	local g=$1
+	shift
+	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/$g" "$@"
+}
+
+start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 12 2000 0
+FLOOD_PID=$APP_PID
+start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
+VICTIM_PID=$APP_PID
+in_cgroup victim "$HOT" > /dev/null 2>&1 &
+HOT_PID=$!
+register "$HOT_PID"
+sleep 1	# past the victim's first block, which began before it was profiled
+
+record flood.folded -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$HOT_PID" --off-cpu --off-cpu-max-rate 5000 \
+	--value off-cpu -d 6
+line=$(grep '^  off-CPU: ' "$TMP/flood.txt") || { cat "$TMP/flood.txt"; fail "no off-CPU line in the report"; }
+cpu_lost=$(sed -n 's/^  lost: ring buffer full \([0-9][0-9]*\),.*/\1/p' "$TMP/flood.txt")
+rate=$(offcpu_count "$TMP/flood.txt" "past their cgroup's rate (counted, not sent)")
+long=$(sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above the threshold.*/\1/p' "$TMP/flood.txt")
+sent=$((long - ${rate:-0}))
+named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/flood.folded")
+note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $rate past the rate; victim: $named ns in victim_wait"
+head -2 "$TMP/flood.txt" | sed 's/^/# /'
+
+[ "$cpu_lost" = 0 ] || fail "$cpu_lost CPU samples lost to a full ring buffer next to the flood"
+pass "no CPU sample lost to a full ring buffer next to a process blocking 100,000 times a second"
+ge "${rate:-0}" 100000 || { echo "$line"; fail "the flood was not held to a rate of long blocks sent (past it: ${rate:-none})"; }
+pass "the flood was held to its cgroup's rate ($rate long blocks past it, counted)"
+ge "$sent" 20000 && le "$sent" 35000 ||
+	{ echo "$line"; fail "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000 (20,000..35,000)"; }
+pass "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000"
+ge "$named" 4500000000 || {
+	echo "$line"; awk '{ print $NF, $1 }' "$TMP/flood.folded" | sort -rn | head -5 | cut -c1-160
+	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
+}
+pass "the victim's off-CPU time was all sent next to the flood: $named ns in victim_wait"
