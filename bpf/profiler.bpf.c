@@ -24,8 +24,9 @@ const volatile __u64 wakeup_bytes = 1 << 20;	/* wake the consumer past this much
 const volatile __u32 variant = 0;		/* SP_VAR_*: benchmark variants only */
 const volatile __u64 offcpu_threshold_ns = 1000000;	/* --off-cpu-threshold */
 /* Threads with a block record (offcpu_blocks: kernel memory, charged to our memory cgroup, about
- * 2 KiB each) at once: --off-cpu-max-threads. offcpu_threads counts them: one more at each record
- * made, one less at each thread's exit (offcpu_exit). */
+ * 2 KiB each) at once: --off-cpu-max-threads, at most half of them in one cgroup (its budget's
+ * threads). offcpu_threads counts them: one more at each record made, one less at each thread's
+ * exit (offcpu_exit). */
 const volatile __u64 offcpu_max_threads = SP_OFFCPU_MAX_THREADS;
 __u64 offcpu_threads = 0;
 /* Long blocks a cgroup may send a second (--off-cpu-max-rate), and when the off-CPU ring wakes
@@ -143,6 +144,9 @@ struct offcpu_bucket {
 struct offcpu_budget {
 	struct offcpu_bucket places;
 	struct offcpu_bucket sends;
+	__u64 threads;		/* its threads with a block record: at most half of
+				 * offcpu_max_threads, so one cgroup cannot take them all (an entry
+				 * the LRU let go starts again at 0: the node's cap still holds) */
 };
 
 struct {
@@ -170,6 +174,7 @@ struct offcpu_block {
 	 * group leader's task, another thread's, costs a cache miss a block), its own start and
 	 * its id in its pid namespace. Valid while its global tid is seen_tid: only an exec by
 	 * another thread of the process changes this thread's tid, leader and pid. */
+	__u64 budget_key;	/* the offcpu_budgets entry its record is counted in */
 	__u32 seen_tid;
 	__u32 ns_tid;
 	__u64 proc_ticks;
@@ -688,12 +693,16 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 	__n;										\
 })
 
-/* The budgets of the cgroup with this id (of the process tgid where it is the root), made afresh
- * when it has none. */
-static __always_inline struct offcpu_budget *budget_of(__u64 cgroup, __u32 tgid, __u64 tick)
+/* The key of the budgets of the cgroup with this id: of the process tgid where it is the root. */
+static __always_inline __u64 budget_key(__u64 cgroup, __u32 tgid)
+{
+	return cgroup > 1 ? cgroup : 1ull << 63 | tgid;
+}
+
+/* The budgets with this key, made afresh when there are none. */
+static __always_inline struct offcpu_budget *budget_of(__u64 key, __u64 tick)
 {
 	struct offcpu_budget fresh = { .places.tick = tick, .sends.tick = tick }, *v;
-	__u64 key = cgroup > 1 ? cgroup : 1ull << 63 | tgid;
 
 	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
 	if (!v) {
@@ -726,7 +735,7 @@ static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u
 static __always_inline bool place_budget_take(__u32 tgid)
 {
 	__u64 tick = bpf_ktime_get_ns() / (1000000000ull / OFFCPU_TICKS);
-	struct offcpu_budget *v = budget_of(bpf_get_current_cgroup_id(), tgid, tick);
+	struct offcpu_budget *v = budget_of(budget_key(bpf_get_current_cgroup_id(), tgid), tick);
 
 	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
 }
@@ -736,8 +745,8 @@ static __always_inline bool place_budget_take(__u32 tgid)
 static __always_inline bool send_budget_take(struct task_struct *p, __u64 now)
 {
 	__u64 tick = now / (1000000000ull / OFFCPU_TICKS);
-	struct offcpu_budget *v = budget_of(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id), p->tgid,
-					    tick);
+	struct offcpu_budget *v = budget_of(budget_key(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id),
+						       p->tgid), tick);
 
 	return v && bucket_take(&v->sends, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8);
 }
@@ -914,10 +923,11 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	__u32 tgid = prev->tgid, zero = 0;
 	const struct sp_ctx_proc *cp;
 	struct offcpu_stacks *st;
+	struct offcpu_budget *v;
 	struct offcpu_block *b;
 	struct sp_sample *rec;
 	struct pt_regs *ur;
-	__u64 ticks, n, fgen, ip, sp, bp, nr;
+	__u64 ticks, n, fgen, ip, sp, bp, nr, key;
 	bool known;
 	int i;
 
@@ -954,16 +964,20 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (prev->pid == 0 || (prev->flags & (PF_KTHREAD | PF_EXITING)))
 		return 0;
 	if (!b) {
-		/* A new record, if fewer than offcpu_max_threads have one (CPUs making theirs at once
-		 * may pass it by one each). */
-		if (offcpu_threads < offcpu_max_threads)
-			b = bpf_task_storage_get(&offcpu_blocks, prev, 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!b) {
+		/* A new record, if fewer than offcpu_max_threads have one, and fewer than half of
+		 * them in its cgroup (CPUs making theirs at once may pass either by one each). */
+		key = budget_key(bpf_get_current_cgroup_id(), tgid);
+		v = offcpu_threads < offcpu_max_threads ?
+			    budget_of(key, bpf_ktime_get_ns() / (1000000000ull / OFFCPU_TICKS)) : NULL;
+		if (!v || v->threads >= (offcpu_max_threads + 1) / 2 ||
+		    !(b = bpf_task_storage_get(&offcpu_blocks, prev, 0,
+					       BPF_LOCAL_STORAGE_GET_F_CREATE))) {
 			count(SP_CNT_OFFCPU_NO_STORAGE);
 			return 0;
 		}
 		__sync_fetch_and_add(&offcpu_threads, 1);
+		__sync_fetch_and_add(&v->threads, 1);
+		b->budget_key = key;
 	}
 	b->filter_gen = fgen;
 	b->pcount = prev->sched_info.pcount;
@@ -1072,7 +1086,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 }
 
 /*
- * A thread's block record goes at its exit, so that offcpu_threads counts live threads. Attached
+ * A thread's block record goes at its exit, so that offcpu_threads (and its cgroup's budget's
+ * threads) count live threads. Attached
  * with the off-CPU program and kept while it is paused: a record the kernel freed with its task
  * instead would stay in the count for good. Counted off even when the delete fails (the kernel
  * refuses it while another program on this CPU holds task storage): the record goes with the
@@ -1082,8 +1097,15 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *p)
 {
-	if (!p->bpf_storage || !bpf_task_storage_get(&offcpu_blocks, p, 0, 0))
+	struct offcpu_budget *v;
+	struct offcpu_block *b;
+
+	b = p->bpf_storage ? bpf_task_storage_get(&offcpu_blocks, p, 0, 0) : NULL;
+	if (!b)
 		return 0;
+	v = bpf_map_lookup_elem(&offcpu_budgets, &b->budget_key);
+	if (v && v->threads)
+		__sync_fetch_and_add(&v->threads, -1);
 	bpf_task_storage_delete(&offcpu_blocks, p);
 	__sync_fetch_and_add(&offcpu_threads, -1);
 	return 0;

@@ -79,7 +79,7 @@
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads that have blocked before, switched "  \
 	  "out runnable (preempted, yielded): not blocking, counted only")                          \
 	X(OFFCPU_NO_STORAGE, "offcpu_no_storage", "no per-thread block record (--off-cpu-max-threads " \
-	  "threads have one, or no memory): block lost")                                              \
+	  "threads have one, or half of them in its cgroup, or no memory): block lost")              \
 	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
 	  "cached, only the span read")                                                              \
 	X(OFFCPU_SITE_LOST, "offcpu_site_lost", "long blocks whose place left the stack cache while " \

@@ -341,6 +341,34 @@ cgroup_v2_root() {
 	elif [ -f /sys/fs/cgroup/unified/cgroup.procs ]; then echo /sys/fs/cgroup/unified; fi
 }
 
+# test_cgroups NAME...: a cgroup v2 cgroup for each NAME under CGBASE (CGROOT/spanprof-test.PID),
+# emptied and removed at exit; skips the test where there is no cgroup v2 or it cannot create one.
+# in_cgroup NAME CMD...: run CMD in CGBASE/NAME, as the same process (call it in a subshell, or as
+# start_app's command).
+test_cgroups() {
+	local g
+	CGROOT=$(cgroup_v2_root)
+	[ -n "$CGROOT" ] || skip "no cgroup v2 hierarchy"
+	CGBASE=$CGROOT/spanprof-test.$$
+	CGNAMES=("$@")
+	for g; do mkdir -p "$CGBASE/$g" || skip "cannot create a cgroup"; done
+	at_exit remove_test_cgroups
+}
+remove_test_cgroups() {
+	local g p
+	for g in "${CGNAMES[@]}"; do
+		for p in $(cat "$CGBASE/$g/cgroup.procs" 2> /dev/null); do
+			echo "$p" > "$CGROOT/cgroup.procs" 2> /dev/null || true
+		done
+	done
+	find "$CGBASE" -depth -type d -exec rmdir {} \; 2> /dev/null || true
+}
+in_cgroup() {
+	local g=$1
+	shift
+	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/$g" "$@"
+}
+
 # offcpu_starved TRUTH SCENARIO: for a failure message, why tests/apps/OffCpu's own measure of a
 # scenario's blocking may be off: its thread waited for a CPU most of the scenario (.NET's waits
 # spin and yield before they block, and on a busy machine a yielding thread waits its turn: it is

@@ -14,33 +14,13 @@ need_root "BPF"
 CHURN=$BUILD/apps/native/placechurn
 need_built "$CHURN"
 
-CGROOT=$(cgroup_v2_root)
-[ -n "$CGROOT" ] || skip "no cgroup v2 hierarchy"
-CGBASE=$CGROOT/spanprof-test-churn.$$
-mkdir -p "$CGBASE/churn" "$CGBASE/victim" || skip "cannot create a cgroup"
-remove_cgroups() {
-	local g p
-	for g in churn victim; do
-		for p in $(cat "$CGBASE/$g/cgroup.procs" 2> /dev/null); do
-			echo "$p" > "$CGROOT/cgroup.procs" 2> /dev/null || true
-		done
-	done
-	find "$CGBASE" -depth -type d -exec rmdir {} \; 2> /dev/null || true
-}
-at_exit remove_cgroups
-
-# in_cgroup NAME CMD...: CMD in $CGBASE/NAME, as the same process (the caller is a subshell).
-in_cgroup() {
-	local g=$1
-	shift
-	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/$g" "$@"
-}
+test_cgroups churn victim
 
 start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 12 2
 CHURN_PID=$APP_PID
 start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
 VICTIM_PID=$APP_PID
-grep -qx "0::/spanprof-test-churn.$$/churn" "/proc/$CHURN_PID/cgroup" ||
+grep -qx "0::/spanprof-test.$$/churn" "/proc/$CHURN_PID/cgroup" ||
 	fail "placechurn churn is not in its cgroup: $(cat "/proc/$CHURN_PID/cgroup")"
 sleep 1	# past the victim's first block, which began before it was profiled
 

@@ -17,26 +17,7 @@ HOT=$BUILD/apps/native/hotchain
 need_built "$CHURN"
 need_built "$HOT"
 
-CGROOT=$(cgroup_v2_root)
-[ -n "$CGROOT" ] || skip "no cgroup v2 hierarchy"
-CGBASE=$CGROOT/spanprof-test-flood.$$
-mkdir -p "$CGBASE/flood" "$CGBASE/victim" || skip "cannot create a cgroup"
-remove_cgroups() {
-	local g p
-	for g in flood victim; do
-		for p in $(cat "$CGBASE/$g/cgroup.procs" 2> /dev/null); do
-			echo "$p" > "$CGROOT/cgroup.procs" 2> /dev/null || true
-		done
-	done
-	find "$CGBASE" -depth -type d -exec rmdir {} \; 2> /dev/null || true
-}
-at_exit remove_cgroups
-
-in_cgroup() {
-	local g=$1
-	shift
-	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/$g" "$@"
-}
+test_cgroups flood victim
 
 start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 12 2000 0
 FLOOD_PID=$APP_PID

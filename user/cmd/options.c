@@ -173,8 +173,9 @@ static const struct flag rows[] = {
 	{ .name = "off-cpu-max-threads", .arg = "N", .cmds = BOTH, .type = FLAG_U32,
 	  .off = { R(off_cpu_max_threads), A(off_cpu_max_threads) }, .min = 1, .max = 1u << 22,
 	  .def_doc = STR(SP_OFFCPU_MAX_THREADS),
-	  .help = "threads with a block record at once (about 2 KiB of kernel memory each, charged "
-		  "to spanprof's memory cgroup); the blocks of threads past it are counted, not timed",
+	  .help = "threads with a block record at once, at most half of them in one cgroup (about 2 "
+		  "KiB of kernel memory each, charged to spanprof's memory cgroup); the blocks of "
+		  "threads past it are counted, not timed",
 	  .bad = "bad --off-cpu-max-threads (1..4194304)" },
 	{ .name = "off-cpu-max-rate", .arg = "N", .cmds = BOTH, .type = FLAG_U32,
 	  .off = { R(off_cpu_max_rate), A(off_cpu_max_rate) }, .min = 1, .max = 1000000,
