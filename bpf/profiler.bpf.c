@@ -137,9 +137,9 @@ struct offcpu_bucket {
 
 /*
  * A cgroup's budgets: new places (above), and long blocks sent, at most offcpu_max_rate a second
- * (an eighth of a second's worth at once). Past the rate a long block is counted, with its time, and not sent:
- * a process whose threads block long very often would otherwise fill the off-CPU ring that every
- * process's long blocks share, and cost the consumer a record each.
+ * (an eighth of a second's worth at once). Past the rate a long block is counted, with its time,
+ * and not sent: a process whose threads block long very often would otherwise fill the off-CPU
+ * ring that every process's long blocks share, and cost the consumer a record each.
  */
 struct offcpu_budget {
 	struct offcpu_bucket places;
@@ -1087,12 +1087,11 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 
 /*
  * A thread's block record goes at its exit, so that offcpu_threads (and its cgroup's budget's
- * threads) count live threads. Attached
- * with the off-CPU program and kept while it is paused: a record the kernel freed with its task
- * instead would stay in the count for good. Counted off even when the delete fails (the kernel
- * refuses it while another program on this CPU holds task storage): the record goes with the
- * task then, and an exiting thread gets no new one. Its cost is a load at every thread exit on
- * the node.
+ * threads) count live threads. Attached with the off-CPU program and kept while it is paused: a
+ * record the kernel freed with its task instead would stay in the count for good. Counted off even
+ * when the delete fails (the kernel refuses it while another program on this CPU holds task
+ * storage): the record goes with the task then, and an exiting thread gets no new one. Its cost is
+ * a load at every thread exit on the node, and a hash lookup at the exit of a thread with a record.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *p)
