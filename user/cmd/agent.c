@@ -592,8 +592,14 @@ int agent__run(const struct agent_opts *o)
 	{
 		char port[48] = "";
 
-		if (a.metrics)
+		/* The first page before the port is announced: a scrape right after it finds every
+		 * family, not an empty page. */
+		if (a.metrics) {
+			publish_metrics(&a);
+			metrics__heartbeat(a.metrics, now_ns());
+			next_metrics = now_ns() + 1000000000ull;
 			snprintf(port, sizeof(port), "; metrics on port %d", metrics__port(a.metrics));
+		}
 		log_info("agent sampling %s at %u Hz on %d CPUs%s, windows of %g s%s",
 			 o->all_processes ? "every process" : ".NET processes", o->freq,
 			 bpfsession__ncpus(engine__bpf(a.e)), o->off_cpu ? ", off-CPU time too" : "",
