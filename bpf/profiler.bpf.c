@@ -136,14 +136,26 @@ struct offcpu_bucket {
 };
 
 /*
- * A cgroup's budgets: new places (above), and long blocks sent, at most offcpu_max_rate a second
- * (an eighth of a second's worth at once). Past the rate a long block is counted, with its time,
- * and not sent: a process whose threads block long very often would otherwise fill the off-CPU
- * ring that every process's long blocks share, and cost the consumer a record each.
+ * A cgroup's long blocks sent: about offcpu_max_rate a second, however many it has. A process
+ * whose threads block long very often would otherwise fill the off-CPU ring that every process's
+ * long blocks share, and cost the consumer a record each. Past the rate they are thinned: when the
+ * cgroup had more than a tick's share (offcpu_max_rate / OFFCPU_TICKS) in the tick before, each
+ * is sent at random with the chance share / that many, its time scaled by the inverse, so the
+ * profile's off-CPU time by stack and span stays right on average. A token bucket (a second's
+ * rate, an eighth of it at once) bounds what is sent in a tick that grows faster than that: a
+ * long block past it is counted, with its time, and not sent.
  */
+struct offcpu_sends {
+	struct offcpu_bucket bucket;
+	__u64 tick;		/* the tick seen counts in */
+	__u64 seen;		/* long blocks in it */
+	__u64 seen_before;	/* in the tick before (0: that one had none, or is not the last) */
+};
+
+/* A cgroup's budgets: new places, long blocks sent, threads with a block record. */
 struct offcpu_budget {
 	struct offcpu_bucket places;
-	struct offcpu_bucket sends;
+	struct offcpu_sends sends;
 	__u64 threads;		/* its threads with a block record: at most half of
 				 * offcpu_max_threads, so one cgroup cannot take them all (an entry
 				 * the LRU let go starts again at 0: the node's cap still holds) */
@@ -740,15 +752,47 @@ static __always_inline bool place_budget_take(__u32 tgid)
 	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
 }
 
-/* Whether p's cgroup may send one more long block now (p is not the current task: its cgroup is
- * read from it, four loads, paid by long blocks only). */
-static __always_inline bool send_budget_take(struct task_struct *p, __u64 now)
+#define OFFCPU_SEEN_MAX (1u << 24)	/* long blocks a tick that thinning tells apart */
+
+/* Whether p's long block of delta ns is sent, and the time it stands for in *off_ns (delta, or
+ * scaled up when thinned), or counted as left out (p is not the current task: its cgroup is read
+ * from it, four loads, paid by long blocks only). */
+static __always_inline bool send_budget_take(struct task_struct *p, __u64 now, __u64 delta,
+					     __u64 *off_ns)
 {
-	__u64 tick = now / (1000000000ull / OFFCPU_TICKS);
+	__u64 tick = now / (1000000000ull / OFFCPU_TICKS), share, before;
 	struct offcpu_budget *v = budget_of(budget_key(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id),
 						       p->tgid), tick);
+	struct offcpu_sends *s;
 
-	return v && bucket_take(&v->sends, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8);
+	if (!v) {
+		count(SP_CNT_OFFCPU_RATE);
+		count_add(SP_CNT_OFFCPU_RATE_NS, delta);
+		return false;
+	}
+	s = &v->sends;
+	if (tick != s->tick) {
+		s->seen_before = tick == s->tick + 1 ? s->seen : 0;
+		s->seen = 0;
+		s->tick = tick;
+	}
+	__sync_fetch_and_add(&s->seen, 1);
+	share = offcpu_max_rate / OFFCPU_TICKS ? offcpu_max_rate / OFFCPU_TICKS : 1;
+	before = s->seen_before < OFFCPU_SEEN_MAX ? s->seen_before : OFFCPU_SEEN_MAX;
+	*off_ns = delta;
+	if (before > share) {
+		if (bpf_get_prandom_u32() % before >= share) {
+			count(SP_CNT_OFFCPU_THINNED);
+			return false;
+		}
+		*off_ns = delta * before / share;
+	}
+	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8)) {
+		count(SP_CNT_OFFCPU_RATE);
+		count_add(SP_CNT_OFFCPU_RATE_NS, delta);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -762,7 +806,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	struct task_struct *leader;
 	struct offcpu_stacks *st;
 	struct sp_sample *rec;
-	__u64 now, woke, start, end, clock, delta, n, ctx_len;
+	__u64 now, woke, start, end, clock, delta, n, ctx_len, off_ns;
 	__u32 zero = 0;
 
 	start = b->start;
@@ -806,11 +850,8 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	if (!send_budget_take(p, now)) {
-		count(SP_CNT_OFFCPU_RATE);
-		count_add(SP_CNT_OFFCPU_RATE_NS, delta);
+	if (!send_budget_take(p, now, delta, &off_ns))
 		return;
-	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count(SP_CNT_LOST_SCRATCH);
@@ -821,7 +862,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	rec->tgid = p->tgid;
 	rec->tid = p->pid;
 	rec->cpu = b->cpu;
-	rec->off_ns = delta;
+	rec->off_ns = off_ns;
 	rec->proc_start_ticks = b->site.start_ticks;
 	leader = p->group_leader;
 	__builtin_memcpy(rec->comm, p->comm, sizeof(rec->comm));

@@ -70,8 +70,10 @@
 	X(OFFCPU_LONG, "offcpu_long", "off-CPU blocks at or above the threshold: sent with stacks, " \
 	  "unless counted below")                                                                     \
 	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
-	X(OFFCPU_RATE, "offcpu_rate", "long blocks past their cgroup's --off-cpu-max-rate a second: " \
-	  "counted, not sent")                                                                        \
+	X(OFFCPU_THINNED, "offcpu_thinned", "long blocks of a cgroup past its --off-cpu-max-rate, "  \
+	  "not sent: others sent with their time scaled up stand for them")                          \
+	X(OFFCPU_RATE, "offcpu_rate", "long blocks past the bound on what a cgroup sends in a "       \
+	  "sixteenth of a second: counted, not sent, not stood for")                                   \
 	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "their blocked time, ns")                                 \
 	X(OFFCPU_LOST_RINGBUF, "offcpu_lost_ringbuf", "off-CPU ring buffer full: long block lost")   \
 	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \

@@ -6,9 +6,11 @@
 # over: its long blocks). All profiled with --off-cpu for 6 s. The off-CPU records once shared the
 # ring buffer with the CPU samples, with no bound on how many one cgroup sent.
 #   - no CPU sample was lost to a full ring buffer;
-#   - the flood was held to its cgroup's --off-cpu-max-rate, here 5,000 a second (long blocks past
-#     it counted in the report, with their time): between 20,000 and 35,000 long blocks sent in the
-#     6 s, both cgroups together (the victim sends 5 a second);
+#   - the flood was held to its cgroup's --off-cpu-max-rate, here 5,000 a second: between 20,000
+#     and 35,000 long blocks sent in the 6 s, both cgroups together (the victim sends 5 a second),
+#     the rest thinned out (counted in the report);
+#   - those sent stand for the rest: the profile's off-CPU time is within 10 % of all the long
+#     blocks' time;
 #   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s.
 . "$(dirname "$0")/lib.sh"
 need_root "BPF"
@@ -32,20 +34,29 @@ record flood.folded -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$HOT_PID" --off-cpu --o
 	--value off-cpu -d 6
 line=$(grep '^  off-CPU: ' "$TMP/flood.txt") || { cat "$TMP/flood.txt"; fail "no off-CPU line in the report"; }
 cpu_lost=$(sed -n 's/^  lost: ring buffer full \([0-9][0-9]*\),.*/\1/p' "$TMP/flood.txt")
-rate=$(offcpu_count "$TMP/flood.txt" "past their cgroup's rate (counted, not sent)")
+thinned=$(offcpu_count "$TMP/flood.txt" "thinned (stood for by others, their time scaled up)")
+rate=$(offcpu_count "$TMP/flood.txt" "past the bound (counted, not sent)")
 long=$(sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above the threshold.*/\1/p' "$TMP/flood.txt")
-sent=$((long - ${rate:-0}))
+[ -n "$thinned" ] && [ -n "$rate" ] && [ -n "$long" ] || { echo "$line"; fail "no counts of long blocks thinned and past the bound in the report"; }
+sent=$((long - thinned - rate))
+# The long blocks' time, and that in the profile: "N blocks at or above the threshold, T ms (in
+# profile P ms)".
+read -r long_ms prof_ms < <(sed -n 's/^  off-CPU: [0-9]* blocks at or above the threshold, \([0-9.]*\) ms (in profile \([0-9.]*\) ms).*/\1 \2/p' "$TMP/flood.txt")
+ratio=$(awk -v p="$prof_ms" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? p / l : 0) }')
 named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/flood.folded")
-note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $rate past the rate; victim: $named ns in victim_wait"
+note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $thinned thinned, $rate past the bound; in the profile $prof_ms ms of $long_ms ms ($ratio); victim: $named ns in victim_wait"
 head -2 "$TMP/flood.txt" | sed 's/^/# /'
 
 [ "$cpu_lost" = 0 ] || fail "$cpu_lost CPU samples lost to a full ring buffer next to the flood"
 pass "no CPU sample lost to a full ring buffer next to a process blocking 100,000 times a second"
-ge "${rate:-0}" 100000 || { echo "$line"; fail "the flood was not held to a rate of long blocks sent (past it: ${rate:-none})"; }
-pass "the flood was held to its cgroup's rate ($rate long blocks past it, counted)"
+ge "$thinned" 100000 || { echo "$line"; fail "the flood was not held to a rate of long blocks sent (thinned: $thinned)"; }
+pass "the flood was held to its cgroup's rate ($thinned long blocks thinned out, $rate past the bound, counted)"
 ge "$sent" 20000 && le "$sent" 35000 ||
 	{ echo "$line"; fail "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000 (20,000..35,000)"; }
 pass "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000"
+ge "$ratio" 0.9 && le "$ratio" 1.1 ||
+	{ echo "$line"; fail "the profile's off-CPU time is $ratio of the long blocks' (0.9..1.1): those sent do not stand for those thinned"; }
+pass "those sent stand for those thinned: the profile's off-CPU time is $ratio of the long blocks'"
 ge "$named" 4500000000 || {
 	echo "$line"; awk '{ print $NF, $1 }' "$TMP/flood.folded" | sort -rn | head -5 | cut -c1-160
 	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
