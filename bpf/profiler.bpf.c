@@ -143,7 +143,7 @@ struct offcpu_bucket {
  * is sent at random with the chance share / that many, its time scaled by the inverse, so the
  * profile's off-CPU time by stack and span stays right on average. A token bucket (a second's
  * rate, an eighth of it at once) bounds what is sent in a tick that grows faster than that: a
- * long block past it is counted, with its time, and not sent.
+ * long block past it is counted, with the time it stood for, and not sent.
  */
 struct offcpu_sends {
 	struct offcpu_bucket bucket;
@@ -789,7 +789,7 @@ static __always_inline bool send_budget_take(struct task_struct *p, __u64 now, _
 	}
 	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8)) {
 		count(SP_CNT_OFFCPU_RATE);
-		count_add(SP_CNT_OFFCPU_RATE_NS, delta);
+		count_add(SP_CNT_OFFCPU_RATE_NS, *off_ns);	/* the time it stood for */
 		return false;
 	}
 	return true;

@@ -74,7 +74,8 @@
 	  "not sent: others sent with their time scaled up stand for them")                          \
 	X(OFFCPU_RATE, "offcpu_rate", "long blocks past the bound on what a cgroup sends in a "       \
 	  "sixteenth of a second: counted, not sent, not stood for")                                   \
-	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "their blocked time, ns")                                 \
+	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "the blocked time they stood for, ns (not in the "      \
+	  "profile)")                                                                                 \
 	X(OFFCPU_LOST_RINGBUF, "offcpu_lost_ringbuf", "off-CPU ring buffer full: long block lost")   \
 	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \

@@ -121,9 +121,9 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		PRIu64 ", stacks left the cache %" PRIu64 "; blocks at new places past their cgroup's "
 		"budget (stacks not taken) %" PRIu64 ", of them long (sent without stacks) %" PRIu64
 		"; long blocks past their cgroup's rate: thinned (stood for by others, their time scaled "
-		"up) %" PRIu64 ", past the bound (counted, not sent) %" PRIu64 ", %.1f ms; long "
-		"blocks lost to a full ring buffer %" PRIu64 "; frames found by a frame-pointer scan "
-		"that were data, dropped %" PRIu64 "\n",
+		"up) %" PRIu64 ", past the bound (not sent) %" PRIu64 ", standing for %.1f ms not in "
+		"the profile; long blocks lost to a full ring buffer %" PRIu64 "; frames found by a "
+		"frame-pointer scan that were data, dropped %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
 		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
