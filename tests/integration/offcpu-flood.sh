@@ -12,6 +12,8 @@
 #   - those sent stand for the rest: the profile's off-CPU time is within 10 % of all the long
 #     blocks' time, and within 5 % with the time the report says the blocks cut at the bound (a
 #     tick that grows too fast) stood for;
+#   - and stand for them by stack: a quarter of the flood's threads block in wait_b(), the rest
+#     in wait_a(), and wait_b holds 0.22-0.28 of the two's off-CPU time in the profile;
 #   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s.
 . "$(dirname "$0")/lib.sh"
 need_root "BPF"
@@ -48,6 +50,9 @@ ratio=$(awk -v p="$prof_ms" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? p /
 # With the time that the blocks cut at the bound stood for, all of it.
 ratio_all=$(awk -v p="$prof_ms" -v c="${cut_ms:-0}" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? (p + c) / l : 0) }')
 named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/flood.folded")
+# The flood's split between its two stacks (folded VALUE in nanoseconds).
+share_b=$(awk '$1 ~ /;wait_b;/ { b += $NF } $1 ~ /;wait_a;/ { a += $NF }
+	END { printf "%.3f", (a + b > 0 ? b / (a + b) : 0) }' "$TMP/flood.folded")
 note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $thinned thinned, $rate past the bound; in the profile $prof_ms ms of $long_ms ms ($ratio; with those cut at the bound, $cut_ms ms more: $ratio_all); victim: $named ns in victim_wait"
 head -2 "$TMP/flood.txt" | sed 's/^/# /'
 
@@ -64,6 +69,9 @@ pass "those sent stand for those thinned: the profile's off-CPU time is $ratio o
 ge "$ratio_all" 0.95 && le "$ratio_all" 1.05 ||
 	{ echo "$line"; fail "the profile's off-CPU time and that of the blocks cut at the bound are $ratio_all of the long blocks' (0.95..1.05)"; }
 pass "the profile's off-CPU time and that of the blocks cut at the bound add up: $ratio_all of the long blocks'"
+ge "$share_b" 0.22 && le "$share_b" 0.28 ||
+	{ echo "$line"; fail "wait_b holds $share_b of the flood's off-CPU time in the profile; a quarter of its threads block there (0.22..0.28)"; }
+pass "by stack too: wait_b, where a quarter of the flood's threads block, holds $share_b of its off-CPU time"
 ge "$named" 4500000000 || {
 	echo "$line"; awk '{ print $NF, $1 }' "$TMP/flood.folded" | sort -rn | head -5 | cut -c1-160
 	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"

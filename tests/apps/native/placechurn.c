@@ -6,7 +6,8 @@
  *                                      sleeping 1 us there: all short blocks, each at a new place
  *   placechurn victim SECONDS MS       one thread sleeping MS ms in victim_wait(), over and over:
  *                                      every block long, always at the same place
- *   placechurn threads SECONDS LIVE N  LIVE threads at a time, each sleeping 20 ms N times and
+ *   placechurn threads SECONDS LIVE N  LIVE threads at a time, each sleeping 20 ms N times (one in
+ *                                      four in wait_b(), the others in wait_a()) and
  *                                      exiting, replaced at once (N 0: they never exit), for the
  *                                      cap on threads with a block record
  *                                      (tests/integration/offcpu-threads.sh)
@@ -83,13 +84,29 @@ static void *victim(void *arg)
 static volatile int live;
 static long thread_blocks;
 
+/* Where the threads block: one in four in wait_b, the others in wait_a, so that a profile can be
+ * checked for how it splits the time between two stacks (3:1). */
+static __attribute__((noinline)) void wait_a(void)
+{
+	sleep_ns(20 * 1000000L);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void wait_b(void)
+{
+	sleep_ns(20 * 1000000L);
+	__asm__ volatile("" ::: "memory");
+}
+
 static void *short_lived(void *arg)
 {
-	long i;
+	long i, n = (long)arg;
 
-	(void)arg;
 	for (i = 0; (!thread_blocks || i < thread_blocks) && !stop; i++)
-		sleep_ns(20 * 1000000L);
+		if (n % 4 == 0)
+			wait_b();
+		else
+			wait_a();
 	__sync_fetch_and_sub(&live, 1);
 	return NULL;
 }
@@ -110,7 +127,7 @@ static long run_threads(double secs, long nlive)
 	for (;;) {
 		while (live < nlive) {
 			__sync_fetch_and_add(&live, 1);
-			if (pthread_create(&t, &attr, short_lived, NULL))
+			if (pthread_create(&t, &attr, short_lived, (void *)started))
 				return -1;
 			started++;
 		}
