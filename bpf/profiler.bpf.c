@@ -743,10 +743,16 @@ static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u
 	return true;
 }
 
+/* The tick (OFFCPU_TICKS a second) of a bpf_ktime_get_ns() time. */
+static __always_inline __u64 tick_of(__u64 ns)
+{
+	return ns / (1000000000ull / OFFCPU_TICKS);
+}
+
 /* Whether the current task's cgroup may put one more place in offcpu_sites now. */
 static __always_inline bool place_budget_take(__u32 tgid)
 {
-	__u64 tick = bpf_ktime_get_ns() / (1000000000ull / OFFCPU_TICKS);
+	__u64 tick = tick_of(bpf_ktime_get_ns());
 	struct offcpu_budget *v = budget_of(budget_key(bpf_get_current_cgroup_id(), tgid), tick);
 
 	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
@@ -760,7 +766,7 @@ static __always_inline bool place_budget_take(__u32 tgid)
 static __always_inline bool send_budget_take(struct task_struct *p, __u64 now, __u64 delta,
 					     __u64 *off_ns)
 {
-	__u64 tick = now / (1000000000ull / OFFCPU_TICKS), share, before;
+	__u64 tick = tick_of(now), share, before;
 	struct offcpu_budget *v = budget_of(budget_key(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id),
 						       p->tgid), tick);
 	struct offcpu_sends *s;
@@ -1009,7 +1015,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		 * them in its cgroup (CPUs making theirs at once may pass either by one each). */
 		key = budget_key(bpf_get_current_cgroup_id(), tgid);
 		v = offcpu_threads < offcpu_max_threads ?
-			    budget_of(key, bpf_ktime_get_ns() / (1000000000ull / OFFCPU_TICKS)) : NULL;
+			    budget_of(key, tick_of(bpf_ktime_get_ns())) : NULL;
 		if (!v || v->threads >= (offcpu_max_threads + 1) / 2 ||
 		    !(b = bpf_task_storage_get(&offcpu_blocks, prev, 0,
 					       BPF_LOCAL_STORAGE_GET_F_CREATE))) {

@@ -60,18 +60,20 @@ head -2 "$TMP/flood.txt" | sed 's/^/# /'
 pass "no CPU sample lost to a full ring buffer next to a process blocking 100,000 times a second"
 ge "$thinned" 100000 || { echo "$line"; fail "the flood was not held to a rate of long blocks sent (thinned: $thinned)"; }
 pass "the flood was held to its cgroup's rate ($thinned long blocks thinned out, $rate past the bound, counted)"
-ge "$sent" 20000 && le "$sent" 35000 ||
-	{ echo "$line"; fail "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000 (20,000..35,000)"; }
-pass "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000"
-ge "$ratio" 0.9 && le "$ratio" 1.1 ||
-	{ echo "$line"; fail "the profile's off-CPU time is $ratio of the long blocks' (0.9..1.1): those sent do not stand for those thinned"; }
-pass "those sent stand for those thinned: the profile's off-CPU time is $ratio of the long blocks'"
-ge "$ratio_all" 0.95 && le "$ratio_all" 1.05 ||
-	{ echo "$line"; fail "the profile's off-CPU time and that of the blocks cut at the bound are $ratio_all of the long blocks' (0.95..1.05)"; }
-pass "the profile's off-CPU time and that of the blocks cut at the bound add up: $ratio_all of the long blocks'"
-ge "$share_b" 0.22 && le "$share_b" 0.28 ||
-	{ echo "$line"; fail "wait_b holds $share_b of the flood's off-CPU time in the profile; a quarter of its threads block there (0.22..0.28)"; }
-pass "by stack too: wait_b, where a quarter of the flood's threads block, holds $share_b of its off-CPU time"
+# in_range VALUE LO HI FAILURE PASS: VALUE in [LO, HI] passes with PASS, else fails with FAILURE
+# (the report's off-CPU line shown).
+in_range() {
+	ge "$1" "$2" && le "$1" "$3" || { echo "$line"; fail "$4 ($2..$3)"; }
+	pass "$5"
+}
+in_range "$sent" 20000 35000 "$sent long blocks sent in 6 s at --off-cpu-max-rate 5000" \
+	"$sent long blocks sent in 6 s at --off-cpu-max-rate 5000"
+in_range "$ratio" 0.9 1.1 "the profile's off-CPU time is $ratio of the long blocks': those sent do not stand for those thinned" \
+	"those sent stand for those thinned: the profile's off-CPU time is $ratio of the long blocks'"
+in_range "$ratio_all" 0.95 1.05 "the profile's off-CPU time and that of the blocks cut at the bound are $ratio_all of the long blocks'" \
+	"the profile's off-CPU time and that of the blocks cut at the bound add up: $ratio_all of the long blocks'"
+in_range "$share_b" 0.22 0.28 "wait_b holds $share_b of the flood's off-CPU time in the profile; a quarter of its threads block there" \
+	"by stack too: wait_b, where a quarter of the flood's threads block, holds $share_b of its off-CPU time"
 ge "$named" 4500000000 || {
 	echo "$line"; awk '{ print $NF, $1 }' "$TMP/flood.folded" | sort -rn | head -5 | cut -c1-160
 	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
