@@ -442,7 +442,7 @@ cleanup() {
 	for p in "${PIDS_TO_KILL[@]}"; do
 		[ -e "/proc/$p" ] || rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump"
 	done
-	[ -z "${TMP:-}" ] || rm -rf "$TMP"
+	[ -z "${TMP:-}" ] || [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 	[ "$rc" != 0 ] || echo "$TEST: $PASSED passed"
 	exit "$rc"
 }

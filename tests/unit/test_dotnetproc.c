@@ -68,7 +68,8 @@ static void fake_write_map(const char *dir, int lines)
 }
 
 /* FAKE_RT=refuse answers every command with an error HRESULT; FAKE_RT=map writes the perf map at
- * start (perf maps on through the environment). */
+ * start (perf maps on through the environment); FAKE_RT=slow takes 0.1 s before it writes the
+ * perf map at an enable, and 0.3 s more before it answers. */
 static int fake_runtime(const char *dir)
 {
 	static const char version[] =
@@ -97,7 +98,7 @@ static int fake_runtime(const char *dir)
 		uint8_t req[64], reply[24] = "DOTNET_IPC_V1";
 		int c = accept(s, NULL, NULL);
 		ssize_t n;
-		int refuse = !strcmp(mode, "refuse");
+		int refuse = !strcmp(mode, "refuse"), slow = !strcmp(mode, "slow");
 
 		if (c < 0)
 			continue;
@@ -115,9 +116,13 @@ static int fake_runtime(const char *dir)
 			char line[64];
 
 			snprintf(line, sizeof(line), "enable %u\n", req[20]);
+			if (slow)
+				usleep(100000);
 			if (!refuse)
 				fake_write_map(dir, METHODS);
 			fake_log(dir, line);
+			if (slow)	/* written, not answered yet */
+				usleep(300000);
 		} else if (n >= 20 && req[16] == 0x04 && req[17] == 0x06) {
 			fake_log(dir, "disable\n");
 		}
@@ -586,6 +591,127 @@ static void test_dotnetproc_idle_perf_map_off_then_on_again(void **state)
 	assert_int_equal(entries(f), 0);
 }
 
+/* Perf maps on from its start because spanprof started it (record's command: perfmaps_ours),
+ * turned off idle: they stay off until its next sample, as ones turned on over the IPC do. */
+static void test_dotnetproc_idle_off_of_perf_maps_on_from_start(void **state)
+{
+	struct fx *f = *state;
+	void *d;
+
+	f->env.enable_perfmap = 1;
+	f->env.perfmaps_ours = 1;
+	f->env.perfmap_idle_ns = 1000000000ull;
+	d = open_proc(f, "map");
+	f->p->last_sample_ns = now_ns();
+	poll_once(f, d);
+	assert_int_equal(dotnetproc__state(f->p, NULL), DOTNETPROC_READING);
+
+	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
+	assert_true(poll_until_log(f, d, "disable\n"));
+	for (double end = testutil__now_ms() + WAIT_MS; map_exists(f) && testutil__now_ms() < end;)
+		poll_once(f, d);
+	assert_false(map_exists(f));
+	for (int i = 0; i < 20; i++) {	/* still unsampled: stays off, no command */
+		poll_once(f, d);
+		usleep(5000);
+	}
+	assert_log(f, "disable\n");
+	assert_false(map_exists(f));
+
+	f->p->last_sample_ns = now_ns();	/* its next sample */
+	assert_true(poll_until_log(f, d, "disable\nenable 3\n"));
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	assert_true(map_exists(f));
+}
+
+/* Appends n lines to the fake runtime's perf map, as new JIT methods would. */
+static void grow_map(struct fx *f, int n)
+{
+	char path[PATH_MAX + 32];
+	FILE *m;
+
+	snprintf(path, sizeof(path), "%s/perf-%d.map", f->dir, (int)f->child);
+	m = fopen(path, "a");
+	assert_non_null(m);
+	for (int i = 0; i < n; i++)
+		fprintf(m, "%llx 40 [Fake] Fake.Type::New%d()[OptimizedTier1]\n",
+			(unsigned long long)(BASE + 0x40ull * (METHODS + i)), i);
+	fclose(m);
+}
+
+/* Polls n times, 5 ms apart (what the fake runtime is sent meanwhile is read from its log). */
+static void poll_n(struct fx *f, void *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		poll_once(f, d);
+		usleep(5000);
+	}
+}
+
+/* A perf map whose methods written at the enable (the live ones) pass the cap already is not
+ * started afresh at once (that would write them again, and win nothing), at the first enable nor
+ * on again after idle: only once it has grown to twice that. */
+static void test_dotnetproc_replay_past_the_cap_is_not_started_afresh(void **state)
+{
+	struct fx *f = *state;
+	void *d;
+
+	f->env.enable_perfmap = 1;
+	f->env.perfmap_max_bytes = 1024;	/* the fake's 64 methods are ~3 KiB */
+	f->env.perfmap_idle_ns = 1000000000ull;
+	d = open_proc(f, "");
+	f->p->last_sample_ns = now_ns();
+	poll_once(f, d);
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	poll_n(f, d, 20);
+	assert_log(f, "enable 3\n");
+
+	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\n"));
+	f->p->last_sample_ns = now_ns();	/* on again */
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\nenable 3\n"));
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	poll_n(f, d, 20);
+	assert_log(f, "enable 3\ndisable\nenable 3\n");
+
+	f->p->last_sample_ns = now_ns();
+	grow_map(f, 2 * METHODS);	/* past twice what the enable wrote: started afresh */
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\nenable 3\ndisable\nenable 3\n"));
+}
+
+/* Started afresh, the runtime truncates the perf map and writes its live methods before it
+ * answers. A method gone meanwhile (freed: not written again) keeps its name for the frames
+ * sampled before, also when a poll meanwhile finds the file truncated. */
+static void test_dotnetproc_start_afresh_keeps_names_of_freed_code(void **state)
+{
+	struct fx *f = *state;
+	struct rt_symbol rs = { 0 };
+	char buf[1024];
+	void *d;
+
+	f->env.enable_perfmap = 1;
+	f->env.perfmap_max_bytes = 1024;
+	d = open_proc(f, "slow");
+	f->p->last_sample_ns = now_ns();
+	poll_once(f, d);
+	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
+	poll_once(f, d);
+	grow_map(f, 2 * METHODS);	/* New0..127, freed before the start afresh */
+	assert_true(poll_until_log(f, d, "enable 3\ndisable\nenable 3\n"));
+	for (double end = testutil__now_ms() + WAIT_MS; testutil__now_ms() < end; usleep(5000)) {
+		poll_once(f, d);	/* until the answer is taken */
+		dotnet_runtime.describe(f->p, d, buf, sizeof(buf));
+		if (strstr(buf, "started afresh 1 times"))
+			break;
+	}
+	assert_non_null(strstr(buf, "started afresh 1 times"));
+	assert_int_equal(dotnet_runtime.symbolize(f->p, d, BASE + 0x40 * (METHODS + 5) + 1, 0, &rs),
+			 0);
+	assert_string_equal(rs.system_name, "[Fake] Fake.Type::New5()");
+	assert_int_equal(dotnet_runtime.symbolize(f->p, d, BASE + 0x40 * 5 + 1, 0, &rs), 0);
+	assert_string_equal(rs.system_name, "[Fake] Fake.Type::Method5()");
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +728,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dotnetproc_idle_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dotnetproc_idle_perf_map_off_then_on_again, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_dotnetproc_idle_off_of_perf_maps_on_from_start,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dotnetproc_replay_past_the_cap_is_not_started_afresh,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dotnetproc_start_afresh_keeps_names_of_freed_code,
+						setup, teardown),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--fake-runtime"))

@@ -141,7 +141,7 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		} else {
 			perfmap__free(old);
 		}
-		d->base_bytes = files_bytes(d);
+		dn_bounded_enabled(d);
 		d->cap_restarts++;
 		COUNT(o, restarts);
 		if (o->verbose)
@@ -167,6 +167,11 @@ static void bounded_ended(struct proc *p, struct dotnet_state *d, const struct r
 		  "files removed; on again at its next sample", o->perfmap_idle_ns / 1000000000);
 	if (o->verbose)
 		log_info("pid %u: %s", p->pid, d->detail);
+}
+
+void dn_bounded_enabled(struct dotnet_state *d)
+{
+	d->base_bytes = files_bytes(d);
 }
 
 /* Take back the policy's talk once it ended (wait: also while it runs). */
@@ -240,6 +245,9 @@ void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env
 			s.bytes >> 20);
 		return;
 	case PMPOLICY_RESTART:
+		/* What it wrote up to now, first: a method freed before the runtime writes the live
+		 * ones again keeps its name for the frames sampled before. */
+		dn_read_files(p, d, o);
 		err = start_policy_talk(p, d, dn_enable_type(d, o));
 		break;
 	case PMPOLICY_OFF:

@@ -241,6 +241,7 @@ void dn_enable_ended(struct proc *p, struct dotnet_state *d, uint32_t type, int 
 		if (type == DIAGIPC_PERFMAP_ALL || type == DIAGIPC_PERFMAP_JITDUMP)
 			perfmap__set_jitdump_replay(d->pm, now_ns());
 		dn_open_files(p, d);
+		dn_bounded_enabled(d);
 	} else {
 		dn_set_state(d, DOTNETPROC_FAILED, "could not enable its perf map: %s (hresult 0x%08x)",
 			  strerror(err < 0 ? -err : EIO), hr);
@@ -300,9 +301,10 @@ void dn_try_enable(struct proc *p, struct dotnet_state *d, const struct runtime_
 {
 	int err;
 
-	/* Perf maps are turned on only in processes we actually sample. */
-	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || p->root_fd < 0 ||
-	    o->talks_held)
+	/* Perf maps are turned on only in processes we actually sample; ones turned off idle, by
+	 * the policy at their next sample (also those on from their start: perfmaps_ours). */
+	if (!o->enable_perfmap || !p->sampled || d->enable_tried || d->enabling || d->off_idle ||
+	    p->root_fd < 0 || o->talks_held)
 		return;
 	if (!may_talk_now(p, d, o))
 		return;

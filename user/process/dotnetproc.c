@@ -263,6 +263,34 @@ static void idle_poll(struct proc *p, void *state, const struct runtime_env *o)
 	dn_bounded(p, state, o);
 }
 
+/* What the files gained since the last read, into the index (a truncation: read from the start,
+ * paced). 1 if they grew. */
+int dn_read_files(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
+{
+	int grew = 0;
+	int64_t n;
+
+	/* The jitdump first: a perf map line it already holds is then skipped, where the other
+	 * way round both would be kept (the map entry hidden). */
+	if (d->files.jitdump_fd >= 0 && d->pm) {
+		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
+		grew |= n != 0;
+		if (n == -ESTALE)
+			n = dn_restart_paced(p, d);
+		if (n < 0 && o->verbose)
+			log_warn("pid %u: jitdump: %s", p->pid, strerror(-n));
+	}
+	if (d->files.map_fd >= 0 && d->pm) {
+		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
+		grew |= n != 0;
+		if (n == -ESTALE)
+			n = dn_restart_paced(p, d);
+		if (n < 0 && o->verbose)
+			log_warn("pid %u: perf map: %s", p->pid, strerror(-n));
+	}
+	return grew;
+}
+
 static int poll(struct proc *p, void *state, const struct runtime_env *o)
 {
 	struct dotnet_state *d = state;
@@ -302,24 +330,11 @@ static int poll(struct proc *p, void *state, const struct runtime_env *o)
 		dn_try_enable(p, d, o);	/* once, and only when o allows it */
 	else
 		dn_try_add_jitdump(p, d, o);	/* its own perf map alone, in a runtime that holds it back */
-	/* The jitdump first: a perf map line it already holds is then skipped, where the other
-	 * way round both would be kept (the map entry hidden). */
-	if (d->files.jitdump_fd >= 0 && d->pm) {
-		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
-		grew |= n != 0;
-		if (n == -ESTALE)
-			n = dn_restart_paced(p, d);
-		if (n < 0 && o->verbose)
-			log_warn("pid %u: jitdump: %s", p->pid, strerror(-n));
-	}
-	if (d->files.map_fd >= 0 && d->pm) {
-		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
-		grew |= n != 0;
-		if (n == -ESTALE)
-			n = dn_restart_paced(p, d);
-		if (n < 0 && o->verbose)
-			log_warn("pid %u: perf map: %s", p->pid, strerror(-n));
-	}
+	/* Not while our start afresh is out: the files it truncates are read from their start
+	 * when it is answered, the index kept for the frames sampled before (a truncation found
+	 * here would let it go). */
+	if (!d->pm_talk)
+		grew |= dn_read_files(p, d, o);
 	have = d->files.map_fd >= 0 || d->files.jitdump_fd >= 0;
 	if (have)
 		warn_hazard(p, d);

@@ -72,7 +72,7 @@ struct dotnet_state {
 	struct perfmap **prev;
 	size_t nprev, prev_cap;
 	uint32_t prev_windows;	/* windows named since the newest was added */
-	uint64_t base_bytes;	/* the files' size right after our last start afresh */
+	uint64_t base_bytes;	/* the files' size right after our last enable or start afresh */
 	uint64_t off_ns;	/* when we turned them off for idleness */
 	int off_idle;		/* ... and they are still off */
 	int over_cap_warned;	/* its own perf map (not ours) passed the cap: said once */
@@ -144,10 +144,17 @@ void dn_quiet_window(const struct proc *p, struct dotnet_state *d, const struct 
 /* 1 when the process is idle (its index let go, if any), else 0. */
 int dn_idle(const struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
 
+/* dotnetproc.c: what the files gained since the last read, into the index (a truncation: read
+ * from the start, paced); 1 if they grew. */
+int dn_read_files(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
+
 /* dotnetbounded.c: the perf map policy (pmpolicy.h) applied: started afresh past the cap,
  * turned off when idle, on again when sampled. */
 void dn_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
 void dn_end_bounded(struct proc *p, struct dotnet_state *d, const struct runtime_env *o);
+/* Our EnablePerfMap was answered: what the files hold now (the live methods, written before the
+ * answer) is what the cap is measured against, as after a start afresh. */
+void dn_bounded_enabled(struct dotnet_state *d);
 /* A window named: the indexes kept from before a start afresh go after the next one. */
 void dn_prev_window(struct dotnet_state *d);
 void dn_free_prev(struct dotnet_state *d);

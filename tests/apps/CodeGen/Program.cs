@@ -1,7 +1,8 @@
 // CodeGen: a .NET app that generates code all the time, as apps with compiled expressions, regex or
 // serializers do: every step compiles a new Expression (a DynamicMethod, one more perf map line)
-// and runs it in a hot loop. Only the last few delegates stay reachable, so the runtime frees the
-// others' code: a perf map written afresh holds few methods, a growing one all of them.
+// and runs it in a hot loop. Only the last few delegates stay reachable, and a collection every
+// few of them lets the runtime free the others' code: a perf map written afresh holds few
+// methods, a growing one all of them.
 //
 //   CodeGen RATE BUSY_S [RESUME_FILE BUSY2_S]
 //     RATE       compiled expressions per second
@@ -49,13 +50,18 @@ internal static class Program
     {
         var keep = new Func<long, long>[Keep];
         var clock = Stopwatch.StartNew();
-        long sum = 0;
+        long sum = 0, n = 0;
         while (clock.Elapsed.TotalSeconds < seconds)
         {
             var f = Compile(made);
             keep[made++ % Keep] = f;
-            // Run it until the next one is due.
-            double next = made / rate;
+            // The others' code is freed once they are collected. This app allocates little, so
+            // without this a collection is rare (gen0's budget follows the cache size) and
+            // nearly all of them would stay live.
+            if (made % Keep == 0)
+                GC.Collect();
+            // Run it until the next one is due (this call's own pace).
+            double next = ++n / rate;
             while (clock.Elapsed.TotalSeconds < next && clock.Elapsed.TotalSeconds < seconds)
                 sum += Run(f, sum);
         }
