@@ -758,6 +758,20 @@ static __always_inline bool place_budget_take(__u32 tgid)
 	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
 }
 
+/* a * b / c, without overflow where b and c are below 2^32 (saturated past 2^64). */
+static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)
+{
+	__u64 q = a / c, lim;
+
+	if (!b)
+		return 0;
+	lim = ~0ull / b;
+	asm volatile("" : "+r"(lim));	/* compared as is: clang would make it a 128-bit multiply */
+	if (q > lim)
+		return ~0ull;
+	return q * b + a % c * b / c;
+}
+
 #define OFFCPU_SEEN_MAX (1u << 24)	/* long blocks a tick that thinning tells apart */
 
 /* Whether p's long block of delta ns is sent, and the time it stands for in *off_ns (delta, or
@@ -791,13 +805,39 @@ static __always_inline bool send_budget_take(struct task_struct *p, __u64 now, _
 			count(SP_CNT_OFFCPU_THINNED);
 			return false;
 		}
-		*off_ns = delta * before / share;
+		*off_ns = mul_div(delta, before, share);
 	}
 	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8)) {
 		count(SP_CNT_OFFCPU_RATE);
 		count_add(SP_CNT_OFFCPU_RATE_NS, *off_ns);	/* the time it stood for */
 		return false;
 	}
+	return true;
+}
+
+#define OFFCPU_RING_MIN_ROOM 4096	/* less room than this counts as full: a record may not fit */
+
+/*
+ * Whether a long block is sent with the off-CPU ring this full, and the time it stands for in
+ * *off_ns. Several cgroups, each within its rate, can together fill the ring faster than user
+ * space reads it, and a full ring loses blocks with their time. So past half full a block is sent
+ * with the chance room left / half the ring, its time scaled up by the inverse, and the others are
+ * counted (offcpu_ring_thinned): what is sent stands for all of it, on average, by stack and span.
+ */
+static __always_inline bool ring_room_take(__u64 *off_ns)
+{
+	__u64 size = bpf_ringbuf_query(&offcpu_events, BPF_RB_RING_SIZE);
+	__u64 used = bpf_ringbuf_query(&offcpu_events, BPF_RB_AVAIL_DATA);
+	__u64 half = size / 2, room;
+
+	if (used <= half || !half)
+		return true;
+	room = size > used ? size - used : 0;
+	if (room < OFFCPU_RING_MIN_ROOM || bpf_get_prandom_u32() % half >= room) {
+		count(SP_CNT_OFFCPU_RING_THINNED);
+		return false;
+	}
+	*off_ns = mul_div(*off_ns, half, room);
 	return true;
 }
 
@@ -856,7 +896,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	if (!send_budget_take(p, now, delta, &off_ns))
+	if (!send_budget_take(p, now, delta, &off_ns) || !ring_room_take(&off_ns))
 		return;
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {

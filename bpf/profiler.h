@@ -77,6 +77,8 @@
 	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "the blocked time they stood for, ns (not in the "      \
 	  "profile)")                                                                                 \
 	X(OFFCPU_LOST_RINGBUF, "offcpu_lost_ringbuf", "off-CPU ring buffer full: long block lost")   \
+	X(OFFCPU_RING_THINNED, "offcpu_ring_thinned", "long blocks left out while the off-CPU ring " \
+	  "buffer was over half full: others sent with their time scaled up stand for them")          \
 	X(OFFCPU_SHORT, "offcpu_short", "off-CPU blocks below the threshold: counted, not sent")     \
 	X(OFFCPU_SHORT_NS, "offcpu_short_ns", "their blocked time, ns")                              \
 	X(OFFCPU_PREEMPT, "offcpu_preempt", "profiled threads that have blocked before, switched "  \

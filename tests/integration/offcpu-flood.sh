@@ -15,6 +15,13 @@
 #   - and stand for them by stack: a quarter of the flood's threads block in wait_b(), the rest
 #     in wait_a(), and wait_b holds 0.22-0.28 of the two's off-CPU time in the profile;
 #   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s.
+# Then four cgroups each flood at once (500 threads each), each held to the default rate (10,000 a
+# second): together they send more than user space reads, and the off-CPU ring buffer (1 MiB) once
+# filled and lost tens of thousands of long blocks, their time with them:
+#   - no long block lost to a full ring: past half full, blocks are thinned (counted), those sent
+#     standing for them;
+#   - the profile's off-CPU time is within 10 % of all the long blocks' time (5 % with the time of
+#     those cut at the bound), and wait_b still holds 0.22-0.28 of it.
 . "$(dirname "$0")/lib.sh"
 need_root "BPF"
 CHURN=$BUILD/apps/native/placechurn
@@ -22,7 +29,7 @@ HOT=$BUILD/apps/native/hotchain
 need_built "$CHURN"
 need_built "$HOT"
 
-test_cgroups flood victim
+test_cgroups flood victim f1 f2 f3 f4
 
 start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 12 2000 0
 FLOOD_PID=$APP_PID
@@ -79,3 +86,33 @@ ge "$named" 4500000000 || {
 	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
 }
 pass "the victim's off-CPU time was all sent next to the flood: $named ns in victim_wait"
+
+# 2. Four flooding cgroups at once: the shared off-CPU ring buffer.
+kill "$FLOOD_PID" "$VICTIM_PID" "$HOT_PID" 2> /dev/null
+pids=()
+for g in f1 f2 f3 f4; do
+	start_app "$TMP/$g.out" in_cgroup "$g" "$CHURN" threads 12 500 0
+	pids+=(-p "$APP_PID")
+done
+sleep 1
+record multi.folded "${pids[@]}" --off-cpu --value off-cpu -d 6
+line=$(grep '^  off-CPU: ' "$TMP/multi.txt") || { cat "$TMP/multi.txt"; fail "no off-CPU line in the report"; }
+ring_thinned=$(offcpu_count "$TMP/multi.txt" "over half full (stood for by others)")
+ring_thinned=${ring_thinned:-0}
+ring_lost=$(offcpu_count "$TMP/multi.txt" "lost to a full ring buffer")
+cut_ms=$(echo "$line" | sed -n 's/.*past the bound (not sent) [0-9]*, standing for \([0-9.]*\) ms.*/\1/p')
+read -r long_ms prof_ms < <(echo "$line" | sed -n 's/^  off-CPU: [0-9]* blocks at or above the threshold, \([0-9.]*\) ms (in profile \([0-9.]*\) ms).*/\1 \2/p')
+[ -n "$ring_lost" ] && [ -n "$long_ms" ] || { echo "$line"; fail "no count of long blocks lost to a full ring in the report"; }
+ratio=$(awk -v p="$prof_ms" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? p / l : 0) }')
+ratio_all=$(awk -v p="$prof_ms" -v c="${cut_ms:-0}" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? (p + c) / l : 0) }')
+share_b=$(awk '$1 ~ /;wait_b;/ { b += $NF } $1 ~ /;wait_a;/ { a += $NF }
+	END { printf "%.3f", (a + b > 0 ? b / (a + b) : 0) }' "$TMP/multi.folded")
+note "four floods: $ring_thinned long blocks thinned while the ring was over half full, $ring_lost lost to it; in the profile $prof_ms ms of $long_ms ms ($ratio; with those cut at the bound: $ratio_all); wait_b $share_b"
+[ "$ring_lost" = 0 ] || { echo "$line"; fail "$ring_lost long blocks lost to a full off-CPU ring buffer"; }
+pass "four floods at once: no long block lost to a full ring ($ring_thinned thinned while it was over half full)"
+in_range "$ratio" 0.9 1.1 "four floods: the profile's off-CPU time is $ratio of the long blocks'" \
+	"four floods: those sent stand for the rest: the profile's off-CPU time is $ratio of the long blocks'"
+in_range "$ratio_all" 0.95 1.05 "four floods: with those cut at the bound, $ratio_all of the long blocks'" \
+	"four floods: with those cut at the bound, $ratio_all of the long blocks'"
+in_range "$share_b" 0.22 0.28 "four floods: wait_b holds $share_b of their off-CPU time" \
+	"four floods, by stack: wait_b holds $share_b of their off-CPU time"

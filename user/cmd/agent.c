@@ -660,7 +660,8 @@ int agent__run(const struct agent_opts *o)
 				"not timed (filter full) %" PRIu64 "; long blocks without stacks: their "
 				"place left the cache %" PRIu64 ", new past their cgroup's budget %" PRIu64
 				"; long blocks past their cgroup's rate: thinned (stood for) %" PRIu64
-				", not sent %" PRIu64 " (standing for %.1f ms); ring buffer full %" PRIu64
+				", not sent %" PRIu64 " (standing for %.1f ms); ring buffer over half full: "
+				"thinned (stood for) %" PRIu64 ", full %" PRIu64
 				"\n",
 				c.bpf[SP_CNT_OFFCPU_LONG],
 				c.bpf[SP_CNT_OFFCPU_LONG_NS] / 1e6, c.bpf[SP_CNT_OFFCPU_SHORT],
@@ -669,6 +670,7 @@ int agent__run(const struct agent_opts *o)
 				c.bpf[SP_CNT_OFFCPU_SITE_LOST], c.bpf[SP_CNT_OFFCPU_BUDGET_NO_STACKS],
 				c.bpf[SP_CNT_OFFCPU_THINNED], c.bpf[SP_CNT_OFFCPU_RATE],
 				c.bpf[SP_CNT_OFFCPU_RATE_NS] / 1e6,
+				c.bpf[SP_CNT_OFFCPU_RING_THINNED],
 				c.bpf[SP_CNT_OFFCPU_LOST_RINGBUF]);
 		if (o->verbose)
 			LOG_REPORT(report__dotnet_processes(f, a.e, "  "));

@@ -122,13 +122,15 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		"budget (stacks not taken) %" PRIu64 ", of them long (sent without stacks) %" PRIu64
 		"; long blocks past their cgroup's rate: thinned (stood for by others, their time scaled "
 		"up) %" PRIu64 ", past the bound (not sent) %" PRIu64 ", standing for %.1f ms not in "
-		"the profile; long blocks lost to a full ring buffer %" PRIu64 "; frames found by a "
+		"the profile; long blocks thinned while the ring buffer was over half full (stood for by "
+		"others) %" PRIu64 ", lost to a full ring buffer %" PRIu64 "; frames found by a "
 		"frame-pointer scan that were data, dropped %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
 		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
 		c[SP_CNT_OFFCPU_PLACE_BUDGET], c[SP_CNT_OFFCPU_BUDGET_NO_STACKS],
-		c[SP_CNT_OFFCPU_THINNED], c[SP_CNT_OFFCPU_RATE], c[SP_CNT_OFFCPU_RATE_NS] / 1e6, c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);
+		c[SP_CNT_OFFCPU_THINNED], c[SP_CNT_OFFCPU_RATE], c[SP_CNT_OFFCPU_RATE_NS] / 1e6,
+		c[SP_CNT_OFFCPU_RING_THINNED], c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);
 	if (!bpfsession__offcpu_run_time(engine__bpf(e), &run_ns, &runs))
 		fprintf(f, "  off-CPU cost: %.3f us of BPF run time per context switch (%" PRIu64
 			" runs)\n", run_ns / 1e3 / runs, runs);
