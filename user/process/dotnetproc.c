@@ -263,31 +263,30 @@ static void idle_poll(struct proc *p, void *state, const struct runtime_env *o)
 	dn_bounded(p, state, o);
 }
 
-/* What the files gained since the last read, into the index (a truncation: read from the start,
- * paced). 1 if they grew. */
+/* A read of one file returned n: a truncation reads both again (paced); 1 if it read anything. */
+static int file_read(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
+		     int64_t n, const char *what)
+{
+	int grew = n != 0;
+
+	if (n == -ESTALE)
+		n = dn_restart_paced(p, d);
+	if (n < 0 && o->verbose)
+		log_warn("pid %u: %s: %s", p->pid, what, strerror(-n));
+	return grew;
+}
+
 int dn_read_files(struct proc *p, struct dotnet_state *d, const struct runtime_env *o)
 {
 	int grew = 0;
-	int64_t n;
 
 	/* The jitdump first: a perf map line it already holds is then skipped, where the other
 	 * way round both would be kept (the map entry hidden). */
-	if (d->files.jitdump_fd >= 0 && d->pm) {
-		n = perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd);
-		grew |= n != 0;
-		if (n == -ESTALE)
-			n = dn_restart_paced(p, d);
-		if (n < 0 && o->verbose)
-			log_warn("pid %u: jitdump: %s", p->pid, strerror(-n));
-	}
-	if (d->files.map_fd >= 0 && d->pm) {
-		n = perfmap__read_map_fd(d->pm, d->files.map_fd);
-		grew |= n != 0;
-		if (n == -ESTALE)
-			n = dn_restart_paced(p, d);
-		if (n < 0 && o->verbose)
-			log_warn("pid %u: perf map: %s", p->pid, strerror(-n));
-	}
+	if (d->files.jitdump_fd >= 0 && d->pm)
+		grew |= file_read(p, d, o, perfmap__read_jitdump_fd(d->pm, d->files.jitdump_fd),
+				  "jitdump");
+	if (d->files.map_fd >= 0 && d->pm)
+		grew |= file_read(p, d, o, perfmap__read_map_fd(d->pm, d->files.map_fd), "perf map");
 	return grew;
 }
 
