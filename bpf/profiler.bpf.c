@@ -705,10 +705,23 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 	__n;										\
 })
 
-/* The key of the budgets of the cgroup with this id: of the process tgid where it is the root. */
-static __always_inline __u64 budget_key(__u64 cgroup, __u32 tgid)
+/*
+ * The key of the budgets the current task's blocks count in, taken at its first block: the root
+ * cgroup of its cgroup namespace where it has one of its own (a container: however many cgroups it
+ * makes under its own, they share one budget; a cgroup namespace is only made where its cgroup is
+ * already), else its cgroup, or its process where that is the root (or cgroup v2 is not mounted).
+ * A task that makes a cgroup namespace of its own inside a container, in a cgroup it made, has one
+ * more budget: nothing tells the two namespaces apart from here.
+ */
+static __always_inline __u64 budget_key(struct task_struct *cur)
 {
-	return cgroup > 1 ? cgroup : 1ull << 63 | tgid;
+	struct cgroup *root = cur->nsproxy->cgroup_ns->root_cset->dfl_cgrp;
+	__u64 cgroup;
+
+	if (root && root->level > 0)
+		return root->kn->id;
+	cgroup = bpf_get_current_cgroup_id();
+	return cgroup > 1 ? cgroup : 1ull << 63 | cur->tgid;
 }
 
 /* The budgets with this key, made afresh when there are none. */
@@ -749,11 +762,11 @@ static __always_inline __u64 tick_of(__u64 ns)
 	return ns / (1000000000ull / OFFCPU_TICKS);
 }
 
-/* Whether the current task's cgroup may put one more place in offcpu_sites now. */
-static __always_inline bool place_budget_take(__u32 tgid)
+/* Whether the budgets with this key let one more place in offcpu_sites now. */
+static __always_inline bool place_budget_take(__u64 key)
 {
 	__u64 tick = tick_of(bpf_ktime_get_ns());
-	struct offcpu_budget *v = budget_of(budget_key(bpf_get_current_cgroup_id(), tgid), tick);
+	struct offcpu_budget *v = budget_of(key, tick);
 
 	return v && bucket_take(&v->places, tick, OFFCPU_PLACES_PER_SEC, OFFCPU_PLACES_BURST);
 }
@@ -774,15 +787,12 @@ static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)
 
 #define OFFCPU_SEEN_MAX (1u << 24)	/* long blocks a tick that thinning tells apart */
 
-/* Whether p's long block of delta ns is sent, and the time it stands for in *off_ns (delta, or
- * scaled up when thinned), or counted as left out (p is not the current task: its cgroup is read
- * from it, four loads, paid by long blocks only). */
-static __always_inline bool send_budget_take(struct task_struct *p, __u64 now, __u64 delta,
-					     __u64 *off_ns)
+/* Whether a long block of delta ns, counted in the budgets with this key, is sent, and the time
+ * it stands for in *off_ns (delta, or scaled up when thinned), or counted as left out. */
+static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, __u64 *off_ns)
 {
 	__u64 tick = tick_of(now), share, before;
-	struct offcpu_budget *v = budget_of(budget_key(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id),
-						       p->tgid), tick);
+	struct offcpu_budget *v = budget_of(key, tick);
 	struct offcpu_sends *s;
 
 	if (!v) {
@@ -896,7 +906,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	if (!send_budget_take(p, now, delta, &off_ns) || !ring_room_take(&off_ns))
+	if (!send_budget_take(b->budget_key, now, delta, &off_ns) || !ring_room_take(&off_ns))
 		return;
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
@@ -1053,7 +1063,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	if (!b) {
 		/* A new record, if fewer than offcpu_max_threads have one, and fewer than half of
 		 * them in its cgroup (CPUs making theirs at once may pass either by one each). */
-		key = budget_key(bpf_get_current_cgroup_id(), tgid);
+		key = budget_key(prev);
 		v = offcpu_threads < offcpu_max_threads ?
 			    budget_of(key, tick_of(bpf_ktime_get_ns())) : NULL;
 		if (!v || v->threads >= (offcpu_max_threads + 1) / 2 ||
@@ -1122,7 +1132,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		st = bpf_map_lookup_elem(&offcpu_sites, &b->site);
 		if (st) {
 			remember_site(b);
-		} else if (!place_budget_take(tgid)) {
+		} else if (!place_budget_take(b->budget_key)) {
 			count(SP_CNT_OFFCPU_PLACE_BUDGET);
 			b->over_budget = 1;
 			b->site.tgid = 0;	/* no stacks: a long block is sent without them */

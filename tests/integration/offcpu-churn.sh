@@ -9,12 +9,20 @@
 #   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s;
 #   - the churn was held to its budget (blocks at new places past it counted in the report);
 #   - none of the victim's long blocks lost its stacks (the report's "stacks left the cache").
+# Then a tenant that makes cgroups of its own: in its own cgroup namespace (as a container is, whose
+# cgroup file system may be writable), the churn split over 16 cgroups it made under its cgroup,
+# one churning process in each. The budget is the cgroup namespace's, not each cgroup's: a new
+# cgroup is no new budget. Each cgroup a budget of its own, the 16 push the victim's place out.
+#   - the same three, with the tenant's 16 processes in place of the churn.
 . "$(dirname "$0")/lib.sh"
 need_root "BPF"
 CHURN=$BUILD/apps/native/placechurn
 need_built "$CHURN"
 
-test_cgroups churn victim
+SPLIT=16
+tenant=()
+for i in $(seq $SPLIT); do tenant+=("tenant/s$i"); done
+test_cgroups churn victim tenant "${tenant[@]}"
 
 start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 12 2
 CHURN_PID=$APP_PID
@@ -41,3 +49,32 @@ ge "$budget" 1000 || { echo "$line"; fail "the churn was not held to a budget of
 pass "the churn was held to its cgroup's budget of new places ($budget blocks at new places past it)"
 [ "$lost" = 0 ] || { echo "$line"; fail "$lost long blocks lost their stacks from the cache"; }
 pass "no long block lost its stacks from the cache"
+
+# 2. The tenant: 16 cgroups under its own, in its cgroup namespace (rooted at tenant).
+wait_gone() { local p; for p; do poll 30 gone "$p" || fail "pid $p still runs"; done; }
+wait_gone "$CHURN_PID" "$VICTIM_PID"
+start_app "$TMP/victim2.out" in_cgroup victim "$CHURN" victim 12 200
+VICTIM_PID=$APP_PID
+pids=(-p "$VICTIM_PID")
+for i in $(seq $SPLIT); do
+	start_app "$TMP/tenant$i.out" in_cgroup tenant unshare --cgroup \
+		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/tenant/s$i" "$CHURN" churn 12 1
+	grep -qx "0::/spanprof-test.$$/tenant/s$i" "/proc/$APP_PID/cgroup" ||
+		fail "tenant process $i is not in cgroup tenant/s$i: $(grep '^0::' "/proc/$APP_PID/cgroup")"
+	[ "$(readlink "/proc/$APP_PID/ns/cgroup")" != "$(readlink /proc/self/ns/cgroup)" ] ||
+		fail "tenant process $i is not in a cgroup namespace of its own"
+	pids+=(-p "$APP_PID")
+done
+sleep 1
+record tenant.folded "${pids[@]}" --off-cpu --value off-cpu -d 6
+line=$(grep '^  off-CPU: ' "$TMP/tenant.txt") || { cat "$TMP/tenant.txt"; fail "no off-CPU line in the report"; }
+lost=$(offcpu_count "$TMP/tenant.txt" 'stacks left the cache')
+budget=$(offcpu_count "$TMP/tenant.txt" "past their cgroup's budget (stacks not taken)")
+named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/tenant.folded")
+note "victim: ${named} ns off-CPU in victim_wait; tenant: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
+ge "$named" 4500000000 || { echo "$line"; fail "the victim's off-CPU time with its stacks next to the tenant: $named ns of about 6 s"; }
+pass "the victim's off-CPU time kept its stacks next to a tenant of $SPLIT cgroups: $named ns in victim_wait"
+ge "$budget" 1000 || { echo "$line"; fail "the tenant was not held to a budget of new places (blocks past it: $budget)"; }
+pass "the tenant's $SPLIT cgroups were held to one budget of new places ($budget blocks at new places past it)"
+[ "$lost" = 0 ] || { echo "$line"; fail "$lost long blocks lost their stacks from the cache next to the tenant"; }
+pass "no long block lost its stacks from the cache next to the tenant"
