@@ -951,6 +951,19 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 		    sizeof(*rec) + n * 8 + ctx_len);
 }
 
+/* p's block record goes, counted off offcpu_threads and its budget's threads (even when the
+ * delete fails: the kernel refuses it while another program on this CPU holds task storage, and
+ * the record goes with the task then). */
+static __always_inline void record_drop(struct task_struct *p, struct offcpu_block *b)
+{
+	struct offcpu_budget *v = bpf_map_lookup_elem(&offcpu_budgets, &b->budget_key);
+
+	if (v && v->threads)
+		__sync_fetch_and_add(&v->threads, -1);
+	bpf_task_storage_delete(&offcpu_blocks, p);
+	__sync_fetch_and_add(&offcpu_threads, -1);
+}
+
 /* A generation (gens), plus one: what a thread's cache holds when it is current. */
 static __always_inline __u64 gen_now(__u32 which)
 {
@@ -1008,10 +1021,11 @@ static __always_inline void remember_site(struct offcpu_block *b)
  * thread's context), and fexit/schedule, which would run in the woken thread, is refused by the
  * kernel for tracing programs.
  *
- * A preempted or yielding thread (switched out runnable) is not blocking: counted, not timed,
- * before the pid filter (a thread that has blocked before has task storage). A thread of an
- * unprofiled process costs a load at switch-in (it has no task storage) and at switch-out a load
- * (preempted) or the pid filter (blocking).
+ * A preempted or yielding thread (switched out runnable) is not blocking: nothing is done at its
+ * switch-out, and its switch-in counts it (a thread that has blocked before has task storage, and
+ * no block open). A thread of an unprofiled process costs a load at switch-in (it has no task
+ * storage) and at switch-out nothing (preempted) or the pid filter (blocking). A thread whose
+ * process left the filter gives its record back at its next block.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -1030,20 +1044,19 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 
 	if (variant & SP_VAR_OFFCPU_FLOOR)
 		return 0;
-	/* A task that has no task storage at all (every thread not profiled) costs a load here. */
+	/* A task that has no task storage at all (every thread not profiled) costs a load here. A
+	 * profiled thread with no block open last switched out runnable (preempted or yielding):
+	 * not blocking, counted here, where its record is looked up anyway. */
 	if (!(variant & SP_VAR_OFFCPU_NO_END) && next->bpf_storage) {
 		b = bpf_task_storage_get(&offcpu_blocks, next, 0, 0);
 		if (b && b->start)
 			offcpu_end(next, b);
+		else if (b)
+			count(SP_CNT_OFFCPU_PREEMPT);
 	}
 
-	if (preempt || prev_state == 0 /* TASK_RUNNING */) {
-		/* Not blocking: counted for the threads that have blocked before, without the pid
-		 * filter's lookup. */
-		if (prev->bpf_storage && bpf_task_storage_get(&offcpu_blocks, prev, 0, 0))
-			count(SP_CNT_OFFCPU_PREEMPT);
-		return 0;
-	}
+	if (preempt || prev_state == 0 /* TASK_RUNNING */)
+		return 0;	/* counted at its switch-in */
 	/* A thread that found its process in the filter before, and nothing has left the filter
 	 * since, is in it still: its record says so without the filter's lookup. An unprofiled
 	 * thread that blocks leaves here. */
@@ -1054,8 +1067,13 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		 * thread with a record: one without stores 0, never current, and is looked up again
 		 * at its next block. */
 		fgen = b ? gen_now(SP_GEN_PID_FILTER) : 0;
-		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+			/* Its process is no longer profiled: its record goes (its switches are not
+			 * counted, and its memory is another thread's). */
+			if (b)
+				record_drop(prev, b);
 			return 0;
+		}
 	}
 	/* An exiting thread is left alone: its record has gone (offcpu_exit) and is not made again. */
 	if (prev->pid == 0 || (prev->flags & (PF_KTHREAD | PF_EXITING)))
@@ -1199,10 +1217,6 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 	b = p->bpf_storage ? bpf_task_storage_get(&offcpu_blocks, p, 0, 0) : NULL;
 	if (!b)
 		return 0;
-	v = bpf_map_lookup_elem(&offcpu_budgets, &b->budget_key);
-	if (v && v->threads)
-		__sync_fetch_and_add(&v->threads, -1);
-	bpf_task_storage_delete(&offcpu_blocks, p);
-	__sync_fetch_and_add(&offcpu_threads, -1);
+	record_drop(p, b);
 	return 0;
 }

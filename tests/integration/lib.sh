@@ -334,6 +334,16 @@ field() { node -pe "($1).$2"; }
 # the cache", "no per-thread record", ...); empty when the line or the label is missing.
 offcpu_count() { grep '^  off-CPU: ' "$1" | sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p"; }
 
+# record_offcpu NAME [ARGS...]: record NAME.folded with --off-cpu --value off-cpu and ARGS;
+# OFFCPU_LINE is its report's off-CPU line.
+record_offcpu() {
+	local name=$1
+	shift
+	record "$name.folded" "$@" --off-cpu --value off-cpu
+	OFFCPU_LINE=$(grep '^  off-CPU: ' "$TMP/$name.txt") ||
+		{ cat "$TMP/$name.txt"; fail "no off-CPU line in the report"; }
+}
+
 # cgroup_v2_root: where the cgroup v2 hierarchy is mounted, alone (/sys/fs/cgroup) or beside v1
 # (systemd's hybrid layout, /sys/fs/cgroup/unified); nothing when there is none.
 cgroup_v2_root() {

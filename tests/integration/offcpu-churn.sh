@@ -24,38 +24,44 @@ tenant=()
 for i in $(seq $SPLIT); do tenant+=("tenant/s$i"); done
 test_cgroups churn victim tenant "${tenant[@]}"
 
+# churn_case NAME WHO PID...: 6 s of the victim and WHO (the pids) with --off-cpu; the victim's
+# long blocks keep their stacks, WHO is held to a budget of new places.
+churn_case() {
+	local name=$1 who=$2 lost budget named pid args=(-p "$VICTIM_PID")
+	shift 2
+	for pid; do args+=(-p "$pid"); done
+	sleep 1	# past the victim's first block, which began before it was profiled
+	record_offcpu "$name" "${args[@]}" -d 6
+	lost=$(offcpu_count "$TMP/$name.txt" 'stacks left the cache')
+	budget=$(offcpu_count "$TMP/$name.txt" "past their cgroup's budget (stacks not taken)")
+	# The victim's time with its stacks: the folded lines through victim_wait (VALUE in ns).
+	named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/$name.folded")
+	note "victim: ${named} ns off-CPU in victim_wait; $who: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
+	ge "$named" 4500000000 || {
+		echo "$OFFCPU_LINE"; awk '{ print $NF, $1 }' "$TMP/$name.folded" | sort -rn | head -5 | cut -c1-160
+		fail "the victim's off-CPU time with its stacks (victim_wait) next to the $who: $named ns of about 6 s"
+	}
+	pass "the victim's off-CPU time kept its stacks next to the $who: $named ns in victim_wait"
+	ge "$budget" 1000 || { echo "$OFFCPU_LINE"; fail "the $who was not held to a budget of new places (blocks past it: $budget)"; }
+	pass "the $who was held to one budget of new places ($budget blocks at new places past it)"
+	[ "$lost" = 0 ] || { echo "$OFFCPU_LINE"; fail "$lost long blocks lost their stacks from the cache next to the $who"; }
+	pass "no long block lost its stacks from the cache next to the $who"
+}
+
+# 1. One churning process in a cgroup of its own.
 start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 12 2
 CHURN_PID=$APP_PID
 start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
 VICTIM_PID=$APP_PID
 grep -qx "0::/spanprof-test.$$/churn" "/proc/$CHURN_PID/cgroup" ||
 	fail "placechurn churn is not in its cgroup: $(cat "/proc/$CHURN_PID/cgroup")"
-sleep 1	# past the victim's first block, which began before it was profiled
-
-record churn.folded -p "$CHURN_PID" -p "$VICTIM_PID" --off-cpu --value off-cpu -d 6
-line=$(grep '^  off-CPU: ' "$TMP/churn.txt") || { cat "$TMP/churn.txt"; fail "no off-CPU line in the report"; }
-lost=$(offcpu_count "$TMP/churn.txt" 'stacks left the cache')
-budget=$(offcpu_count "$TMP/churn.txt" "past their cgroup's budget (stacks not taken)")
-
-# The victim's time with its stacks: the folded lines through victim_wait (VALUE in nanoseconds).
-named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/churn.folded")
-note "victim: ${named} ns off-CPU in victim_wait; churn: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
-ge "$named" 4500000000 || {
-	echo "$line"; awk '{ print $NF, $1 }' "$TMP/churn.folded" | sort -rn | head -5 | cut -c1-160
-	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
-}
-pass "the victim's off-CPU time kept its stacks next to the churn: $named ns in victim_wait"
-ge "$budget" 1000 || { echo "$line"; fail "the churn was not held to a budget of new places (blocks past it: $budget)"; }
-pass "the churn was held to its cgroup's budget of new places ($budget blocks at new places past it)"
-[ "$lost" = 0 ] || { echo "$line"; fail "$lost long blocks lost their stacks from the cache"; }
-pass "no long block lost its stacks from the cache"
+churn_case churn churn "$CHURN_PID"
 
 # 2. The tenant: 16 cgroups under its own, in its cgroup namespace (rooted at tenant).
-wait_gone() { local p; for p; do poll 30 gone "$p" || fail "pid $p still runs"; done; }
-wait_gone "$CHURN_PID" "$VICTIM_PID"
+kill "$CHURN_PID" "$VICTIM_PID" 2> /dev/null
 start_app "$TMP/victim2.out" in_cgroup victim "$CHURN" victim 12 200
 VICTIM_PID=$APP_PID
-pids=(-p "$VICTIM_PID")
+pids=()
 for i in $(seq $SPLIT); do
 	start_app "$TMP/tenant$i.out" in_cgroup tenant unshare --cgroup \
 		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/tenant/s$i" "$CHURN" churn 12 1
@@ -63,18 +69,6 @@ for i in $(seq $SPLIT); do
 		fail "tenant process $i is not in cgroup tenant/s$i: $(grep '^0::' "/proc/$APP_PID/cgroup")"
 	[ "$(readlink "/proc/$APP_PID/ns/cgroup")" != "$(readlink /proc/self/ns/cgroup)" ] ||
 		fail "tenant process $i is not in a cgroup namespace of its own"
-	pids+=(-p "$APP_PID")
+	pids+=("$APP_PID")
 done
-sleep 1
-record tenant.folded "${pids[@]}" --off-cpu --value off-cpu -d 6
-line=$(grep '^  off-CPU: ' "$TMP/tenant.txt") || { cat "$TMP/tenant.txt"; fail "no off-CPU line in the report"; }
-lost=$(offcpu_count "$TMP/tenant.txt" 'stacks left the cache')
-budget=$(offcpu_count "$TMP/tenant.txt" "past their cgroup's budget (stacks not taken)")
-named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/tenant.folded")
-note "victim: ${named} ns off-CPU in victim_wait; tenant: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
-ge "$named" 4500000000 || { echo "$line"; fail "the victim's off-CPU time with its stacks next to the tenant: $named ns of about 6 s"; }
-pass "the victim's off-CPU time kept its stacks next to a tenant of $SPLIT cgroups: $named ns in victim_wait"
-ge "$budget" 1000 || { echo "$line"; fail "the tenant was not held to a budget of new places (blocks past it: $budget)"; }
-pass "the tenant's $SPLIT cgroups were held to one budget of new places ($budget blocks at new places past it)"
-[ "$lost" = 0 ] || { echo "$line"; fail "$lost long blocks lost their stacks from the cache next to the tenant"; }
-pass "no long block lost its stacks from the cache next to the tenant"
+churn_case tenant "tenant's $SPLIT cgroups" "${pids[@]}"

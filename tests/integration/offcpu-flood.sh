@@ -40,13 +40,12 @@ HOT_PID=$!
 register "$HOT_PID"
 sleep 1	# past the victim's first block, which began before it was profiled
 
-record flood.folded -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$HOT_PID" --off-cpu --off-cpu-max-rate 5000 \
-	--value off-cpu -d 6
-line=$(grep '^  off-CPU: ' "$TMP/flood.txt") || { cat "$TMP/flood.txt"; fail "no off-CPU line in the report"; }
+record_offcpu flood -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$HOT_PID" --off-cpu-max-rate 5000 -d 6
+line=$OFFCPU_LINE
 cpu_lost=$(sed -n 's/^  lost: ring buffer full \([0-9][0-9]*\),.*/\1/p' "$TMP/flood.txt")
 thinned=$(offcpu_count "$TMP/flood.txt" "thinned (stood for by others, their time scaled up)")
 rate=$(offcpu_count "$TMP/flood.txt" "past the bound (not sent)")
-cut_ms=$(grep '^  off-CPU: ' "$TMP/flood.txt" | sed -n 's/.*past the bound (not sent) [0-9]*, standing for \([0-9.]*\) ms.*/\1/p')
+cut_ms=$(echo "$line" | sed -n 's/.*past the bound (not sent) [0-9]*, standing for \([0-9.]*\) ms.*/\1/p')
 long=$(sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above the threshold.*/\1/p' "$TMP/flood.txt")
 [ -n "$thinned" ] && [ -n "$rate" ] && [ -n "$long" ] || { echo "$line"; fail "no counts of long blocks thinned and past the bound in the report"; }
 sent=$((long - thinned - rate))
@@ -95,8 +94,8 @@ for g in f1 f2 f3 f4; do
 	pids+=(-p "$APP_PID")
 done
 sleep 1
-record multi.folded "${pids[@]}" --off-cpu --value off-cpu -d 6
-line=$(grep '^  off-CPU: ' "$TMP/multi.txt") || { cat "$TMP/multi.txt"; fail "no off-CPU line in the report"; }
+record_offcpu multi "${pids[@]}" -d 6
+line=$OFFCPU_LINE
 ring_thinned=$(offcpu_count "$TMP/multi.txt" "over half full (stood for by others)")
 ring_thinned=${ring_thinned:-0}
 ring_lost=$(offcpu_count "$TMP/multi.txt" "lost to a full ring buffer")
