@@ -708,8 +708,8 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 /*
  * The key of the budgets the current task's blocks count in, taken at its first block: the root
  * cgroup of its cgroup namespace where it has one of its own (a container: however many cgroups it
- * makes under its own, they share one budget; a cgroup namespace is only made where its cgroup is
- * already), else its cgroup, or its process where that is the root (or cgroup v2 is not mounted).
+ * makes under its own, they share one budget; a new cgroup namespace is rooted at its maker's
+ * cgroup), else its cgroup, or its process where that is the root (or cgroup v2 is not mounted).
  * A task that makes a cgroup namespace of its own inside a container, in a cgroup it made, has one
  * more budget: nothing tells the two namespaces apart from here.
  */
@@ -951,16 +951,20 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 		    sizeof(*rec) + n * 8 + ctx_len);
 }
 
-/* p's block record goes, counted off offcpu_threads and its budget's threads (even when the
- * delete fails: the kernel refuses it while another program on this CPU holds task storage, and
- * the record goes with the task then). */
-static __always_inline void record_drop(struct task_struct *p, struct offcpu_block *b)
+/* p's block record goes, counted off offcpu_threads and its budget's threads. The kernel refuses
+ * the delete while another program on this CPU holds task storage: at the thread's exit it is
+ * counted off all the same (the record goes with the task), else it stays, counted, and its next
+ * block tries again. */
+static __always_inline void record_drop(struct task_struct *p, struct offcpu_block *b, bool exiting)
 {
-	struct offcpu_budget *v = bpf_map_lookup_elem(&offcpu_budgets, &b->budget_key);
+	__u64 key = b->budget_key;
+	struct offcpu_budget *v;
 
+	if (bpf_task_storage_delete(&offcpu_blocks, p) && !exiting)
+		return;
+	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
 	if (v && v->threads)
 		__sync_fetch_and_add(&v->threads, -1);
-	bpf_task_storage_delete(&offcpu_blocks, p);
 	__sync_fetch_and_add(&offcpu_threads, -1);
 }
 
@@ -1071,7 +1075,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 			/* Its process is no longer profiled: its record goes (its switches are not
 			 * counted, and its memory is another thread's). */
 			if (b)
-				record_drop(prev, b);
+				record_drop(prev, b, false);
 			return 0;
 		}
 	}
@@ -1203,20 +1207,18 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 /*
  * A thread's block record goes at its exit, so that offcpu_threads (and its cgroup's budget's
  * threads) count live threads. Attached with the off-CPU program and kept while it is paused: a
- * record the kernel freed with its task instead would stay in the count for good. Counted off even
- * when the delete fails (the kernel refuses it while another program on this CPU holds task
- * storage): the record goes with the task then, and an exiting thread gets no new one. Its cost is
+ * record the kernel freed with its task instead would stay in the count for good. An exiting
+ * thread gets no new one. Its cost is
  * a load at every thread exit on the node, and a hash lookup at the exit of a thread with a record.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *p)
 {
-	struct offcpu_budget *v;
 	struct offcpu_block *b;
 
 	b = p->bpf_storage ? bpf_task_storage_get(&offcpu_blocks, p, 0, 0) : NULL;
 	if (!b)
 		return 0;
-	record_drop(p, b);
+	record_drop(p, b, true);
 	return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # offcpu-yield.sh: a thread that switches out runnable (preempted, or yielding to another thread on
 # its CPU) is not blocking: such switches are counted apart in the report ("preempted or yielding
-# switches"), not timed. Two profiled processes on one CPU each alternate a 1 ms sleep (a short
-# block) and 200 sched_yield() calls (each a switch to the other, its state still runnable); a
+# switches"), not timed. Two profiled processes on one CPU each alternate a 1 ms sleep (a block,
+# timed) and 200 sched_yield() calls (each a switch to the other, its state still runnable); a
 # third, not profiled, yields beside them. `record --off-cpu -d 3` of the two:
 #   - the count is at least half the involuntary switches the two made meanwhile (the kernel's
 #     nonvoluntary_ctxt_switches, read before and after the recording, which also holds the
@@ -14,7 +14,7 @@ need_root "BPF"
 command -v python3 > /dev/null || skip "no python3"
 
 YIELDER='
-import os, sys, time
+import os, time
 print("ready", flush=True)
 while True:
     time.sleep(0.001)

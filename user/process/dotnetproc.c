@@ -263,7 +263,8 @@ static void idle_poll(struct proc *p, void *state, const struct runtime_env *o)
 	dn_bounded(p, state, o);
 }
 
-/* A read of one file returned n: a truncation reads both again (paced); 1 if it read anything. */
+/* A read of one file returned n: a truncation reads both again (paced), an error is logged. 1
+ * unless n is 0 (nothing new). */
 static int file_read(struct proc *p, struct dotnet_state *d, const struct runtime_env *o,
 		     int64_t n, const char *what)
 {
