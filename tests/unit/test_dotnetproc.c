@@ -282,6 +282,15 @@ static int map_exists(struct fx *f)
 	return testutil__exists("%s/perf-%d.map", f->dir, (int)f->child);
 }
 
+/* Polls until the answer to an idle-off is taken (the files it wrote removed: only then is it off,
+ * and a sample before that is not one after it), within WAIT_MS. */
+static void poll_until_off(struct fx *f, void *d)
+{
+	for (double end = testutil__now_ms() + WAIT_MS; map_exists(f) && testutil__now_ms() < end;)
+		poll_once(f, d);
+	assert_false(map_exists(f));
+}
+
 /* An entry of the state directory, as a spanprof (owner, its start) writes before it enables. */
 static void write_entry(struct fx *f, int owner, uint64_t oticks, int pid, uint64_t ticks,
 			char *name, size_t len)
@@ -569,9 +578,7 @@ static void test_dotnetproc_idle_perf_map_off_then_on_again(void **state)
 
 	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
 	assert_true(poll_until_log(f, d, "enable 3\ndisable\n"));
-	for (double end = testutil__now_ms() + WAIT_MS; map_exists(f) && testutil__now_ms() < end;)
-		poll_once(f, d);	/* until its answer is taken: the files it wrote removed */
-	assert_false(map_exists(f));
+	poll_until_off(f, d);
 	dotnet_runtime.describe(f->p, d, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "turned off 1 times idle, on again 0"));
 	assert_int_equal(entries(f), 0);	/* nothing left to undo */
@@ -608,9 +615,7 @@ static void test_dotnetproc_idle_off_of_perf_maps_on_from_start(void **state)
 
 	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
 	assert_true(poll_until_log(f, d, "disable\n"));
-	for (double end = testutil__now_ms() + WAIT_MS; map_exists(f) && testutil__now_ms() < end;)
-		poll_once(f, d);
-	assert_false(map_exists(f));
+	poll_until_off(f, d);
 	for (int i = 0; i < 20; i++) {	/* still unsampled: stays off, no command */
 		poll_once(f, d);
 		usleep(5000);
@@ -668,6 +673,7 @@ static void test_dotnetproc_replay_past_the_cap_is_not_started_afresh(void **sta
 
 	f->p->last_sample_ns = now_ns() - 2 * f->env.perfmap_idle_ns;
 	assert_true(poll_until_log(f, d, "enable 3\ndisable\n"));
+	poll_until_off(f, d);
 	f->p->last_sample_ns = now_ns();	/* on again */
 	assert_true(poll_until_log(f, d, "enable 3\ndisable\nenable 3\n"));
 	assert_int_equal(poll_until_answered(f, d), DOTNETPROC_ENABLED);
