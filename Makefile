@@ -233,7 +233,7 @@ SHAPE_ARGS_rt9 := --self-contained $(call tfm_args,net9.0)
 SHAPE_ARGS_rt11 := --self-contained -p:RuntimeFrameworkVersion=$(RT11)
 SHAPE_NAMES := composite aot trimmed rt8 rt9 rt11
 SHAPE_APPS := $(SHAPES)/composite/CoreLibMix/CoreLibMix \
-	$(foreach s,$(SHAPE_NAMES),$(foreach a,HotChain SpanService,$(SHAPES)/$(s)/$(a)/$(a)))
+	$(foreach s,$(SHAPE_NAMES),$(foreach a,HotChain SpanService OffCpu,$(SHAPES)/$(s)/$(a)/$(a)))
 # $(SHAPES)/<shape>/<App>/<App>: $* is <shape>/<App>/<App>.
 shape_of = $(firstword $(subst /, ,$(1)))
 shape_app = $(word 2,$(subst /, ,$(1)))

@@ -74,16 +74,45 @@ struct {
 
 /*
  * Off-CPU (--off-cpu). A place where threads block: the process (pid and start, against reuse),
- * the user registers at the syscall and its number. Two call paths that reach the same leaf with
- * the same stack depth and frame pointer would share stacks: rare, and told apart by any
- * difference in these. A thread's stack has its own addresses, so a place is one thread's.
+ * the user registers at the syscall and its number, and the return addresses of the frames above
+ * it. The registers alone do not tell places apart: every wait of a .NET thread ends in the same
+ * libc futex call on the thread's own condition variable, so two call paths at the same depth of
+ * its stack have the same ones. A thread's stack has its own addresses, so a place is one thread's.
  */
 struct offcpu_site {
 	__u32 tgid;
 	__u32 reserved;
 	__u64 start_ticks;
 	__u64 ip, sp, bp, nr;	/* sp 0: no registers (other architectures): never cached */
+	__u64 frames;		/* the return addresses of the frames above, hashed (offcpu_frames) */
 };
+
+/*
+ * What tells apart two places where a thread blocks with the same registers: the return addresses
+ * of the frames above the syscall, hashed, at most FRAME_HASHED of them, as far as FRAME_WORDS
+ * words of stack at its sp hold them (2 KiB: the method that blocked and its callers in .NET's
+ * waits; a contended lock's runtime frames take most of it). Two call paths that differ only
+ * further up still share a place.
+ */
+#define FRAME_WORDS  256
+#define FRAME_HASHED 16
+struct offcpu_frames {
+	__u64 hash;
+	__u16 fp_off;		/* where the first frame record is, from sp */
+	__u8 n;			/* records hashed: 0, none found */
+	__u8 reserved[5];
+};
+
+/* A place a thread knows to be in offcpu_sites, and where its frames were: a block with its
+ * registers walks them again there, without the search. */
+struct offcpu_known {
+	struct offcpu_site site;
+	struct offcpu_frames frames;
+	__u8 shorts;		/* its last blocks that were short, up to OFFCPU_TRUSTED_SHORTS */
+	__u8 twin;		/* another known place has (or had) the same registers */
+	__u8 reserved[6];
+};
+#define OFFCPU_TRUSTED_SHORTS 16
 
 /* The stacks taken the first time a thread blocked at a place; frames as in sp_sample's data. */
 struct offcpu_stacks {
@@ -112,7 +141,7 @@ struct {
 	__type(value, struct offcpu_stacks);
 } offcpu_stacks_scratch SEC(".maps");
 
-#define OFFCPU_KNOWN 4	/* places a thread remembers having put in offcpu_sites */
+#define OFFCPU_KNOWN 12	/* places a thread remembers having put in offcpu_sites */
 
 /*
  * New places a cgroup may put in offcpu_sites (a process, where the task's cgroup is the root or
@@ -175,11 +204,13 @@ struct offcpu_block {
 				 * bpf_ktime_get_ns(); 0: not blocked */
 	__u64 pcount;		/* sched_info.pcount then: the runs it had had */
 	struct offcpu_site site;
+	struct offcpu_frames frames;	/* the site's */
 	__u32 cpu;
 	__u16 ctx_len;
 	__u16 ctx_status;
 	__u8 on_rq_clock;
 	__u8 known_next;	/* the slot of known[] to fill next */
+	__u8 known_at;		/* the slot of known[] of this block's place; OFFCPU_KNOWN: none */
 	__u8 ns_tid_err;	/* ns_tid failed: no span record can be found */
 	__u8 over_budget;	/* a new place past its cgroup's budget: no stacks (site.tgid 0) */
 	/* The thread's constants, read at its first block: its process's start (a load from the
@@ -198,7 +229,7 @@ struct offcpu_block {
 	struct sp_ctx_proc table;	/* slot_count 0: none */
 	/* Places whose stacks this thread put in (or found in) offcpu_sites: a block at one of them
 	 * skips the hash lookup. A long block whose place left the cache clears them. */
-	struct offcpu_site known[OFFCPU_KNOWN];
+	struct offcpu_known known[OFFCPU_KNOWN];
 	__u8 ctx[SP_CTX_MAX];
 };
 
@@ -427,9 +458,11 @@ static __always_inline bool frame_record(__u64 fp, __u64 rec[2])
 	       rec[1] > 4096 && rec[1] < USER_TOP;
 }
 
-/* Per-CPU room of the scan: the words at the user sp, then the frames walked. */
+/* Per-CPU room of the scan: the words at the user sp (SCAN_WORDS of them for the rescue, up to
+ * FRAME_WORDS for a blocked thread's place), then the frames walked. */
 struct scan_buf {
-	__u64 words[SCAN_WORDS];
+	__u64 sp, n;			/* the window's: where it was read, words read */
+	__u64 words[FRAME_WORDS];
 	__u64 frames[SP_MAX_FRAMES + 1];	/* one more: a power of two the index is masked by */
 };
 
@@ -500,7 +533,7 @@ static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
 	if (!(s->flags & SP_F_LEAF_REGS) || n >= SP_MAX_FRAMES)
 		return 0;
 	c.b = bpf_map_lookup_elem(&scan_bufs, &zero);
-	if (!c.b || bpf_probe_read_user(c.b->words, sizeof(c.b->words), (void *)c.sp))
+	if (!c.b || bpf_probe_read_user(c.b->words, SCAN_WORDS * 8, (void *)c.sp))
 		return 0;
 	/* A candidate must start a chain of SCAN_DEPTH frame records: a pointer into the stack that
 	 * is data, not a saved frame pointer, rarely does. */
@@ -514,6 +547,124 @@ static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
 	    bpf_probe_read_kernel(s->data + n * 8, c.n * 8, c.b->frames))
 		return 0;
 	return c.n;
+}
+
+/* The frame record at fp in the window of n words read at sp: the index of its first word (the
+ * older frame pointer; the return address follows), or -1 when it is not all in the window or does
+ * not look like one (as frame_record). */
+static __always_inline long window_record(const __u64 *w, __u64 n, __u64 sp, __u64 fp)
+{
+	__u64 i = (fp - sp) / 8, next, ret;
+
+	if (fp <= sp || (fp & 15) || i + 1 >= n || i + 1 >= FRAME_WORDS)
+		return -1;
+	next = w[i];
+	ret = w[i + 1];
+	if (!((next == 0 || (next > fp && next < fp + (1 << 20) && !(next & 15))) &&
+	      ret > 4096 && ret < USER_TOP))
+		return -1;
+	return i;
+}
+
+/*
+ * The window: the first n words (at most FRAME_WORDS) of the blocked thread's stack at its sp, read
+ * in one copy, or as many as are left to the end of sp's page near the top of a shallow stack.
+ * Returns the words read, 0 when none could be.
+ */
+static __always_inline __u64 read_window(struct scan_buf *b, __u64 sp, __u64 n)
+{
+	__u64 page = (4096 - (sp & 4095)) / 8;
+
+	b->sp = sp;
+	b->n = 0;
+	if (n == 0 || n > FRAME_WORDS)
+		return 0;
+	if (bpf_probe_read_user(b->words, n * 8, (void *)sp)) {
+		if (page >= n || page == 0)
+			return 0;
+		n = page;
+		barrier_var(n);
+		if (n > FRAME_WORDS || bpf_probe_read_user(b->words, n * 8, (void *)sp))
+			return 0;
+	}
+	b->n = n;
+	return n;
+}
+
+/* The frames walked from the record at fp: their return addresses hashed, at most max of them.
+ * Global functions (this one and find_frames): the verifier checks each once, not at every call. */
+__noinline int walk_window(const struct scan_buf *b, __u64 fp, __u32 max, struct offcpu_frames *fw)
+{
+	__u64 n, sp;
+	__u32 d;
+	long r;
+
+	if (!b || !fw)
+		return 0;
+	n = b->n;
+	sp = b->sp;
+	fw->hash = 0;
+	fw->fp_off = fp > sp ? fp - sp : 0;
+	fw->n = 0;
+	for (d = 0; d < FRAME_HASHED && d < max && fp; d++) {
+		r = window_record(b->words, n, sp, fp);
+		if (r < 0 || r >= FRAME_WORDS - 1)
+			break;
+		fw->hash = (fw->hash ^ b->words[r + 1]) * 0x100000001b3ull;	/* FNV-1a's prime */
+		fw->n = d + 1;
+		fp = b->words[r];
+	}
+	return 0;
+}
+
+struct find_ctx {
+	const struct scan_buf *b;
+	__u64 fp;
+};
+
+/* bpf_loop callback of find_frames: whether the window's word i starts the frames. */
+static long find_word(__u64 i, struct find_ctx *c)
+{
+	const struct scan_buf *b = c->b;
+	__u64 n = b->n, sp = b->sp, v, slot, f;
+	long r;
+	int d;
+
+	if (i >= SCAN_WORDS || i >= n)
+		return 1;
+	v = b->words[i];
+	slot = sp + i * 8;
+	if (v <= slot || v > slot + 65536 || (v & 15))
+		return 0;
+	for (d = 0, f = v; d < SCAN_DEPTH; d++) {
+		r = window_record(b->words, n, sp, f);
+		if (r < 0 || r >= FRAME_WORDS - 1)
+			break;
+		f = b->words[r];
+		if (f == 0)
+			break;
+	}
+	if (d == SCAN_DEPTH || (d > 0 && f && f - sp >= n * 8)) {
+		c->fp = v;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The frames above a blocked thread's syscall, from the window, found as rescue_user_stack finds
+ * them (libc's wrappers keep no frame pointer): the first word that points further up the stack
+ * and starts a chain of frame records (or one that leaves the window). None (n 0) when there is
+ * no such word.
+ */
+__noinline int find_frames(const struct scan_buf *b, struct offcpu_frames *fw)
+{
+	struct find_ctx c = { .b = b };
+
+	if (!b)
+		return 0;
+	bpf_loop(SCAN_WORDS, find_word, &c, 0);
+	return walk_window(b, c.fp, FRAME_HASHED, fw);
 }
 
 /*
@@ -851,6 +1002,20 @@ static __always_inline bool ring_room_take(__u64 *off_ns)
 	return true;
 }
 
+/* A block at the thread's known place known_at ended: one more short one there, or a long one,
+ * whose stacks were needed (its next blocks have their frames checked again). */
+static __always_inline void place_ended(struct offcpu_block *b, bool long_block)
+{
+	__u32 i = b->known_at;
+
+	if (i >= OFFCPU_KNOWN)
+		return;
+	if (long_block)
+		b->known[i].shorts = 0;
+	else if (b->known[i].shorts < OFFCPU_TRUSTED_SHORTS)
+		b->known[i].shorts++;
+}
+
 /*
  * The end of next's block, as it switches in. The block ran from its switch-out to its wake-up,
  * which is when it was queued here: the run-queue wait after it (sched_info.last_queued, in the
@@ -881,6 +1046,7 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 		end = bpf_ktime_get_ns();
 	}
 	delta = end > start ? end - start : 0;
+	place_ended(b, delta >= offcpu_threshold_ns);
 	if (delta < offcpu_threshold_ns) {
 		count(SP_CNT_OFFCPU_SHORT);
 		count_add(SP_CNT_OFFCPU_SHORT_NS, delta);
@@ -1004,13 +1170,80 @@ static __always_inline void offcpu_start(struct task_struct *prev, struct offcpu
 	b->start = clock ? clock : bpf_ktime_get_ns();
 }
 
-/* The thread's current place is in offcpu_sites: remember it among its known places. */
-static __always_inline void remember_site(struct offcpu_block *b)
+/* Whether a known place has the registers of the thread's current one (b->site, frames aside). */
+static __always_inline bool same_registers(const struct offcpu_site *k, const struct offcpu_site *s)
 {
-	__u32 i = b->known_next % OFFCPU_KNOWN;
+	return k->sp == s->sp && k->ip == s->ip && k->bp == s->bp && k->nr == s->nr &&
+	       k->tgid == s->tgid && k->start_ticks == s->start_ticks;
+}
 
-	b->known[i] = b->site;
+/*
+ * The known place the thread's current one is by its registers alone: the slot of the one with
+ * them if no other has had them (twin) and its last OFFCPU_TRUSTED_SHORTS blocks were short;
+ * else OFFCPU_KNOWN when none has them, OFFCPU_KNOWN + 1 when their frames must tell. Global
+ * functions (this one, known_frames, remember_site): the verifier checks each once.
+ */
+__noinline int known_registers(const struct offcpu_block *b)
+{
+	int i;
+
+	if (!b)
+		return OFFCPU_KNOWN;
+	for (i = 0; i < OFFCPU_KNOWN; i++) {
+		const struct offcpu_known *k = &b->known[i];
+
+		if (same_registers(&k->site, &b->site))
+			return !k->twin && k->shorts >= OFFCPU_TRUSTED_SHORTS ? i : OFFCPU_KNOWN + 1;
+	}
+	return OFFCPU_KNOWN;
+}
+
+/* The known place with the current one's registers whose frames are in the window (read at its
+ * sp) where they were: its slot, their walk in b->frames; OFFCPU_KNOWN when none. */
+__noinline int known_frames(struct offcpu_block *b, const struct scan_buf *sb)
+{
+	int i;
+
+	if (!b || !sb)
+		return OFFCPU_KNOWN;
+	for (i = 0; i < OFFCPU_KNOWN; i++) {
+		const struct offcpu_known *k = &b->known[i];
+
+		if (!same_registers(&k->site, &b->site))
+			continue;
+		walk_window(sb, b->site.sp + k->frames.fp_off, k->frames.n, &b->frames);
+		if (b->frames.n == k->frames.n && b->frames.hash == k->frames.hash)
+			return i;
+	}
+	__builtin_memset(&b->frames, 0, sizeof(b->frames));
+	return OFFCPU_KNOWN;
+}
+
+/* The thread's current place is in offcpu_sites: remember it among its known places, in the
+ * oldest one's slot; it and the others with its registers are twins. */
+__noinline int remember_site(struct offcpu_block *b)
+{
+	__u32 i, j, twin = 0;
+
+	if (!b)
+		return 0;
+	i = b->known_next < OFFCPU_KNOWN ? b->known_next : 0;
+	for (j = 0; j < OFFCPU_KNOWN; j++) {
+		if (j != i && same_registers(&b->known[j].site, &b->site)) {
+			b->known[j].twin = 1;
+			twin = 1;
+		}
+	}
+	barrier_var(i);
+	if (i >= OFFCPU_KNOWN)
+		return 0;	/* unreachable; keeps the verifier's bounds */
+	b->known[i].site = b->site;
+	b->known[i].frames = b->frames;
+	b->known[i].shorts = 0;
+	b->known[i].twin = twin;
+	b->known_at = i;
 	b->known_next = (i + 1) % OFFCPU_KNOWN;
+	return 0;
 }
 
 /*
@@ -1040,11 +1273,12 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct offcpu_stacks *st;
 	struct offcpu_budget *v;
 	struct offcpu_block *b;
+	struct scan_buf *sb;
 	struct sp_sample *rec;
 	struct pt_regs *ur;
 	__u64 ticks, n, fgen, ip, sp, bp, nr, key;
 	bool known;
-	int i;
+	__u32 m;
 
 	if (variant & SP_VAR_OFFCPU_FLOOR)
 		return 0;
@@ -1130,23 +1364,44 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	b->site.sp = sp;
 	b->site.bp = bp;
 	b->site.nr = nr;
+	b->site.frames = 0;
 	b->cpu = bpf_get_smp_processor_id();
 	/*
 	 * The stacks cost microseconds and most blocks are short, only counted: a place seen before
 	 * keeps the stacks taken there the first time, and only the span record is read (prev is the
 	 * current task: the record is its own). The thread's own list of places it knows to be in
 	 * the cache spares the hash lookup.
+	 *
+	 * The registers do not tell apart two paths that block at the same depth of the thread's
+	 * stack: a known place with these registers is this one if its frames are still there. That
+	 * costs a copy of the window (about as much again as the rest of a short block's switch-out
+	 * here), so a place that is the only one with its registers and whose last
+	 * OFFCPU_TRUSTED_SHORTS blocks were all short, whose stacks no block has needed, is taken on
+	 * its registers; its next long block has it checked again. The one block this can get wrong
+	 * is the first long one of a new path at the registers of such a place.
 	 */
 	known = variant & SP_VAR_OFFCPU_NO_PLACE;
+	__builtin_memset(&b->frames, 0, sizeof(b->frames));
+	b->known_at = OFFCPU_KNOWN;
 	if (!known && sp) {
-#pragma unroll
-		for (i = 0; i < OFFCPU_KNOWN; i++)
-			if (b->known[i].sp == sp && b->known[i].ip == ip && b->known[i].bp == bp &&
-			    b->known[i].nr == nr && b->known[i].tgid == tgid &&
-			    b->known[i].start_ticks == ticks) {
+		m = known_registers(b);
+		if (m < OFFCPU_KNOWN) {
+			b->frames = b->known[m].frames;
+			b->known_at = m;
+			known = true;
+		} else if ((sb = bpf_map_lookup_elem(&scan_bufs, &zero)) &&
+			   read_window(sb, sp, FRAME_WORDS)) {
+			count(SP_CNT_OFFCPU_FRAMES_READ);
+			if (m != OFFCPU_KNOWN)	/* a known place has these registers */
+				m = known_frames(b, sb);
+			if (m < OFFCPU_KNOWN) {
+				b->known_at = m;
 				known = true;
-				break;
+			} else {
+				find_frames(sb, &b->frames);
 			}
+		}
+		b->site.frames = b->frames.hash;
 	}
 	st = NULL;
 	b->over_budget = 0;

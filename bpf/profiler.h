@@ -87,6 +87,8 @@
 	  "threads have one, or half of them in its cgroup, or no memory): block lost")              \
 	X(OFFCPU_SITE_HIT, "offcpu_site_hit", "blocks at a place blocked at before: its stacks "     \
 	  "cached, only the span read")                                                              \
+	X(OFFCPU_FRAMES_READ, "offcpu_frames_read", "blocks whose frames above the syscall were "     \
+	  "read (a copy of the stack): at a new place, or one its registers alone do not tell")      \
 	X(OFFCPU_SITE_LOST, "offcpu_site_lost", "long blocks whose place left the stack cache while " \
 	  "blocked: sent without stacks, marked")                                                     \
 	X(OFFCPU_PLACE_BUDGET, "offcpu_place_budget", "blocks at a new place of a cgroup past its "   \

@@ -15,6 +15,8 @@ const figures = (r) => {
   if ('right' in r) f.push(`right ${pct(r.right)} of ${r.samples}`);
   if ('wrong' in r && r.wrong) f.push(`wrong ${pct(r.wrong)}`);
   if ('worker_label' in r) f.push(`worker's label on ${pct(r.worker_label)} of ${r.samples}`);
+  if ('ratio' in r) f.push(`off-CPU on its span ${r.on_ms} of ${r.truth_ms} ms (${r.ratio})`);
+  if ('wrong_ms' in r && r.wrong_ms) f.push(`another span's ${r.wrong_ms} ms`);
   if ('leaf_frac' in r) f.push(`.NET-named leaves ${pct(r.leaf_frac)}`);
   if ('rc' in r) f.push(`exit ${r.rc}, ${r.seconds} s`);
   return `${f.join(', ')}${r.status === 'pass' ? '' : r.status === 'skip' ? ' (skipped)' : ' **FAIL**'}`;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# matrix.sh: make test-matrix: the frame and span integration tests over every shape .NET ships in
+# matrix.sh: make test-matrix: the frame, span and off-CPU integration tests over every shape .NET ships in
 # (make shapes), one cell per (shape, test case), and the table of them (tests/matrix-table.js).
 #   MATRIX_SHAPES="rt11 aot" picks shapes (default: all); MATRIX_OUT: where rows and logs go.
 # Shapes: fd/10 (framework-dependent, the installed runtime), composite/10, aot/10, trimmed/10,
@@ -34,15 +34,17 @@ cell() {
 	echo "=== $shape $t: rc=$rc ($(($(date +%s) - start)) s)"
 }
 
-shape_fd() { cell fd/10 dotnet-frames; cell fd/10 spans; }
+shape_fd() { cell fd/10 dotnet-frames; cell fd/10 spans; cell fd/10 offcpu; }
 shape_composite() {
 	cell composite/10 dotnet-r2r R2R_APP="$(realpath -m "$S/composite/CoreLibMix/CoreLibMix")"
 	cell composite/10 dotnet-frames FRAMES_APP="$(realpath -m "$S/composite/HotChain/HotChain")"
 	cell composite/10 spans SVC_EXE="$(realpath -m "$S/composite/SpanService/SpanService")"
+	cell composite/10 offcpu OFFCPU_EXE="$(realpath -m "$S/composite/OffCpu/OffCpu")"
 }
 shape_aot() {
 	cell aot/10 dotnet-aot MATRIX=1 AOT_APP="$(realpath -m "$S/aot/HotChain/HotChain")"
 	cell aot/10 spans SVC_EXE="$(realpath -m "$S/aot/SpanService/SpanService")"
+	cell aot/10 offcpu OFFCPU_EXE="$(realpath -m "$S/aot/OffCpu/OffCpu")"
 }
 # sc_shape SHAPE-NAME DIR [VAR=VALUE...]: frames and spans of the self-contained builds in $S/DIR.
 sc_shape() {
@@ -50,6 +52,7 @@ sc_shape() {
 	shift 2
 	cell "$name" dotnet-frames FRAMES_APP="$(realpath -m "$S/$dir/HotChain/HotChain")" "$@"
 	cell "$name" spans SVC_EXE="$(realpath -m "$S/$dir/SpanService/SpanService")"
+	cell "$name" offcpu OFFCPU_EXE="$(realpath -m "$S/$dir/OffCpu/OffCpu")"
 }
 # The trimmer rewrites every assembly it trims as IL only (CoreLib: 2.4 MB, not the 15.6 MB of the
 # runtime pack's ReadyToRun one): no ReadyToRun code to name.

@@ -110,6 +110,14 @@ poll() {
 	return 1
 }
 
+# catches_usr1 PID: whether PID has its SIGUSR1 handler in place (record pauses on it; before that
+# the signal would end it).
+catches_usr1() {
+	local m
+	m=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
+	[ -n "$m" ] && (((16#$m & 512) != 0))	# bit 9: SIGUSR1
+}
+
 # wait_for SECS WHAT CMD...: poll CMD until it succeeds; after SECS seconds, fail naming WHAT
 # ("timed out after 30s waiting for WHAT").
 wait_for() {

@@ -43,11 +43,6 @@ pass "folded and svg outputs"
 
 # SIGUSR1 pauses sampling and SIGUSR2 resumes it (scripts/bench-slices.py switches record so):
 # the paused time has no samples, and both switches are said on stderr with their time.
-catches_usr1() {
-	local m
-	m=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
-	[ -n "$m" ] && (((16#$m & 512) != 0))	# bit 9: SIGUSR1
-}
 "$SPANPROF" record -p "$pid" -F 999 -d 4 -o "$TMP/pause.pb.gz" > "$TMP/pause.txt" 2> "$TMP/pause.err" &
 rec=$!
 register "$rec"

@@ -62,6 +62,7 @@ none_refused churn 1000 "records go at thread exit"
 # their records along too (the exit program stays attached), so none is refused after the resume.
 start_app "$TMP/pause.out" "$CHURN" threads 12 50 3
 record_bg pause.pb.gz -p "$APP_PID" --off-cpu --off-cpu-max-threads 200 -d 5
+poll 30 catches_usr1 "$RECORD_PID" || fail "record does not catch SIGUSR1"
 sleep 1
 kill -USR1 "$RECORD_PID"
 sleep 2

@@ -9,8 +9,15 @@
 need_root
 need_cmd dotnet node
 
-OFFCPU=$BUILD/apps/OffCpu/OffCpu.dll
-need_built "$OFFCPU" "$HOOK"
+# OFFCPU_EXE: the app in another shape .NET ships in (make test-matrix: self-contained, composite
+# ReadyToRun, Native AOT, trimmed), its hook from the package; else framework-dependent.
+if [ -n "${OFFCPU_EXE:-}" ]; then
+	OFFCPU_CMD=("$OFFCPU_EXE")
+	need_built "$OFFCPU_EXE" "$HOOK"
+else
+	OFFCPU_CMD=(dotnet "$BUILD/apps/OffCpu/OffCpu.dll")
+	need_built "$BUILD/apps/OffCpu/OffCpu.dll" "$HOOK"
+fi
 
 # Refused: the off-CPU choices without --off-cpu.
 rc=0
@@ -18,9 +25,16 @@ rc=0
 [ "$rc" = 2 ] || fail "--value off-cpu without --off-cpu: exit $rc, want 2"
 pass "--value off-cpu needs --off-cpu"
 
+# The scenarios (tests/apps/OffCpu) and the method each blocks in. twina and twinb block on one
+# thread at the same depth of its stack with the same registers: only the frames above tell them
+# apart, so each must keep its own stack.
+SCENARIOS="sleep lock result socket twina twinb"
+declare -A METHOD=([sleep]=BlockSleep [lock]=BlockLock [result]=BlockResult [socket]=BlockSocket
+	[twina]=BlockTwinA [twinb]=BlockTwinB)
+
 # The app waits before its first span, while spanprof attaches and reads the hook's table.
 start_app --ready ' ready$' "$TMP/app.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
-	dotnet "$OFFCPU" --truth "$TMP/truth.json" --blocks 40 --block-ms 20 --delay-ms 3000
+	"${OFFCPU_CMD[@]}" --truth "$TMP/truth.json" --blocks 40 --block-ms 20 --delay-ms 3000
 record offcpu.pb.gz -p "$APP_PID" --off-cpu --by-span -o "$TMP/offcpu.folded" --value off-cpu \
 	-o "$TMP/offcpu.otlp.pb"
 [ -s "$TMP/truth.json" ] || { cat "$TMP/app.out"; fail "the app wrote no truth file"; }
@@ -28,16 +42,17 @@ note "$(grep -E '^  off-CPU' "$TMP/offcpu.txt")"
 grep -q '^  off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/offcpu.txt" ||
 	{ cat "$TMP/offcpu.txt"; fail "no off-CPU blocks in the report"; }
 grep -q 'shorter blocks, [0-9.]* ms in all' "$TMP/offcpu.txt" || fail "the report lacks the short blocks"
-for n in sleep lock result socket; do
+for n in $SCENARIOS; do
 	grep -Eq "^  $n +[0-9]+ms +[0-9.]+%  off-CPU +[0-9.]+ms" "$TMP/offcpu.txt" ||
 		{ cat "$TMP/offcpu.txt"; fail "--by-span lacks off-CPU time for $n"; }
 done
 pass "report: off-CPU blocks, short blocks counted, off-CPU time per span"
 # --by-span: each span's top blocking frame is the app's method that blocked, not the runtime's wait.
-for n in sleep lock result socket; do
+for n in $SCENARIOS; do
 	top=$(sed -n "/^  $n /,/^  [^ ]/p" "$TMP/offcpu.txt" | grep -m1 '^      blocked') ||
 		{ cat "$TMP/offcpu.txt"; fail "--by-span: no blocking frame under $n"; }
-	echo "$top" | grep -q "\] Program::Block${n^}(" || fail "--by-span: $n's top blocking frame: $top"
+	# Native AOT names a method without its signature
+	echo "$top" | grep -Eq "\] Program::${METHOD[$n]}(\(|  in |$)" || fail "--by-span: $n's top blocking frame: $top"
 	note "$top"
 done
 pass "--by-span: the top blocking frame of each span is its Program::Block* method"
@@ -48,10 +63,12 @@ types=$(node -pe "JSON.parse(require('fs').readFileSync('$TMP/offcpu.json')).sam
 pass "pprof sample types: $types"
 
 r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/offcpu.json" "$TMP/truth.json")
-for n in sleep lock result socket; do
+for n in $SCENARIOS; do
 	s=$(node -pe "JSON.stringify(($r).scenarios.$n)")
 	note "$n: $s"
 	ratio=$(field "$s" ratio)
+	matrix_row "$n" "$(ge "$ratio" 0.9 && le "$ratio" 1.1 && le "$(field "$s" wrong_rate)" 0.01 && echo pass || echo fail)" \
+		ratio="$ratio" on_ms="$(field "$s" on_ms)" truth_ms="$(field "$s" truth_ms)" wrong_ms="$(field "$s" wrong_ms)"
 	ge "$ratio" 0.9 && le "$ratio" 1.1 ||
 		fail "$n: off-CPU on its span with its method $(field "$s" on_ms) ms, the app measured $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)$(offcpu_starved "$TMP/truth.json" $n)"
 	le "$(field "$s" wrong_rate)" 0.01 || fail "$n: $(field "$s" wrong_ms) ms of its blocking under another span (want <= 1 %)"
@@ -88,7 +105,7 @@ pass "OTLP: a second profile off_cpu/nanoseconds, $(field "$o" off_total) ns as 
 # process's table (none, then) in its own block record: it must look again once the table is
 # registered (the generation user space moves with each change to the table map).
 SPANPROF_TEST_CTX_EVENTS=none "$SPANPROF_TEST" record -v --off-cpu -o "$TMP/polled.pb.gz" -- \
-	dotnet "$OFFCPU" --truth "$TMP/polled.truth.json" --blocks 20 --block-ms 20 --delay-ms 3000 \
+	"${OFFCPU_CMD[@]}" --truth "$TMP/polled.truth.json" --blocks 20 --block-ms 20 --delay-ms 3000 \
 	--sleep-on-main > "$TMP/polled.txt" 2> "$TMP/polled.err" &
 rec=$!
 register "$rec"
@@ -117,11 +134,6 @@ pass "folded --value off-cpu holds the blocking stacks"
 # Paused costs nothing: SIGUSR1 detaches the off-CPU programs, so the blocks of a paused run are
 # neither timed nor sent; SIGUSR2 attaches them again, and a block that began before the pause
 # (the main thread's wait for --go) is timed from the resume, not across the pause.
-catches_usr1() {
-	local m
-	m=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2> /dev/null)
-	[ -n "$m" ] && (((16#$m & 512) != 0))	# bit 9: SIGUSR1
-}
 waits_for_go() { [ "$(cat "/proc/$1/wchan" 2> /dev/null)" = wait_for_partner ]; }	# fifo_open
 # paused_run NAME RESUME: the app blocks (10 blocks of 20 ms per scenario) after a pause, resumed
 # first (RESUME 1, after a pause of about a second) or not (0); the profile in $TMP/NAME.json.
@@ -129,7 +141,7 @@ paused_run() {
 	local name=$1 resume=$2 rec
 	mkfifo "$TMP/$name.go"
 	start_app --ready ' ready$' "$TMP/$name.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
-		dotnet "$OFFCPU" --truth "$TMP/$name.truth.json" --blocks 10 --block-ms 20 --go "$TMP/$name.go"
+		"${OFFCPU_CMD[@]}" --truth "$TMP/$name.truth.json" --blocks 10 --block-ms 20 --go "$TMP/$name.go"
 	"$SPANPROF" record -p "$APP_PID" --off-cpu -o "$TMP/$name.pb.gz" > "$TMP/$name.txt" 2> "$TMP/$name.err" &
 	rec=$!
 	register "$rec"

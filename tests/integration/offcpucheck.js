@@ -17,7 +17,8 @@ const truth = JSON.parse(fs.readFileSync(truthFile, 'utf8'));
 if (!prof.sampleTypes.includes('off_cpu/nanoseconds'))
   throw new Error(`no off_cpu/nanoseconds sample type: ${prof.sampleTypes}`);
 const vi = prof.sampleTypes.indexOf('off_cpu/nanoseconds');
-const methods = { sleep: 'Program::BlockSleep', lock: 'Program::BlockLock', result: 'Program::BlockResult', socket: 'Program::BlockSocket' };
+const methods = { sleep: 'Program::BlockSleep', lock: 'Program::BlockLock', result: 'Program::BlockResult', socket: 'Program::BlockSocket',
+  twina: 'Program::BlockTwinA', twinb: 'Program::BlockTwinB' };
 const helpers = { hold: 'Program::HoldLock', serve: 'Program::ServeSocket', go: 'Program::WaitGo' };
 const samples = prof.samples.filter((s) => s.labels.pid === String(truth.pid));
 const off = (s) => Number(s.values[vi]) / 1e6;

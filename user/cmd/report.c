@@ -116,7 +116,8 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
 		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks at a "
-		"place blocked at before (stacks cached, not walked) %" PRIu64 "; preempted or yielding "
+		"place blocked at before (stacks cached, not walked) %" PRIu64 "; blocks whose frames above "
+		"the syscall were read to tell their place %" PRIu64 "; preempted or yielding "
 		"switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
 		PRIu64 ", stacks left the cache %" PRIu64 "; blocks at new places past their cgroup's "
 		"budget (stacks not taken) %" PRIu64 ", of them long (sent without stacks) %" PRIu64
@@ -127,7 +128,7 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		"frame-pointer scan that were data, dropped %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
-		c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
+		c[SP_CNT_OFFCPU_FRAMES_READ], c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE], c[SP_CNT_OFFCPU_SITE_LOST],
 		c[SP_CNT_OFFCPU_PLACE_BUDGET], c[SP_CNT_OFFCPU_BUDGET_NO_STACKS],
 		c[SP_CNT_OFFCPU_THINNED], c[SP_CNT_OFFCPU_RATE], c[SP_CNT_OFFCPU_RATE_NS] / 1e6,
 		c[SP_CNT_OFFCPU_RING_THINNED], c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);

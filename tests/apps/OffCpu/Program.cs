@@ -7,6 +7,11 @@
 //   lock    a contended lock (Monitor)                     in span "lock",   method BlockLock
 //   result  sync-over-async: Task.Delay(..).Result         in span "result", method BlockResult
 //   socket  a blocking TCP Receive                         in span "socket", method BlockSocket
+//   twina   Thread.Sleep                                   in span "twina",  method BlockTwinA
+//   twinb   Thread.Sleep                                   in span "twinb",  method BlockTwinB
+// twina and twinb run on one thread, one after the other, through the same calls to two methods
+// of one body and frame: the thread blocks at the same depth of its stack, with the same
+// registers, in both, and only the frames above tell the two places apart.
 // Two helper threads block outside any span: HoldLock (holds the lock, sleeping) and ServeSocket
 // (waits, then answers the socket). Truth file: one JSON object
 //   {"pid": P, "scenarios": {"sleep": {"blocked_ns": N, "blocks": K, "wall_ns": W, "thread_cpu_ns": C,
@@ -94,7 +99,7 @@ internal static class Program
         var server = new Thread(() => ServeSocket(listener)) { Name = "serve", IsBackground = true };
         server.Start();
 
-        var names = new[] { "sleep", "lock", "result", "socket" };
+        var names = new[] { "sleep", "lock", "result", "socket", "twina", "twinb" };
         var sums = new long[names.Length];
         var sched = new long[names.Length][];
         var threads = new Thread[names.Length];
@@ -106,7 +111,7 @@ internal static class Program
         {
             int s = k;
             threads[s] = new Thread(() => RunScenario(s)) { Name = names[s] };
-            if (!(sleepOnMain && names[s] == "sleep"))
+            if (!(sleepOnMain && names[s] == "sleep") && names[s] != "twinb")
                 threads[s].Start();
         }
         if (sleepOnMain)
@@ -117,12 +122,21 @@ internal static class Program
 
         void RunScenario(int s)
         {
+            RunOne(s);
+            if (names[s] == "twina")
+                RunOne(Array.IndexOf(names, "twinb"));	// on this thread, after it
+        }
+
+        void RunOne(int s)
+        {
             long[] before = SchedStat();
             sums[s] = names[s] switch
             {
                 "sleep" => Run("sleep", BlockSleep),
                 "lock" => Run("lock", () => BlockLock(lockTurn, lockHeld)),
                 "result" => Run("result", BlockResult),
+                "twina" => Run("twina", BlockTwinA),
+                "twinb" => Run("twinb", BlockTwinB),
                 _ => RunSocket(port),
             };
             long[] after = SchedStat();
@@ -200,6 +214,24 @@ internal static class Program
     }
 
     // The holder takes the lock, says so, and sleeps holding it; the blocked side waits for it.
+    // The twins: one body, compiled optimized at once (no tier whose frame differs from the
+    // other's), called the same way.
+    [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
+    private static long BlockTwinA()
+    {
+        long t0 = Stopwatch.GetTimestamp();
+        Thread.Sleep(s_blockMs);
+        return Ns(Stopwatch.GetTimestamp() - t0);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
+    private static long BlockTwinB()
+    {
+        long t0 = Stopwatch.GetTimestamp();
+        Thread.Sleep(s_blockMs);
+        return Ns(Stopwatch.GetTimestamp() - t0);
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void HoldLock(object? arg)
     {
