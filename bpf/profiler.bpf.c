@@ -108,9 +108,10 @@ struct offcpu_frames {
 struct offcpu_known {
 	struct offcpu_site site;
 	struct offcpu_frames frames;
-	__u8 shorts;		/* its last blocks that were short, up to OFFCPU_TRUSTED_SHORTS */
+	__u8 shorts;		/* its blocks, all short so far, up to OFFCPU_TRUSTED_SHORTS */
+	__u8 had_long;		/* a block here was long: its frames are read at every block */
 	__u8 twin;		/* another known place has (or had) the same registers */
-	__u8 reserved[6];
+	__u8 reserved[5];
 };
 #define OFFCPU_TRUSTED_SHORTS 16
 
@@ -1003,7 +1004,8 @@ static __always_inline bool ring_room_take(__u64 *off_ns)
 }
 
 /* A block at the thread's known place known_at ended: one more short one there, or a long one,
- * whose stacks were needed (its next blocks have their frames checked again). */
+ * whose stacks were needed: from then on every block there has its frames read, so that a path
+ * that shares its registers is told apart at its next block, however rare. */
 static __always_inline void place_ended(struct offcpu_block *b, bool long_block)
 {
 	__u32 i = b->known_at;
@@ -1011,7 +1013,7 @@ static __always_inline void place_ended(struct offcpu_block *b, bool long_block)
 	if (i >= OFFCPU_KNOWN)
 		return;
 	if (long_block)
-		b->known[i].shorts = 0;
+		b->known[i].had_long = 1;
 	else if (b->known[i].shorts < OFFCPU_TRUSTED_SHORTS)
 		b->known[i].shorts++;
 }
@@ -1179,9 +1181,9 @@ static __always_inline bool same_registers(const struct offcpu_site *k, const st
 
 /*
  * The known place the thread's current one is by its registers alone: the slot of the one with
- * them if no other has had them (twin) and its last OFFCPU_TRUSTED_SHORTS blocks were short;
- * else OFFCPU_KNOWN when none has them, OFFCPU_KNOWN + 1 when their frames must tell. Global
- * functions (this one, known_frames, remember_site): the verifier checks each once.
+ * them if no other has had them (twin) and its blocks, OFFCPU_TRUSTED_SHORTS at least, were all
+ * short; else OFFCPU_KNOWN when none has them, OFFCPU_KNOWN + 1 when their frames must tell.
+ * Global functions (this one, known_frames, remember_site): the verifier checks each once.
  */
 __noinline int known_registers(const struct offcpu_block *b)
 {
@@ -1193,7 +1195,8 @@ __noinline int known_registers(const struct offcpu_block *b)
 		const struct offcpu_known *k = &b->known[i];
 
 		if (same_registers(&k->site, &b->site))
-			return !k->twin && k->shorts >= OFFCPU_TRUSTED_SHORTS ? i : OFFCPU_KNOWN + 1;
+			return !k->twin && !k->had_long && k->shorts >= OFFCPU_TRUSTED_SHORTS ?
+				       i : OFFCPU_KNOWN + 1;
 	}
 	return OFFCPU_KNOWN;
 }
@@ -1240,6 +1243,7 @@ __noinline int remember_site(struct offcpu_block *b)
 	b->known[i].site = b->site;
 	b->known[i].frames = b->frames;
 	b->known[i].shorts = 0;
+	b->known[i].had_long = 0;
 	b->known[i].twin = twin;
 	b->known_at = i;
 	b->known_next = (i + 1) % OFFCPU_KNOWN;
@@ -1375,10 +1379,10 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	 * The registers do not tell apart two paths that block at the same depth of the thread's
 	 * stack: a known place with these registers is this one if its frames are still there. That
 	 * costs a copy of the window (about as much again as the rest of a short block's switch-out
-	 * here), so a place that is the only one with its registers and whose last
-	 * OFFCPU_TRUSTED_SHORTS blocks were all short, whose stacks no block has needed, is taken on
-	 * its registers; its next long block has it checked again. The one block this can get wrong
-	 * is the first long one of a new path at the registers of such a place.
+	 * here), so a place that is the only one with its registers and has had OFFCPU_TRUSTED_SHORTS
+	 * blocks, all short (no block has needed its stacks), is taken on its registers; after a
+	 * long block there, every block there is checked. The one block this can get wrong is the
+	 * first long one of a new path at the registers of such a place.
 	 */
 	known = variant & SP_VAR_OFFCPU_NO_PLACE;
 	__builtin_memset(&b->frames, 0, sizeof(b->frames));

@@ -81,6 +81,23 @@ for h in hold serve; do
 	pass "$h (outside any span): $(field "$s" off_ms) ms off-CPU, none with a span"
 done
 
+# The twins again, twina's blocks short (1 ms under a 5 ms threshold), 20 of them before each of
+# twinb's 40 long ones: a place whose blocks were all short is taken on its registers, so a long
+# block there must have it checked from then on, however many short ones come between, or every
+# twinb block gets twina's stacks. The first twinb block may (its place was taken on its registers).
+start_app --ready ' ready$' "$TMP/rare.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
+	"${OFFCPU_CMD[@]}" --truth "$TMP/rare.truth.json" --blocks 40 --block-ms 20 --delay-ms 3000 --twins-rare
+record rare.pb.gz -p "$APP_PID" --off-cpu --off-cpu-threshold 5
+decode "$TMP/rare.pb.gz"
+s=$(node -pe "JSON.stringify($(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/rare.json" "$TMP/rare.truth.json").scenarios.twinb)")
+note "twinb after twina's short blocks: $s"
+ratio=$(field "$s" ratio)
+matrix_row twins-rare "$(ge "$ratio" 0.9 && le "$ratio" 1.1 && echo pass || echo fail)" ratio="$ratio" \
+	on_ms="$(field "$s" on_ms)" truth_ms="$(field "$s" truth_ms)"
+ge "$ratio" 0.9 && le "$ratio" 1.1 ||
+	fail "twinb, each block after 20 short ones of twina: $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+pass "twinb after twina's short blocks keeps its own stacks: ratio $ratio"
+
 # OTLP: a second profile, off_cpu/nanoseconds, with the pprof's off-CPU total and span links.
 node "$TOOLS/otlp-receiver.js" --decode "$TMP/offcpu.otlp.pb" > "$TMP/offcpu.otlp.json" ||
 	fail "the OTLP file does not decode"

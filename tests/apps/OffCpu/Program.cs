@@ -32,12 +32,13 @@ internal static class Program
 {
     private const string Usage =
         "usage: OffCpu --truth FILE [--blocks N] [--block-ms MS] [--delay-ms MS] [--go FIFO]\n" +
-        "              [--sleep-on-main]\n" +
+        "              [--sleep-on-main] [--twins-rare]\n" +
         "  each scenario blocks N times (default 40) for about MS ms (default 20), after waiting\n" +
         "  --delay-ms (default 1500) outside any span, or with --go until something is written to\n" +
         "  FIFO (blocking opens in WaitGo; other lines start another); the measured sums go to FILE.\n" +
         "  --sleep-on-main: the sleep scenario runs on the main thread, which has blocked since the\n" +
-        "  runtime started, not on a thread of its own. Exit 2 on bad usage.";
+        "  runtime started, not on a thread of its own. --twins-rare: twina blocks 1 ms, 20 times\n" +
+        "  before each of twinb's blocks. Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("OffCpu");
     private static readonly object s_lock = new();
@@ -48,7 +49,7 @@ internal static class Program
     {
         string? truth = null, go = null;
         int delayMs = 1500;
-        bool sleepOnMain = false;
+        bool sleepOnMain = false, twinsRare = false;
         try
         {
             for (int i = 0; i < args.Length; i++)
@@ -63,6 +64,7 @@ internal static class Program
                     case "--delay-ms": delayMs = int.Parse(Value()); break;
                     case "--go": go = Value(); break;
                     case "--sleep-on-main": sleepOnMain = true; break;
+                    case "--twins-rare": twinsRare = true; break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -122,9 +124,23 @@ internal static class Program
 
         void RunScenario(int s)
         {
+            int b = Array.IndexOf(names, "twinb");
+            if (names[s] == "twina" && twinsRare)
+            {
+                // twina's blocks short (1 ms), 20 of them before each of twinb's, on this thread
+                long[] before = SchedStat();
+                for (int i = 0; i < s_blocks; i++)
+                {
+                    sums[s] += Run("twina", () => BlockTwinA(1), 20);
+                    sums[b] += Run("twinb", () => BlockTwinB(s_blockMs), 1);
+                }
+                long[] after = SchedStat();
+                sched[s] = sched[b] = new[] { after[0] - before[0], after[1] - before[1] };
+                return;
+            }
             RunOne(s);
             if (names[s] == "twina")
-                RunOne(Array.IndexOf(names, "twinb"));	// on this thread, after it
+                RunOne(b);	// on this thread, after it
         }
 
         void RunOne(int s)
@@ -135,8 +151,8 @@ internal static class Program
                 "sleep" => Run("sleep", BlockSleep),
                 "lock" => Run("lock", () => BlockLock(lockTurn, lockHeld)),
                 "result" => Run("result", BlockResult),
-                "twina" => Run("twina", BlockTwinA),
-                "twinb" => Run("twinb", BlockTwinB),
+                "twina" => Run("twina", () => BlockTwinA(s_blockMs)),
+                "twinb" => Run("twinb", () => BlockTwinB(s_blockMs)),
                 _ => RunSocket(port),
             };
             long[] after = SchedStat();
@@ -158,10 +174,10 @@ internal static class Program
     // Blocks s_blocks times inside a root span named name. Returns the blocked nanoseconds: per
     // block, the wall time measured around the blocking call less what the thread spent on a CPU
     // and waiting for one in it (schedstat, read around it), which is not blocking.
-    private static long Run(string name, Func<long> block)
+    private static long Run(string name, Func<long> block, int count = -1)
     {
         long sum = 0;
-        for (int i = 0; i < s_blocks; i++)
+        for (int i = 0; i < (count < 0 ? s_blocks : count); i++)
         {
             using Activity? span = Src.StartActivity(name);
             long[] s0 = SchedStat();
@@ -217,18 +233,18 @@ internal static class Program
     // The twins: one body, compiled optimized at once (no tier whose frame differs from the
     // other's), called the same way.
     [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
-    private static long BlockTwinA()
+    private static long BlockTwinA(int ms)
     {
         long t0 = Stopwatch.GetTimestamp();
-        Thread.Sleep(s_blockMs);
+        Thread.Sleep(ms);
         return Ns(Stopwatch.GetTimestamp() - t0);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
-    private static long BlockTwinB()
+    private static long BlockTwinB(int ms)
     {
         long t0 = Stopwatch.GetTimestamp();
-        Thread.Sleep(s_blockMs);
+        Thread.Sleep(ms);
         return Ns(Stopwatch.GetTimestamp() - t0);
     }
 
