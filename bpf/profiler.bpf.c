@@ -36,6 +36,15 @@ const volatile __u64 offcpu_wakeup_bytes = 1 << 18;
 /* Set by user space when it attaches the off-CPU programs again after a pause (CLOCK_MONOTONIC):
  * a block that began before the pause is timed from here, not billed across the pause. */
 __u64 offcpu_resume_ns = 0;
+/*
+ * A thread's return to user space after a context switch, where the kernel reports it (the
+ * rseq_update tracepoint, for every thread registered with rseq, as glibc 2.35+ registers each):
+ * set by user space once offcpu_resume has seen its own thread come back from a sleep there
+ * (offcpu_probe_tid, offcpu_probe_seen). Then a long block's stacks and span are taken there.
+ */
+__u32 offcpu_resume_ok = 0;
+__u32 offcpu_probe_tid = 0;
+__u32 offcpu_probe_seen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -64,6 +73,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -214,6 +224,18 @@ struct offcpu_block {
 	__u8 known_at;		/* the slot of known[] of this block's place; OFFCPU_KNOWN: none */
 	__u8 ns_tid_err;	/* ns_tid failed: no span record can be found */
 	__u8 over_budget;	/* a new place past its cgroup's budget: no stacks (site.tgid 0) */
+	/* Where the thread's returns to user space are reported (offcpu_resume_ok, rseq_seen), a
+	 * block's switch-out only times it; a long one is sent as the thread returns, with the
+	 * stacks and span read there, in its own context, and the kernel stack taken as it was
+	 * woken (offcpu_kstacks). */
+	__u8 resume;		/* this block is sent at the thread's return, not from its place */
+	__u8 pending;		/* a long block waits for the return */
+	__u8 rseq_seen;		/* offcpu_resume has seen this thread return */
+	__u8 reserved2[5];
+	__u64 pending_ns;	/* its blocked time (scaled up if thinned), the blocks' sum if the
+				 * thread blocked again before returning */
+	__u64 pending_woke;	/* its wake-up, CLOCK_MONOTONIC */
+	__u64 pending_ip, pending_sp;	/* the user registers it blocked with */
 	/* The thread's constants, read at its first block: its process's start (a load from the
 	 * group leader's task, another thread's, costs a cache miss a block), its own start and
 	 * its id in its pid namespace. Valid while its global tid is seen_tid: only an exec by
@@ -240,6 +262,21 @@ struct {
 	__type(key, int);
 	__type(value, struct offcpu_block);
 } offcpu_blocks SEC(".maps");
+
+/* The kernel stack of a thread's last long block sent at its return, taken as it was woken (its
+ * return has a stack of its own): made at a thread's first such block, gone with the thread. */
+struct offcpu_kstack {
+	__u32 n;		/* frames */
+	__u32 err;		/* the walk failed */
+	__u64 ips[SP_MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_kstack);
+} offcpu_kstacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -474,6 +511,24 @@ struct {
 	__type(value, struct scan_buf);
 } scan_bufs SEC(".maps");
 
+/* The room of offcpu_resume and offcpu_exit, which send a long block from the thread's own context:
+ * they run with interrupts on (the sampler can interrupt them on their CPU, and has its own room)
+ * and, on a preemptible kernel, may be preempted there, and the other run on that CPU meanwhile:
+ * busy says so. */
+struct resume_room {
+	__u32 busy;
+	__u32 reserved;
+	struct scratch rec;
+	struct scan_buf scan;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct resume_room);
+} resume_rooms SEC(".maps");
+
 struct scan_ctx {
 	struct scan_buf *b;
 	__u64 sp, fp;
@@ -524,16 +579,16 @@ static long walk_frame(__u64 i, struct scan_ctx *c)
  * starts a chain of frame records), then walk the frames from there, after the n frames the walk
  * found. A pointer to a local buffer can pass for one and give a first frame or two that are
  * data: user space drops those (it knows the mappings). The wrappers' direct caller, whose return
- * address lies below the first frame record, is not found. Returns the frames added.
+ * address lies below the first frame record, is not found. Returns the frames added. b: the
+ * calling program's own per-CPU room.
  */
-static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n)
+static __always_inline __u32 rescue_user_stack(struct sp_sample *s, __u32 n, struct scan_buf *b)
 {
-	struct scan_ctx c = { .sp = s->leaf_sp };
-	__u32 zero = 0, room = SP_MAX_FRAMES - n;
+	struct scan_ctx c = { .sp = s->leaf_sp, .b = b };
+	__u32 room = SP_MAX_FRAMES - n;
 
 	if (!(s->flags & SP_F_LEAF_REGS) || n >= SP_MAX_FRAMES)
 		return 0;
-	c.b = bpf_map_lookup_elem(&scan_bufs, &zero);
 	if (!c.b || bpf_probe_read_user(c.b->words, SCAN_WORDS * 8, (void *)c.sp))
 		return 0;
 	/* A candidate must start a chain of SCAN_DEPTH frame records: a pointer into the stack that
@@ -699,12 +754,14 @@ static __always_inline __u64 fill_span(struct sp_sample *s, struct task_struct *
 
 /*
  * Fill the scratch record for the current thread (task, tgid:tid): task fields, user and kernel
- * stacks (none of the kernel when the event interrupted user mode), the leaf's registers, the
- * span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU switch-out, both
- * in the thread's own context: its user stack and its span record are its own.
+ * stacks (none of the kernel when the event interrupted user mode; ks's when given), the leaf's
+ * registers, the span record. Returns the bytes to send. Shared by the CPU sampler and the off-CPU
+ * programs, all in the thread's own context: its user stack and its span record are its own.
+ * rescue: the program's room for rescue_user_stack (a blocked thread's stack), or NULL.
  */
 static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct task_struct *task,
-					 __u32 tgid, __u32 tid, bool user_mode, bool rescue)
+					 __u32 tgid, __u32 tid, bool user_mode,
+					 struct scan_buf *rescue, const struct offcpu_kstack *ks)
 {
 	struct task_struct *leader;
 	__u64 off, nu;
@@ -744,7 +801,7 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 		nu = n / 8;
 		if (nu && !(variant & SP_VAR_NO_LEAF))
 			read_leaf(s, task);
-		if (rescue && nu && nu <= 2 && (n = rescue_user_stack(s, nu))) {
+		if (rescue && nu && nu <= 2 && (n = rescue_user_stack(s, nu, rescue))) {
 			s->user_scan_at = nu;
 			nu += n;
 			s->flags |= SP_F_USTACK_SCAN;
@@ -759,8 +816,17 @@ static __always_inline __u64 fill_record(void *ctx, struct sp_sample *s, struct 
 	 * find that out). */
 	if (off > STACK_BYTES)
 		return 0;	/* unreachable; keeps the verifier's bounds */
-	n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
-		bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
+	if (ks) {
+		n = ks->n * 8;
+		barrier_var(n);
+		if (n > STACK_BYTES)
+			n = STACK_BYTES;
+		if (ks->err || (n > 0 && bpf_probe_read_kernel(s->data + off, n, ks->ips)))
+			n = -1;
+	} else {
+		n = user_mode || (variant & SP_VAR_NO_KSTACK) ? 0 :
+			bpf_get_stack(ctx, s->data + off, STACK_BYTES, 0);
+	}
 	if (n < 0) {
 		s->flags |= SP_F_KSTACK_ERR;
 		count(SP_CNT_KSTACK_ERR);
@@ -813,7 +879,8 @@ int sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	/* the task's fields, and its leader's, are plain loads */
-	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), false);
+	size = fill_record(ctx, s, bpf_get_current_task_btf(), tgid, tid, in_user_mode(ctx), NULL,
+			   NULL);
 	count(s->ctx_status);
 	if (variant & SP_VAR_NO_OUTPUT)
 		return 0;
@@ -1003,6 +1070,70 @@ static __always_inline bool ring_room_take(__u64 *off_ns)
 	return true;
 }
 
+/* The user registers p entered the kernel with (its syscall's number in nr); zeros on other
+ * architectures. */
+static __always_inline void user_regs(struct task_struct *p, __u64 *ip, __u64 *sp, __u64 *bp,
+				      __u64 *nr)
+{
+	struct pt_regs *ur;
+
+	*ip = *sp = *bp = *nr = 0;
+#if defined(__TARGET_ARCH_x86)
+	ur = (struct pt_regs *)bpf_task_pt_regs(p);
+	if (ur) {
+		*ip = ur->ip;
+		*sp = ur->sp;
+		*bp = ur->bp;
+		*nr = ur->orig_ax;
+	}
+#endif
+}
+
+/*
+ * A long block of a thread whose returns to user space are reported, as it is woken (p is the
+ * thread switching in: not the current task): its kernel stack now, as it blocked (saved when it
+ * switched out; its return has a stack of its own), its user stack and span record at its return,
+ * in its own context (offcpu_resume). A thread that blocks again before it returns (in the same
+ * syscall) adds that block's time to this one.
+ */
+static __always_inline void resume_pend(struct task_struct *p, struct offcpu_block *b, __u64 woke,
+					__u64 off_ns)
+{
+	struct offcpu_kstack *ks;
+	__u64 bp, nr;
+	long n;
+
+	ks = bpf_task_storage_get(&offcpu_kstacks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ks) {
+		n = variant & SP_VAR_NO_KSTACK ? 0 : bpf_get_task_stack(p, ks->ips, sizeof(ks->ips), 0);
+		ks->err = n < 0;
+		ks->n = n > 0 ? n / 8 : 0;
+	}
+	b->pending_ns = b->pending ? b->pending_ns + off_ns : off_ns;
+	b->pending_woke = woke;
+	user_regs(p, &b->pending_ip, &b->pending_sp, &bp, &nr);
+	b->pending = 1;
+}
+
+/* A long block still waits for its thread's return as the thread blocks again. With the user
+ * registers it blocked with, it is still in that syscall (woken and blocked again): the next long
+ * block adds to it. Else it returned unreported (an exec, the program paused; a preempted
+ * offcpu_resume on a preemptible kernel): counted, not sent, and the thread's blocks are taken at
+ * their switch-outs until a return of its is seen again. A return missed the same way at the same
+ * place looks like the first case: the two blocks are sent as one, from that place. */
+static __always_inline void pending_again(struct task_struct *prev, struct offcpu_block *b)
+{
+	__u64 ip, sp, bp, nr;
+
+	user_regs(prev, &ip, &sp, &bp, &nr);
+	if (ip == b->pending_ip && sp == b->pending_sp)
+		return;
+	count(SP_CNT_OFFCPU_RESUME_MISSED);
+	count_add(SP_CNT_OFFCPU_RESUME_MISSED_NS, b->pending_ns);
+	b->pending = 0;
+	b->rseq_seen = 0;
+}
+
 /* A block at the thread's known place known_at ended: one more short one there, or a long one,
  * whose stacks were needed: from then on every block there has its frames read, so that a path
  * that shares its registers is told apart at its next block, however rare. */
@@ -1076,6 +1207,10 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
 	if (!send_budget_take(b->budget_key, now, delta, &off_ns) || !ring_room_take(&off_ns))
 		return;
+	if (b->resume) {
+		resume_pend(p, b, woke, off_ns);
+		return;
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count(SP_CNT_LOST_SCRATCH);
@@ -1279,7 +1414,6 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	struct offcpu_block *b;
 	struct scan_buf *sb;
 	struct sp_sample *rec;
-	struct pt_regs *ur;
 	__u64 ticks, n, fgen, ip, sp, bp, nr, key;
 	bool known;
 	__u32 m;
@@ -1344,6 +1478,18 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		offcpu_start(prev, b);
 		return 0;
 	}
+	/* Where its returns are reported, the block is only timed: a long one's stacks and span
+	 * are read at its return (offcpu_end, offcpu_resume). */
+	if (b->pending)
+		pending_again(prev, b);
+	b->resume = offcpu_resume_ok && b->rseq_seen && !(variant & SP_VAR_OFFCPU_PLACES);
+	if (b->resume) {
+		b->known_at = OFFCPU_KNOWN;
+		b->site.tgid = 0;
+		b->cpu = bpf_get_smp_processor_id();
+		offcpu_start(prev, b);
+		return 0;
+	}
 	if (b->seen_tid != prev->pid) {
 		b->seen_tid = prev->pid;
 		b->proc_ticks = prev->group_leader->start_boottime / SP_NSEC_PER_TICK;
@@ -1352,15 +1498,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	}
 	ticks = b->proc_ticks;
 	ip = sp = bp = nr = 0;
-#if defined(__TARGET_ARCH_x86)
-	ur = variant & SP_VAR_OFFCPU_NO_PLACE ? NULL : (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (ur) {
-		ip = ur->ip;
-		sp = ur->sp;
-		bp = ur->bp;
-		nr = ur->orig_ax;
-	}
-#endif
+	if (!(variant & SP_VAR_OFFCPU_NO_PLACE))
+		user_regs(prev, &ip, &sp, &bp, &nr);
 	b->site.tgid = tgid;
 	b->site.reserved = 0;
 	b->site.start_ticks = ticks;
@@ -1447,7 +1586,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		count(SP_CNT_LOST_SCRATCH);
 		return 0;
 	}
-	fill_record(ctx, rec, prev, tgid, prev->pid, false, true);
+	fill_record(ctx, rec, prev, tgid, prev->pid, false, bpf_map_lookup_elem(&scan_bufs, &zero),
+		    NULL);
 	st->flags = rec->flags;
 	n = COPY_STACKS(st, st->frames, rec, rec->data);
 	b->ctx_status = rec->ctx_status;
@@ -1461,6 +1601,38 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		b->site.tgid = 0;	/* not cached: the switch-in finds no stacks */
 	offcpu_start(prev, b);
 	return 0;
+}
+
+/*
+ * The long block waiting for the return of cur, the current task (its return to user space, or
+ * its exit, woken to exit): its user stack and span read here, in its own context, its kernel
+ * stack as taken when it was woken.
+ */
+static __always_inline void resume_send(void *ctx, struct task_struct *cur, struct offcpu_block *b)
+{
+	struct offcpu_kstack *ks;
+	struct resume_room *r;
+	struct sp_sample *rec;
+	__u32 zero = 0;
+	__u64 size;
+
+	b->pending = 0;
+	r = bpf_map_lookup_elem(&resume_rooms, &zero);
+	if (!r || r->busy) {
+		count(SP_CNT_LOST_SCRATCH);
+		return;
+	}
+	r->busy = 1;
+	rec = (struct sp_sample *)r->rec.buf;
+	ks = bpf_task_storage_get(&offcpu_kstacks, cur, 0, 0);
+	size = fill_record(ctx, rec, cur, cur->tgid, cur->pid, !ks, &r->scan, ks);
+	rec->flags |= SP_F_OFFCPU | (ks ? 0 : SP_F_KSTACK_ERR);
+	rec->time_ns = b->pending_woke;
+	rec->off_ns = b->pending_ns;
+	rec->cpu = b->cpu;
+	count(SP_CNT_OFFCPU_RESUMED);
+	send_record(&offcpu_events, offcpu_wakeup_bytes, SP_CNT_OFFCPU_LOST_RINGBUF, rec, size);
+	r->busy = 0;
 }
 
 /*
@@ -1478,6 +1650,39 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 	b = p->bpf_storage ? bpf_task_storage_get(&offcpu_blocks, p, 0, 0) : NULL;
 	if (!b)
 		return 0;
+	if (b->pending && p == bpf_get_current_task_btf())
+		resume_send(ctx, p, b);	/* a thread woken to exit: its user memory is still there */
 	record_drop(p, b, true);
+	return 0;
+}
+
+/*
+ * A thread returns to user space after a context switch (the rseq_update tracepoint: the kernel
+ * refreshes the rseq area of every registered thread it switched out, before it runs user code
+ * again). A profiled thread with a long block waiting sends it from here, in its own context:
+ * its user registers are still those it blocked with (a signal is delivered after this), and its
+ * span record is the one it blocked in (only the thread writes it). So the stacks and span are
+ * read only for long blocks, and each is the block's own, not its place's. Costs every thread of
+ * the node with rseq a load after each switch-out (no task storage: unprofiled), a profiled one
+ * its record's lookup.
+ */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(offcpu_resume, struct task_struct *t)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct offcpu_block *b;
+
+	if (!cur->bpf_storage) {
+		if (offcpu_probe_tid && cur->pid == offcpu_probe_tid)
+			offcpu_probe_seen = 1;
+		return 0;
+	}
+	b = bpf_task_storage_get(&offcpu_blocks, cur, 0, 0);
+	if (!b)
+		return 0;
+	if (!b->rseq_seen)
+		b->rseq_seen = 1;
+	if (b->pending)
+		resume_send(ctx, cur, b);
 	return 0;
 }

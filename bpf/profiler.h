@@ -44,6 +44,9 @@
 						 * any off-CPU timer does */
 #define SP_VAR_OFFCPU_NO_PLACE	(1u << 7)	/* no place check: every block as at a known one */
 #define SP_VAR_OFFCPU_NO_END	(1u << 8)	/* no switch-in: blocks start, never end */
+#define SP_VAR_OFFCPU_PLACES	(1u << 9)	/* every block's stacks and span at its switch-out
+						 * (the places' cache), none at its return to user
+						 * space: what a kernel without rseq_update does */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.
@@ -94,7 +97,14 @@
 	X(OFFCPU_PLACE_BUDGET, "offcpu_place_budget", "blocks at a new place of a cgroup past its "   \
 	  "places a second: stacks not taken, place not cached")                                      \
 	X(OFFCPU_BUDGET_NO_STACKS, "offcpu_budget_no_stacks", "long blocks among those: sent "       \
-	  "without stacks, marked")
+	  "without stacks, marked")                                                                   \
+	X(OFFCPU_RESUMED, "offcpu_resumed", "long blocks whose stacks and span were taken as their "  \
+	  "thread returned to user space (rseq_update), not at their switch-out")                     \
+	X(OFFCPU_RESUME_MISSED, "offcpu_resume_missed", "long blocks whose thread blocked again or "  \
+	  "was seen in user space without its return being reported (an exit, an exec, the program " \
+	  "paused): not sent")                                                                         \
+	X(OFFCPU_RESUME_MISSED_NS, "offcpu_resume_missed_ns", "the blocked time they stood for, ns "   \
+	  "(not in the profile)")
 
 enum sp_counter {
 #define SP_COUNTER_ENUM(id, name, help) SP_CNT_##id,

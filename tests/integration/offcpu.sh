@@ -5,9 +5,24 @@
 # blocking method in the stack, is within 10 % of what the app measured, the scenario's method
 # under another span gets at most 1 % of it, and the helper threads that block outside any span
 # carry no span. No timing asserts: accounting comparisons only.
+#
+# A long block's stacks and span are taken as its thread returns to user space, where the kernel
+# reports that (rseq_update); else from its place, at its switch-out. OFFCPU_PLACES=1
+# (offcpu-places.sh) runs it all the second way, as on a kernel without the tracepoint (the test
+# build's SPANPROF_BPF_VARIANT=offcpu-places).
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd dotnet node
+need_cmd dotnet node bpftool
+if [ -n "${OFFCPU_PLACES:-}" ]; then
+	need_built "$SPANPROF_TEST"
+	SPANPROF=$SPANPROF_TEST
+	export SPANPROF_BPF_VARIANT=offcpu-places
+	WANT_STACKS='taken at switch-out'
+elif [ "$(bpftool btf dump file /sys/kernel/btf/vmlinux format raw | grep -c "'btf_trace_rseq_update'")" -gt 0 ]; then
+	WANT_STACKS='taken as each long block.s thread returned to user space \([1-9]'
+else
+	WANT_STACKS='taken at switch-out'	# no rseq_update on this kernel
+fi
 
 # OFFCPU_EXE: the app in another shape .NET ships in (make test-matrix: self-contained, composite
 # ReadyToRun, Native AOT, trimmed), its hook from the package; else framework-dependent.
@@ -42,6 +57,8 @@ note "$(grep -E '^  off-CPU' "$TMP/offcpu.txt")"
 grep -q '^  off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/offcpu.txt" ||
 	{ cat "$TMP/offcpu.txt"; fail "no off-CPU blocks in the report"; }
 grep -q 'shorter blocks, [0-9.]* ms in all' "$TMP/offcpu.txt" || fail "the report lacks the short blocks"
+grep -Eq "^  off-CPU stacks: $WANT_STACKS" "$TMP/offcpu.txt" ||
+	{ grep '^  off-CPU' "$TMP/offcpu.txt"; fail "the report does not say the stacks were $WANT_STACKS"; }
 for n in $SCENARIOS; do
 	grep -Eq "^  $n +[0-9]+ms +[0-9.]+%  off-CPU +[0-9.]+ms" "$TMP/offcpu.txt" ||
 		{ cat "$TMP/offcpu.txt"; fail "--by-span lacks off-CPU time for $n"; }
@@ -98,6 +115,29 @@ ge "$ratio" 0.9 && le "$ratio" 1.1 ||
 	fail "twinb, each block after 20 short ones of twina: $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
 pass "twinb after twina's short blocks keeps its own stacks: ratio $ratio"
 
+# The twins once more, both blocking under 40 frames of one shared method: a place is told apart
+# by at most 16 frames above its syscall, so on the place path the two share one (a limit of
+# that path, not tested there); the stacks taken at the thread's return are each block's own.
+if [[ $WANT_STACKS == 'taken as'* ]]; then
+	start_app --ready ' ready$' "$TMP/deep.out" env DOTNET_STARTUP_HOOKS="$HOOK" \
+		"${OFFCPU_CMD[@]}" --truth "$TMP/deep.truth.json" --blocks 40 --block-ms 20 --delay-ms 3000 --twins-deep 40
+	record deep.pb.gz -p "$APP_PID" --off-cpu
+	decode "$TMP/deep.pb.gz"
+	r=$(node "$ROOT/tests/integration/offcpucheck.js" "$TMP/deep.json" "$TMP/deep.truth.json")
+	for n in twina twinb; do
+		s=$(node -pe "JSON.stringify(($r).scenarios.$n)")
+		note "$n under 40 shared frames: $s"
+		ratio=$(field "$s" ratio)
+		matrix_row "twins-deep-$n" "$(ge "$ratio" 0.9 && le "$ratio" 1.1 && echo pass || echo fail)" \
+			ratio="$ratio" on_ms="$(field "$s" on_ms)" truth_ms="$(field "$s" truth_ms)"
+		ge "$ratio" 0.9 && le "$ratio" 1.1 ||
+			fail "$n under 40 shared frames: $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1)"
+	done
+	pass "the twins under 40 shared frames keep their own stacks"
+else
+	note "the twins under 40 shared frames: not checked (their stacks come from their place)"
+fi
+
 # OTLP: a second profile, off_cpu/nanoseconds, with the pprof's off-CPU total and span links.
 node "$TOOLS/otlp-receiver.js" --decode "$TMP/offcpu.otlp.pb" > "$TMP/offcpu.otlp.json" ||
 	fail "the OTLP file does not decode"
@@ -141,8 +181,9 @@ ge "$ratio" 0.9 && le "$ratio" 1.1 && le "$(field "$s" wrong_rate)" 0.01 ||
 	fail "tables polled: the main thread's sleep scenario $(field "$s" on_ms) ms on its span with its method, app $(field "$s" truth_ms) ms (ratio $ratio, want 0.9..1.1); wrong span $(field "$s" wrong_ms) ms"
 pass "tables polled: the main thread, blocked before its table was registered, has its span after (ratio $ratio)"
 
-# The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there.
-grep -q 'Program::BlockSleep.*;__schedule [0-9][0-9]*$' "$TMP/offcpu.folded" || {
+# The folded output shows off-CPU nanoseconds: the sleep scenario's stacks are there, the kernel's
+# under the syscall (the wait it blocked in).
+grep -Eq 'Program::BlockSleep.*;do_syscall_64;[^;]+;.* [0-9]+$' "$TMP/offcpu.folded" || {
 	grep 'Program::BlockSleep' "$TMP/offcpu.folded" | sed 's/.*Program::BlockSleep/  ...BlockSleep/' | head -5
 	fail "--value off-cpu: no off-CPU stack of BlockSleep in the folded output"
 }

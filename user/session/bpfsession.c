@@ -56,6 +56,8 @@ struct bpfsession {
 	int nlinks;
 	struct bpf_link *fork_link;
 	struct bpf_link *offcpu_link;	/* sched_switch */
+	struct bpf_link *resume_link;	/* rseq_update: a thread's return to user space */
+	int resume_ok;			/* this kernel reports the returns: long blocks are sent there */
 	struct bpf_link *offcpu_exit_link;	/* sched_process_exit: not detached by a pause */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
@@ -195,6 +197,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
 		{ "offcpu-times", SP_VAR_OFFCPU_TIMES },
 		{ "offcpu-no-place", SP_VAR_OFFCPU_NO_PLACE }, { "offcpu-no-end", SP_VAR_OFFCPU_NO_END },
+		{ "offcpu-places", SP_VAR_OFFCPU_PLACES },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -265,6 +268,9 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	bpf_program__set_autoload(s->skel->progs.on_fork, o->follow_forks && o->npids > 0);
 	bpf_program__set_autoload(s->skel->progs.offcpu_switch, o->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.offcpu_exit, o->off_cpu);
+	/* Not every kernel has the tracepoint (rseq: Linux 4.18+, CONFIG_RSEQ). */
+	bpf_program__set_autoload(s->skel->progs.offcpu_resume, o->off_cpu &&
+				  libbpf_find_vmlinux_btf_id("rseq_update", BPF_TRACE_RAW_TP) > 0);
 	if (o->off_cpu_threshold_ns)
 		s->skel->rodata->offcpu_threshold_ns = o->off_cpu_threshold_ns;
 	if (o->off_cpu_max_threads)
@@ -312,10 +318,13 @@ err_free:
 	return NULL;
 }
 
-/* The off-CPU program (one: a block's start and end are both context switches). 0, or -1 with
- * errno. */
+/* The off-CPU programs (a block's start and end are both context switches; a long one is sent
+ * at its thread's return to user space where the kernel reports it), the return's first. 0, or
+ * -1 with errno. */
 static int offcpu_attach(struct bpfsession *s)
 {
+	if (s->resume_ok && !(s->resume_link = bpf_program__attach(s->skel->progs.offcpu_resume)))
+		return -1;
 	s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu_switch);
 	return s->offcpu_link ? 0 : -1;
 }
@@ -324,6 +333,45 @@ static void offcpu_detach(struct bpfsession *s)
 {
 	bpf_link__destroy(s->offcpu_link);
 	s->offcpu_link = NULL;
+	bpf_link__destroy(s->resume_link);
+	s->resume_link = NULL;
+}
+
+/*
+ * Whether this kernel reports a thread's return to user space after it blocked: offcpu_resume,
+ * attached, must see this thread come back from a sleep (rseq_update fires for threads registered
+ * with rseq, as glibc registers every one, and, on the kernels that have it, after every switch).
+ * If not, it is detached and every block's stacks are taken at its switch-out.
+ */
+static void resume_probe(struct bpfsession *s)
+{
+	const struct timespec ms = { 0, 1000000 };
+
+	if (bpf_program__fd(s->skel->progs.offcpu_resume) < 0 ||
+	    (s->skel->rodata->variant & SP_VAR_OFFCPU_PLACES))
+		return;	/* not loaded (no tracepoint), or the benchmarks' variant without it */
+	s->resume_link = bpf_program__attach(s->skel->progs.offcpu_resume);
+	if (!s->resume_link) {
+		log_info("off-CPU: cannot attach to rseq_update (%s): stacks taken at switch-out",
+			 strerror(errno));
+		return;
+	}
+	s->skel->bss->offcpu_probe_seen = 0;
+	s->skel->bss->offcpu_probe_tid = (uint32_t)syscall(SYS_gettid);
+	for (int i = 0; i < 5 && !s->skel->bss->offcpu_probe_seen; i++)
+		nanosleep(&ms, NULL);
+	s->skel->bss->offcpu_probe_tid = 0;
+	s->resume_ok = s->skel->bss->offcpu_probe_seen;
+	if (!s->resume_ok) {
+		log_info("off-CPU: this thread's return from a sleep was not reported (rseq_update): "
+			 "stacks taken at switch-out");
+		bpf_link__destroy(s->resume_link);
+		s->resume_link = NULL;
+		return;
+	}
+	s->skel->bss->offcpu_resume_ok = 1;
+	bpf_link__destroy(s->resume_link);	/* attached again with the switch program */
+	s->resume_link = NULL;
 }
 
 int bpfsession__attach(struct bpfsession *s)
@@ -369,6 +417,8 @@ int bpfsession__attach(struct bpfsession *s)
 				    strerror(errno));
 	}
 	/* The exit program first: a thread that exits with a record must always take it along. */
+	if (s->o.off_cpu)
+		resume_probe(s);
 	if (s->o.off_cpu &&
 	    (!(s->offcpu_exit_link = bpf_program__attach(s->skel->progs.offcpu_exit)) ||
 	     offcpu_attach(s)))
@@ -559,9 +609,26 @@ int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint
 
 int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt)
 {
-	if (!s->o.off_cpu)
+	uint64_t ns, cnt;
+
+	if (!s->o.off_cpu || prog_run_time(s->skel->progs.offcpu_switch, run_time_ns, run_cnt))
 		return -ENODATA;
-	return prog_run_time(s->skel->progs.offcpu_switch, run_time_ns, run_cnt);
+	if (s->resume_ok && !prog_run_time(s->skel->progs.offcpu_resume, &ns, &cnt))
+		*run_time_ns += ns;
+	return 0;
+}
+
+int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	*skipped = 0;
+	if (!s->resume_ok)
+		return 0;
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.offcpu_resume), &info, &len))
+		*skipped = info.recursion_misses;
+	return 1;
 }
 
 void bpfsession__free(struct bpfsession *s)

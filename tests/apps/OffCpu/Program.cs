@@ -11,7 +11,8 @@
 //   twinb   Thread.Sleep                                   in span "twinb",  method BlockTwinB
 // twina and twinb run on one thread, one after the other, through the same calls to two methods
 // of one body and frame: the thread blocks at the same depth of its stack, with the same
-// registers, in both, and only the frames above tell the two places apart.
+// registers, in both, and only the frames above tell the two places apart. With --twins-deep N
+// both block under N frames of one shared method (Deep): what tells them apart is further up.
 // Two helper threads block outside any span: HoldLock (holds the lock, sleeping) and ServeSocket
 // (waits, then answers the socket). Truth file: one JSON object
 //   {"pid": P, "scenarios": {"sleep": {"blocked_ns": N, "blocks": K, "wall_ns": W, "thread_cpu_ns": C,
@@ -32,17 +33,18 @@ internal static class Program
 {
     private const string Usage =
         "usage: OffCpu --truth FILE [--blocks N] [--block-ms MS] [--delay-ms MS] [--go FIFO]\n" +
-        "              [--sleep-on-main] [--twins-rare]\n" +
+        "              [--sleep-on-main] [--twins-rare] [--twins-deep N]\n" +
         "  each scenario blocks N times (default 40) for about MS ms (default 20), after waiting\n" +
         "  --delay-ms (default 1500) outside any span, or with --go until something is written to\n" +
         "  FIFO (blocking opens in WaitGo; other lines start another); the measured sums go to FILE.\n" +
         "  --sleep-on-main: the sleep scenario runs on the main thread, which has blocked since the\n" +
         "  runtime started, not on a thread of its own. --twins-rare: twina blocks 1 ms, 20 times\n" +
-        "  before each of twinb's blocks. Exit 2 on bad usage.";
+        "  before each of twinb's blocks. --twins-deep: the twins block under N frames of one shared\n" +
+        "  method. Exit 2 on bad usage.";
 
     private static readonly ActivitySource Src = new("OffCpu");
     private static readonly object s_lock = new();
-    private static int s_blocks = 40, s_blockMs = 20;
+    private static int s_blocks = 40, s_blockMs = 20, s_twinDepth;
     private static readonly System.Collections.Concurrent.ConcurrentDictionary<string, long> s_wall = new();
 
     private static int Main(string[] args)
@@ -65,6 +67,7 @@ internal static class Program
                     case "--go": go = Value(); break;
                     case "--sleep-on-main": sleepOnMain = true; break;
                     case "--twins-rare": twinsRare = true; break;
+                    case "--twins-deep": s_twinDepth = int.Parse(Value()); break;
                     default: throw new ArgumentException($"unknown argument '{a}'");
                 }
             }
@@ -236,7 +239,10 @@ internal static class Program
     private static long BlockTwinA(int ms)
     {
         long t0 = Stopwatch.GetTimestamp();
-        Thread.Sleep(ms);
+        if (s_twinDepth > 0)
+            Deep(s_twinDepth, ms);
+        else
+            Thread.Sleep(ms);
         return Ns(Stopwatch.GetTimestamp() - t0);
     }
 
@@ -244,8 +250,21 @@ internal static class Program
     private static long BlockTwinB(int ms)
     {
         long t0 = Stopwatch.GetTimestamp();
-        Thread.Sleep(ms);
+        if (s_twinDepth > 0)
+            Deep(s_twinDepth, ms);
+        else
+            Thread.Sleep(ms);
         return Ns(Stopwatch.GetTimestamp() - t0);
+    }
+
+    // Sleeps under depth frames of itself (the + 1 keeps each call from being a tail call).
+    [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.AggressiveOptimization)]
+    private static int Deep(int depth, int ms)
+    {
+        if (depth > 0)
+            return Deep(depth - 1, ms) + 1;
+        Thread.Sleep(ms);
+        return 0;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
