@@ -53,6 +53,32 @@ struct {
 	__type(value, __u8);
 } pid_filter SEC(".maps");
 
+/*
+ * pid_filter's keys again, as bits by tgid (64 to an element): an array lookup, which the verifier
+ * inlines, where the hash's costs about 70 ns, so that a thread of a process not profiled leaves
+ * the switch program (and an unprofiled sample the sampler) at about the cost of a load. Kept
+ * with pid_filter, set after an entry is added and cleared before one is deleted, by user space
+ * (mapped) and on_fork. A tgid past its end (pid_max raised since) is looked up in pid_filter.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);		/* resized by user space: pid_max / 64 */
+	__type(key, __u32);
+	__type(value, __u64);
+} pid_bits SEC(".maps");
+
+/* Whether tgid's process is in pid_filter. */
+static __always_inline bool in_filter(__u32 tgid)
+{
+	__u32 w = tgid / 64;
+	__u64 *bits = bpf_map_lookup_elem(&pid_bits, &w);
+
+	if (bits)
+		return *bits & (1ull << (tgid % 64));
+	return bpf_map_lookup_elem(&pid_filter, &tgid) != NULL;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);	/* hooked processes; resized by user space. An LRU:
@@ -473,10 +499,18 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
 	__u8 one = 1;
 
-	if (!follow_forks || ptgid == ctgid || !bpf_map_lookup_elem(&pid_filter, &ptgid))
+	__u32 w = ctgid / 64;
+	__u64 *bits;
+
+	if (!follow_forks || ptgid == ctgid || !in_filter(ptgid))
 		return 0;
-	if (bpf_map_update_elem(&pid_filter, &ctgid, &one, BPF_ANY))
+	if (bpf_map_update_elem(&pid_filter, &ctgid, &one, BPF_ANY)) {
 		count(SP_CNT_FILTER_FULL);
+		return 0;
+	}
+	bits = bpf_map_lookup_elem(&pid_bits, &w);
+	if (bits)
+		__sync_fetch_and_or(bits, 1ull << (ctgid % 64));
 	return 0;
 }
 
@@ -869,7 +903,7 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	if (tid == 0)
 		return 0;	/* the idle task */
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+	if (filter_pids && !in_filter(tgid))
 		return 0;
 	count(SP_CNT_SAMPLES);
 
@@ -1265,6 +1299,7 @@ static __always_inline void record_drop(struct task_struct *p, struct offcpu_blo
 
 	if (bpf_task_storage_delete(&offcpu_blocks, p) && !exiting)
 		return;
+	bpf_task_storage_delete(&offcpu_kstacks, p);	/* if it has one: it goes with the record */
 	v = bpf_map_lookup_elem(&offcpu_budgets, &key);
 	if (v && v->threads)
 		__sync_fetch_and_add(&v->threads, -1);
@@ -1443,7 +1478,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		 * thread with a record: one without stores 0, never current, and is looked up again
 		 * at its next block. */
 		fgen = b ? gen_now(SP_GEN_PID_FILTER) : 0;
-		if ((!b || b->filter_gen != fgen) && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+		if ((!b || b->filter_gen != fgen) && !in_filter(tgid)) {
 			/* Its process is no longer profiled: its record goes (its switches are not
 			 * counted, and its memory is another thread's). */
 			if (b)
@@ -1669,7 +1704,7 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 SEC("tp_btf/rseq_update")
 int BPF_PROG(offcpu_resume, struct task_struct *t)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
+	struct task_struct *cur = t;	/* the current task: the tracepoint's is */
 	struct offcpu_block *b;
 
 	if (!cur->bpf_storage) {

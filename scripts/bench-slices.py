@@ -20,7 +20,10 @@ What a switch leaves running is not in the figures: the hook and perf maps (chos
 spanprof's process-event programs (exec and the span table's mmap), the profiler's idle poll.
 Arms: none, spanprof (record -F HZ), spanprof-offcpu (the same with --off-cpu: pausing detaches
 the off-CPU programs too), base-offcpu (the same with another build's spanprof, BASE=path: two
-builds side by side in one run), offcpu-floor (spanprof-offcpu with an off-CPU program that returns
+builds side by side in one run), offcpu-elsewhere and base-offcpu-elsewhere (the two with
+--off-cpu of an idle process: what the target pays as a process not profiled), offcpu-places
+(spanprof-offcpu with every block's stacks from its place, as without rseq_update),
+offcpu-floor (spanprof-offcpu with an off-CPU program that returns
 at once: the floor of an attached sched_switch program), offcpu-times (one that only times blocks:
 no place, stacks or span), offcpu-no-place, offcpu-no-span and offcpu-no-end (the whole program
 less the place check, the span read or the switch-in that ends a block), spanprof-floor (spanprof
@@ -199,16 +202,20 @@ class Spanprof(Arm):
     resumes it. SPANPROF_BPF_VARIANT (bpf/profiler.h) picks a sampler without some of its parts;
     only the test build (build/spanprof-test) reads it, so a variant runs that one."""
 
-    def __init__(self, target, tmp, variant="", extra=(), binary=None):
+    def __init__(self, target, tmp, variant="", extra=(), binary=None, elsewhere=False):
         super().__init__(target, tmp)
         self.variant, self.extra = variant, list(extra)
         self.binary = binary or os.path.join(BUILD, "spanprof")
+        # elsewhere: record profiles an idle process, not the target: what the target pays as a
+        # process the profiler does not profile (its kernel hooks run at the target's switches)
+        self.idle = subprocess.Popen(["sleep", "100000"]) if elsewhere else None
 
     def argv(self):
         binary = self.binary
         if self.variant and binary == os.path.join(BUILD, "spanprof"):
             binary = os.path.join(BUILD, "spanprof-test")	# variants: the test build only
-        return [binary, "record", "-p", str(self.target), "-F", HZ,
+        pid = self.idle.pid if self.idle else self.target
+        return [binary, "record", "-p", str(pid), "-F", HZ,
                 "-o", os.path.join(self.tmp, "slices.pb.gz")] + self.extra
 
     def start(self):
@@ -240,6 +247,9 @@ class Spanprof(Arm):
 
     def stop(self):
         self.interrupt()
+        if self.idle:
+            self.idle.kill()
+            self.idle.wait()
 
 
 class Agent(Spanprof):
@@ -327,7 +337,7 @@ class DotnetTrace(Arm):
 # span read or the switch-in.
 OFFCPU_VARIANTS = {"offcpu-floor": "offcpu-floor", "offcpu-times": "offcpu-times",
                    "offcpu-no-place": "offcpu-no-place", "offcpu-no-span": "no-span",
-                   "offcpu-no-end": "offcpu-no-end"}
+                   "offcpu-no-end": "offcpu-no-end", "offcpu-places": "offcpu-places"}
 
 
 def make_arm(name, target, tmp, prof_cg):
@@ -341,6 +351,10 @@ def make_arm(name, target, tmp, prof_cg):
         return Spanprof(target, tmp, OFFCPU_VARIANTS[name], extra=["--off-cpu"])
     if name == "base-offcpu":	# another build's spanprof (BASE=path), --off-cpu: A/B in one run
         return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE)
+    if name == "offcpu-elsewhere":	# --off-cpu of another process: the target not profiled
+        return Spanprof(target, tmp, extra=["--off-cpu"], elsewhere=True)
+    if name == "base-offcpu-elsewhere":
+        return Spanprof(target, tmp, extra=["--off-cpu"], binary=BASE, elsewhere=True)
     if name == "spanprof-floor":	# the sampler with every part off: the perf event and a call
         return Spanprof(target, tmp, "no-ustack,no-kstack,no-leaf,no-span,no-output")
     if name == "agent":
@@ -553,12 +567,13 @@ def main():
         return
     if TARGET not in ("loop", "service", "handoff"):
         die(f"TARGET={TARGET}: loop, service or handoff")
-    known = ("none", "spanprof", "spanprof-offcpu", "base-offcpu", "spanprof-floor", "agent", "perf",
-             "dotnet-trace") + tuple(OFFCPU_VARIANTS)
+    known = ("none", "spanprof", "spanprof-offcpu", "base-offcpu", "offcpu-elsewhere",
+             "base-offcpu-elsewhere", "spanprof-floor", "agent", "perf", "dotnet-trace") + \
+        tuple(OFFCPU_VARIANTS)
     for name in ARMS:	# before anything starts, not after the warm-up
         if name not in known:
             die(f"unknown arm {name} ({' '.join(known)})")
-    if "base-offcpu" in ARMS and not os.access(BASE, os.X_OK):
+    if any(a.startswith("base-") for a in ARMS) and not os.access(BASE, os.X_OK):
         die("arm base-offcpu: BASE=path of another build's spanprof")
     for f in ("hook/SpanProf.Hook.dll", "apps/SpanLoop/SpanLoop.dll", "apps/SpanService/SpanService.dll",
               "apps/LoadGen/LoadGen.dll", "spanprof"):

@@ -59,6 +59,12 @@ grep -q '^  off-CPU: [1-9][0-9]* blocks at or above the threshold' "$TMP/offcpu.
 grep -q 'shorter blocks, [0-9.]* ms in all' "$TMP/offcpu.txt" || fail "the report lacks the short blocks"
 grep -Eq "^  off-CPU stacks: $WANT_STACKS" "$TMP/offcpu.txt" ||
 	{ grep '^  off-CPU' "$TMP/offcpu.txt"; fail "the report does not say the stacks were $WANT_STACKS"; }
+# Taken at the return: none missed, the helper threads' last blocks, which end as the app exits,
+# sent from the exit.
+if [[ $WANT_STACKS == 'taken as'* ]]; then
+	grep -q '^  off-CPU stacks: .* returns missed, not sent 0 ' "$TMP/offcpu.txt" ||
+		{ grep '^  off-CPU stacks' "$TMP/offcpu.txt"; fail "long blocks whose return was missed"; }
+fi
 for n in $SCENARIOS; do
 	grep -Eq "^  $n +[0-9]+ms +[0-9.]+%  off-CPU +[0-9.]+ms" "$TMP/offcpu.txt" ||
 		{ cat "$TMP/offcpu.txt"; fail "--by-span lacks off-CPU time for $n"; }

@@ -66,7 +66,38 @@ struct bpfsession {
 	uint32_t ctx_procs_max;
 	uint64_t *gens;		/* the gens map, mapped (profiler.h SP_GEN_*) */
 	size_t gens_len;
+	uint64_t *pid_bits;	/* the pid_bits map, mapped: pid_filter's keys as bits */
+	size_t pid_bits_len;
+	uint32_t pid_words;
 };
+
+/* The words of pid_bits for this node's pid_max (PID_MAX_LIMIT when unreadable). */
+static uint32_t pid_words(void)
+{
+	unsigned long max = 4194304;
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1 || max == 0 || max > 4194304)
+			max = 4194304;
+		fclose(f);
+	}
+	return (uint32_t)((max + 63) / 64);
+}
+
+/* pid's bit in pid_bits (pid_filter's keys as bits): set after its entry is added, cleared before it
+ * is deleted. A pid past the bitmap (pid_max raised since) has none: BPF looks it up in the hash. */
+static void pid_bit(struct bpfsession *s, uint32_t pid, int on)
+{
+	uint64_t m = 1ull << (pid % 64);
+
+	if (!s->pid_bits || pid / 64 >= s->pid_words)
+		return;
+	if (on)
+		__atomic_fetch_or(&s->pid_bits[pid / 64], m, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_and(&s->pid_bits[pid / 64], ~m, __ATOMIC_SEQ_CST);
+}
 
 /* ---- preflight ------------------------------------------------------------------------------ */
 
@@ -262,6 +293,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 	ring = o->ringbuf_mb ? (uint64_t)o->ringbuf_mb << 20 : bpfsession__auto_ringbuf_bytes(o->freq);
 	o = &s->o;
 	s->skel->rodata->wakeup_bytes = ring / 4;
+	s->pid_words = o->npids > 0 || s->skel->rodata->offcpu_filter ? pid_words() : 1;
+	bpf_map__set_max_entries(s->skel->maps.pid_bits, s->pid_words);
 	bpf_map__set_max_entries(s->skel->maps.pid_filter,
 				 o->follow_forks ? FOLLOWED_MAX : o->npids > 0 ? (uint32_t)o->npids :
 				 o->off_cpu && o->offcpu_procs_max ? o->offcpu_procs_max : 1);
@@ -290,13 +323,24 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 			   ">= 5.8 with BTF; run with -v for the verifier log", strerror(-err));
 		goto err_free;
 	}
-	for (int i = 0; i < o->npids; i++)
+	s->pid_bits_len = ((size_t)s->pid_words * 8 + sysconf(_SC_PAGESIZE) - 1) /
+			  sysconf(_SC_PAGESIZE) * sysconf(_SC_PAGESIZE);
+	s->pid_bits = mmap(NULL, s->pid_bits_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   bpf_map__fd(s->skel->maps.pid_bits), 0);
+	if (s->pid_bits == MAP_FAILED) {
+		s->pid_bits = NULL;
+		*rc = setup_error("cannot map the BPF pid filter's bits: %s", strerror(errno));
+		goto err_free;
+	}
+	for (int i = 0; i < o->npids; i++) {
 		if (bpf_map__update_elem(s->skel->maps.pid_filter, &o->pids[i], sizeof(o->pids[i]),
 					 &one, sizeof(one), BPF_ANY)) {
 			*rc = setup_error("cannot add pid %u to the filter: %s", o->pids[i],
 				   strerror(errno));
 			goto err_free;
 		}
+		pid_bit(s, o->pids[i], 1);
+	}
 	s->gens_len = (size_t)sysconf(_SC_PAGESIZE);
 	s->gens = mmap(NULL, s->gens_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       bpf_map__fd(s->skel->maps.gens), 0);
@@ -571,13 +615,19 @@ int bpfsession__offcpu_track(struct bpfsession *s, uint32_t pid, int on)
 
 	if (!s->o.off_cpu || s->o.npids || !s->o.offcpu_procs_max)
 		return -EINVAL;
-	err = on ? bpf_map__update_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &one,
-					sizeof(one), BPF_ANY) :
-		   bpf_map__delete_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), 0);
+	if (on) {
+		err = bpf_map__update_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), &one,
+					   sizeof(one), BPF_ANY);
+		if (!err)
+			pid_bit(s, pid, 1);
+		return err == -E2BIG ? -ENOSPC : err;
+	}
+	pid_bit(s, pid, 0);
+	err = bpf_map__delete_elem(s->skel->maps.pid_filter, &pid, sizeof(pid), 0);
 	/* Its threads' records say they are in the filter until the generation moves. */
-	if (!on && !err)
+	if (!err)
 		__atomic_fetch_add(&s->gens[SP_GEN_PID_FILTER], 1, __ATOMIC_SEQ_CST);
-	return err == -E2BIG ? -ENOSPC : err;
+	return err;
 }
 
 int bpfsession__is_target(const struct bpfsession *s, uint32_t pid)
@@ -643,6 +693,8 @@ void bpfsession__free(struct bpfsession *s)
 	free(s->event_fds);
 	if (s->gens)
 		munmap(s->gens, s->gens_len);
+	if (s->pid_bits)
+		munmap(s->pid_bits, s->pid_bits_len);
 	profiler_bpf__destroy(s->skel);
 	free(s);
 }
