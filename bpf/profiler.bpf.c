@@ -1086,6 +1086,8 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
  * space reads it, and a full ring loses blocks with their time. So past half full a block is sent
  * with the chance room left / half the ring, its time scaled up by the inverse, and the others are
  * counted (offcpu_ring_thinned): what is sent stands for all of it, on average, by stack and span.
+ * With less than OFFCPU_RING_MIN_ROOM left, a block is lost as to a full ring (nothing stands for
+ * it), and counted so.
  */
 static __always_inline bool ring_room_take(__u64 *off_ns)
 {
@@ -1096,7 +1098,11 @@ static __always_inline bool ring_room_take(__u64 *off_ns)
 	if (used <= half || !half)
 		return true;
 	room = size > used ? size - used : 0;
-	if (room < OFFCPU_RING_MIN_ROOM || bpf_get_prandom_u32() % half >= room) {
+	if (room < OFFCPU_RING_MIN_ROOM) {
+		count(SP_CNT_OFFCPU_LOST_RINGBUF);	/* full: lost, as a failed write is */
+		return false;
+	}
+	if (bpf_get_prandom_u32() % half >= room) {
 		count(SP_CNT_OFFCPU_RING_THINNED);
 		return false;
 	}
