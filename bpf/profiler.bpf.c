@@ -1245,12 +1245,16 @@ static __always_inline void offcpu_end(struct task_struct *p, struct offcpu_bloc
 	}
 	count(SP_CNT_OFFCPU_LONG);
 	count_add(SP_CNT_OFFCPU_LONG_NS, delta);
-	if (!send_budget_take(b->budget_key, now, delta, &off_ns) || !ring_room_take(&off_ns))
+	if (!send_budget_take(b->budget_key, now, delta, &off_ns))
 		return;
+	/* Sent at the return: the ring's room is looked at there, where the record is written (a
+	 * look now would let every thread woken meanwhile in). */
 	if (b->resume) {
 		resume_pend(p, b, woke, off_ns);
 		return;
 	}
+	if (!ring_room_take(&off_ns))
+		return;
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count(SP_CNT_LOST_SCRATCH);
@@ -1654,10 +1658,13 @@ static __always_inline void resume_send(void *ctx, struct task_struct *cur, stru
 	struct offcpu_kstack *ks;
 	struct resume_room *r;
 	struct sp_sample *rec;
+	__u64 size, off_ns;
 	__u32 zero = 0;
-	__u64 size;
 
 	b->pending = 0;
+	off_ns = b->pending_ns;
+	if (!ring_room_take(&off_ns))
+		return;
 	r = bpf_map_lookup_elem(&resume_rooms, &zero);
 	if (!r || r->busy) {
 		count(SP_CNT_LOST_SCRATCH);
@@ -1669,7 +1676,7 @@ static __always_inline void resume_send(void *ctx, struct task_struct *cur, stru
 	size = fill_record(ctx, rec, cur, cur->tgid, cur->pid, !ks, &r->scan, ks);
 	rec->flags |= SP_F_OFFCPU | (ks ? 0 : SP_F_KSTACK_ERR);
 	rec->time_ns = b->pending_woke;
-	rec->off_ns = b->pending_ns;
+	rec->off_ns = off_ns;
 	rec->cpu = b->cpu;
 	count(SP_CNT_OFFCPU_RESUMED);
 	send_record(&offcpu_events, offcpu_wakeup_bytes, SP_CNT_OFFCPU_LOST_RINGBUF, rec, size);
