@@ -118,9 +118,10 @@ int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_n
 }
 
 /* Long blocks' stacks from their places: no rseq_update here. */
-int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped)
+int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped, const char **why)
 {
 	*skipped = 0;
+	*why = "this kernel has no rseq_update";
 	return 0;
 }
 

@@ -113,6 +113,7 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 			  uint64_t scan_dropped)
 {
 	uint64_t run_ns, runs, skipped;
+	const char *why;
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
 		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks at a "
@@ -133,14 +134,14 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		c[SP_CNT_OFFCPU_PLACE_BUDGET], c[SP_CNT_OFFCPU_BUDGET_NO_STACKS],
 		c[SP_CNT_OFFCPU_THINNED], c[SP_CNT_OFFCPU_RATE], c[SP_CNT_OFFCPU_RATE_NS] / 1e6,
 		c[SP_CNT_OFFCPU_RING_THINNED], c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);
-	if (bpfsession__offcpu_at_return(engine__bpf(e), &skipped))
+	if (bpfsession__offcpu_at_return(engine__bpf(e), &skipped, &why))
 		fprintf(f, "  off-CPU stacks: taken as each long block's thread returned to user space "
 			"(%" PRIu64 " long blocks); returns missed, not sent %" PRIu64 " (%.1f ms), returns "
 			"the kernel skipped the program for %" PRIu64 "\n", c[SP_CNT_OFFCPU_RESUMED],
 			c[SP_CNT_OFFCPU_RESUME_MISSED], c[SP_CNT_OFFCPU_RESUME_MISSED_NS] / 1e6, skipped);
 	else
-		fprintf(f, "  off-CPU stacks: taken at switch-out, once per place (this kernel does not "
-			"report a thread's return to user space)\n");
+		fprintf(f, "  off-CPU stacks: taken at switch-out, once per place (not at the thread's "
+			"return to user space: %s)\n", why);
 	if (!bpfsession__offcpu_run_time(engine__bpf(e), &run_ns, &runs))
 		fprintf(f, "  off-CPU cost: %.3f us of BPF run time per context switch (%" PRIu64
 			" runs)\n", run_ns / 1e3 / runs, runs);

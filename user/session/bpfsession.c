@@ -58,6 +58,7 @@ struct bpfsession {
 	struct bpf_link *offcpu_link;	/* sched_switch */
 	struct bpf_link *resume_link;	/* rseq_update: a thread's return to user space */
 	int resume_ok;			/* this kernel reports the returns: long blocks are sent there */
+	char resume_why[96];		/* if not, why not (the report says) */
 	struct bpf_link *offcpu_exit_link;	/* sched_process_exit: not detached by a pause */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
@@ -70,6 +71,18 @@ struct bpfsession {
 	size_t pid_bits_len;
 	uint32_t pid_words;
 };
+
+/* A mmapable BPF array of at least bytes, mapped read-write; *len: the length mapped (whole pages,
+ * for munmap). NULL with errno. */
+static void *map_mmap(const struct bpf_map *map, size_t bytes, size_t *len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = (bytes + page - 1) / page * page;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
 
 /* The words of pid_bits for this node's pid_max (PID_MAX_LIMIT when unreadable). */
 static uint32_t pid_words(void)
@@ -323,12 +336,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 			   ">= 5.8 with BTF; run with -v for the verifier log", strerror(-err));
 		goto err_free;
 	}
-	s->pid_bits_len = ((size_t)s->pid_words * 8 + sysconf(_SC_PAGESIZE) - 1) /
-			  sysconf(_SC_PAGESIZE) * sysconf(_SC_PAGESIZE);
-	s->pid_bits = mmap(NULL, s->pid_bits_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			   bpf_map__fd(s->skel->maps.pid_bits), 0);
-	if (s->pid_bits == MAP_FAILED) {
-		s->pid_bits = NULL;
+	s->pid_bits = map_mmap(s->skel->maps.pid_bits, (size_t)s->pid_words * 8, &s->pid_bits_len);
+	if (!s->pid_bits) {
 		*rc = setup_error("cannot map the BPF pid filter's bits: %s", strerror(errno));
 		goto err_free;
 	}
@@ -341,11 +350,8 @@ struct bpfsession *bpfsession__open(const struct bpfsession_opts *o, bpfsession_
 		}
 		pid_bit(s, o->pids[i], 1);
 	}
-	s->gens_len = (size_t)sysconf(_SC_PAGESIZE);
-	s->gens = mmap(NULL, s->gens_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(s->skel->maps.gens), 0);
-	if (s->gens == MAP_FAILED) {
-		s->gens = NULL;
+	s->gens = map_mmap(s->skel->maps.gens, SP_GEN__MAX * sizeof(*s->gens), &s->gens_len);
+	if (!s->gens) {
 		*rc = setup_error("cannot map the BPF generations: %s", strerror(errno));
 		goto err_free;
 	}
@@ -367,7 +373,8 @@ err_free:
  * -1 with errno. */
 static int offcpu_attach(struct bpfsession *s)
 {
-	if (s->resume_ok && !(s->resume_link = bpf_program__attach(s->skel->progs.offcpu_resume)))
+	if (s->resume_ok && !s->resume_link &&
+	    !(s->resume_link = bpf_program__attach(s->skel->progs.offcpu_resume)))
 		return -1;
 	s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu_switch);
 	return s->offcpu_link ? 0 : -1;
@@ -391,13 +398,19 @@ static void resume_probe(struct bpfsession *s)
 {
 	const struct timespec ms = { 0, 1000000 };
 
-	if (bpf_program__fd(s->skel->progs.offcpu_resume) < 0 ||
-	    (s->skel->rodata->variant & SP_VAR_OFFCPU_PLACES))
-		return;	/* not loaded (no tracepoint), or the benchmarks' variant without it */
+	if (bpf_program__fd(s->skel->progs.offcpu_resume) < 0) {
+		snprintf(s->resume_why, sizeof(s->resume_why), "this kernel has no rseq_update");
+		return;
+	}
+	if (s->skel->rodata->variant & SP_VAR_OFFCPU_PLACES) {
+		snprintf(s->resume_why, sizeof(s->resume_why), "the test build's variant offcpu-places");
+		return;
+	}
 	s->resume_link = bpf_program__attach(s->skel->progs.offcpu_resume);
 	if (!s->resume_link) {
-		log_info("off-CPU: cannot attach to rseq_update (%s): stacks taken at switch-out",
+		snprintf(s->resume_why, sizeof(s->resume_why), "cannot attach to rseq_update: %s",
 			 strerror(errno));
+		log_info("off-CPU: %s: stacks taken at switch-out", s->resume_why);
 		return;
 	}
 	s->skel->bss->offcpu_probe_seen = 0;
@@ -407,15 +420,14 @@ static void resume_probe(struct bpfsession *s)
 	s->skel->bss->offcpu_probe_tid = 0;
 	s->resume_ok = s->skel->bss->offcpu_probe_seen;
 	if (!s->resume_ok) {
-		log_info("off-CPU: this thread's return from a sleep was not reported (rseq_update): "
-			 "stacks taken at switch-out");
+		snprintf(s->resume_why, sizeof(s->resume_why), "this kernel did not report spanprof's "
+			 "return from a sleep (rseq_update)");
+		log_info("off-CPU: %s: stacks taken at switch-out", s->resume_why);
 		bpf_link__destroy(s->resume_link);
 		s->resume_link = NULL;
 		return;
 	}
-	s->skel->bss->offcpu_resume_ok = 1;
-	bpf_link__destroy(s->resume_link);	/* attached again with the switch program */
-	s->resume_link = NULL;
+	s->skel->bss->offcpu_resume_ok = 1;	/* the link stays: offcpu_attach keeps it */
 }
 
 int bpfsession__attach(struct bpfsession *s)
@@ -668,12 +680,13 @@ int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_n
 	return 0;
 }
 
-int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped)
+int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped, const char **why)
 {
 	struct bpf_prog_info info = { 0 };
 	__u32 len = sizeof(info);
 
 	*skipped = 0;
+	*why = s->resume_why;
 	if (!s->resume_ok)
 		return 0;
 	if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.offcpu_resume), &info, &len))

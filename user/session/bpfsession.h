@@ -77,9 +77,9 @@ int bpfsession__run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint
  * where it is used), and sched_switch's runs. -ENODATA: not attached, or no stats. */
 int bpfsession__offcpu_run_time(const struct bpfsession *s, uint64_t *run_time_ns, uint64_t *run_cnt);
 /* Whether long blocks are sent at their thread's return to user space (1), or from their place's
- * stacks taken at switch-out (0); *skipped: returns the kernel did not run the program for (it was
- * still running on that CPU: a preemptible kernel). */
-int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped);
+ * stacks taken at switch-out (0), and *why not then; *skipped: returns the kernel did not run the
+ * program for (it was still running on that CPU: a preemptible kernel). */
+int bpfsession__offcpu_at_return(const struct bpfsession *s, uint64_t *skipped, const char **why);
 void bpfsession__free(struct bpfsession *s);	/* NULL-safe */
 
 /* The counters' short names and meanings, from the one table in profiler.h. */
