@@ -202,20 +202,29 @@ struct offcpu_bucket {
 };
 
 /*
- * A cgroup's long blocks sent: about offcpu_max_rate a second, however many it has. A process
- * whose threads block long very often would otherwise fill the off-CPU ring that every process's
- * long blocks share, and cost the consumer a record each. Past the rate they are thinned: when the
- * cgroup had more than a tick's share (offcpu_max_rate / OFFCPU_TICKS) in the tick before, each
- * is sent at random with the chance share / that many, its time scaled by the inverse, so the
- * profile's off-CPU time by stack and span stays right on average. A token bucket (a second's
- * rate, an eighth of it at once) bounds what is sent in a tick that grows faster than that: a
- * long block past it is counted, with the time it stood for, and not sent.
+ * A cgroup's long blocks sent: about offcpu_max_rate a second, however many it has. Each costs its
+ * stacks (microseconds of BPF, in the blocked thread's own time) and the consumer a record, and a
+ * process whose threads block long very often would otherwise fill the off-CPU ring that every
+ * process's long blocks share. Past the rate they are thinned by their time, as the CPU sampler
+ * thins CPU time. While the cgroup's long blocks a second (smoothed over about a second of ticks)
+ * are more than the rate, a quantum of time stands for each block sent: a block at least a quantum
+ * long is sent with its own time, a shorter one with the chance its time / the quantum, carrying
+ * a quantum. The quantum is the smoothed blocked time a second over the rate, each block's time
+ * counted up to the quantum then in force: at the quantum where that holds, the chances add up to
+ * the rate. So what is sent stands for the blocked time by stack and span on average, the longest
+ * blocks each exactly, and a burst shorter than a second thins nothing. A token bucket (a second's
+ * rate, an eighth of it at once) bounds what is sent while the quantum catches up: a long block
+ * past it is counted, with the time it stood for, and not sent.
  */
 struct offcpu_sends {
 	struct offcpu_bucket bucket;
-	__u64 tick;		/* the tick seen counts in */
+	__u64 tick;		/* the tick seen and seen_ns count in */
 	__u64 seen;		/* long blocks in it */
-	__u64 seen_before;	/* in the tick before (0: that one had none, or is not the last) */
+	__u64 seen_ns;		/* their time, each up to the quantum (a tick while there is none) */
+	__u64 per_sec;		/* long blocks, the ticks before this one smoothed: a second's */
+	__u64 ns_per_sec;	/* their time, as seen_ns, smoothed the same way */
+	__u64 weight;		/* the ticks smoothed, in 16ths: 256 after a second or more */
+	__u64 quantum;		/* 0: within the rate, nothing is thinned */
 };
 
 /* A cgroup's budgets: new places, long blocks sent, threads with a block record. */
@@ -569,6 +578,14 @@ struct scan_ctx {
 	__u32 tries, n;
 };
 
+/* Whether the stack word v, at address slot, could be a saved frame pointer: 16-byte aligned, further
+ * up the same stack (within 64 KiB). Both searches for the first frame record (scan_word on user
+ * memory, find_word in the window) start from it. */
+static __always_inline bool fp_candidate(__u64 v, __u64 slot)
+{
+	return v > slot && v <= slot + 65536 && !(v & 15);
+}
+
 /* bpf_loop callbacks (the verifier checks a callback once, not every turn of a loop). */
 static long scan_word(__u64 i, struct scan_ctx *c)
 {
@@ -578,7 +595,7 @@ static long scan_word(__u64 i, struct scan_ctx *c)
 	if (i >= SCAN_WORDS || c->tries >= SCAN_TRIES)
 		return 1;
 	v = c->b->words[i];
-	if (v <= slot || v > slot + 65536 || (v & 15))
+	if (!fp_candidate(v, slot))
 		return 0;
 	c->tries++;
 	for (d = 0, f = v; d < SCAN_DEPTH; d++) {
@@ -724,7 +741,7 @@ static long find_word(__u64 i, struct find_ctx *c)
 		return 1;
 	v = b->words[i];
 	slot = sp + i * 8;
-	if (v <= slot || v > slot + 65536 || (v & 15))
+	if (!fp_candidate(v, slot))
 		return 0;
 	for (d = 0, f = v; d < SCAN_DEPTH; d++) {
 		r = window_record(b->words, n, sp, f);
@@ -1038,13 +1055,11 @@ static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)
 	return q * b + a % c * b / c;
 }
 
-#define OFFCPU_SEEN_MAX (1u << 24)	/* long blocks a tick that thinning tells apart */
-
 /* Whether a long block of delta ns, counted in the budgets with this key, is sent, and the time
- * it stands for in *off_ns (delta, or scaled up when thinned), or counted as left out. */
+ * it stands for in *off_ns (delta, or a quantum when thinned), or counted as left out. */
 static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, __u64 *off_ns)
 {
-	__u64 tick = tick_of(now), share, before;
+	__u64 tick = tick_of(now), quantum, cap, gap, w, r;
 	struct offcpu_budget *v = budget_of(key, tick);
 	struct offcpu_sends *s;
 
@@ -1054,21 +1069,42 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
 		return false;
 	}
 	s = &v->sends;
-	if (tick != s->tick) {
-		s->seen_before = tick == s->tick + 1 ? s->seen : 0;
+	if (tick > s->tick) {
+		/* The tick ended goes in with the weight 1, each one before with 15/16 of the next
+		 * one's: at a steady rate the sums are a second's. Ticks with no long block since
+		 * take a sixteenth off each (close enough to 15/16 each). Until the weights add up
+		 * to a second the sums are scaled up to one, from a quarter second's at least, so
+		 * that a flood is thinned within a few ticks and a burst of one tick is not. CPUs
+		 * racing here may fold a tick twice or lose a few blocks of it: the quantum is off
+		 * for a tick, the bucket still holds. */
+		gap = tick - s->tick - 1;
+		gap = gap < OFFCPU_TICKS ? OFFCPU_TICKS - gap : 0;
+		s->per_sec = (s->per_sec * (OFFCPU_TICKS - 1) / OFFCPU_TICKS + s->seen) * gap /
+			     OFFCPU_TICKS;
+		s->ns_per_sec = (s->ns_per_sec / OFFCPU_TICKS * (OFFCPU_TICKS - 1) + s->seen_ns) /
+				OFFCPU_TICKS * gap;
+		s->weight = (s->weight * (OFFCPU_TICKS - 1) / OFFCPU_TICKS + OFFCPU_TICKS) * gap /
+			    OFFCPU_TICKS;
+		w = s->weight > OFFCPU_TICKS * OFFCPU_TICKS / 4 ? s->weight :
+								   OFFCPU_TICKS * OFFCPU_TICKS / 4;
+		s->quantum = s->per_sec * OFFCPU_TICKS * OFFCPU_TICKS / w > offcpu_max_rate ?
+				     s->ns_per_sec / w * OFFCPU_TICKS * OFFCPU_TICKS / offcpu_max_rate : 0;
 		s->seen = 0;
+		s->seen_ns = 0;
 		s->tick = tick;
 	}
+	quantum = s->quantum;
+	cap = quantum ? quantum : 1000000000ull / OFFCPU_TICKS;
 	__sync_fetch_and_add(&s->seen, 1);
-	share = offcpu_max_rate / OFFCPU_TICKS ? offcpu_max_rate / OFFCPU_TICKS : 1;
-	before = s->seen_before < OFFCPU_SEEN_MAX ? s->seen_before : OFFCPU_SEEN_MAX;
+	__sync_fetch_and_add(&s->seen_ns, delta < cap ? delta : cap);
 	*off_ns = delta;
-	if (before > share) {
-		if (bpf_get_prandom_u32() % before >= share) {
+	if (delta < quantum) {
+		r = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32();
+		if (r % quantum >= delta) {
 			count(SP_CNT_OFFCPU_THINNED);
 			return false;
 		}
-		*off_ns = mul_div(delta, before, share);
+		*off_ns = quantum;
 	}
 	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8)) {
 		count(SP_CNT_OFFCPU_RATE);

@@ -25,7 +25,8 @@
 #define SP_NSEC_PER_TICK (1000000000ull / SP_USER_HZ)
 #define SP_LEAF_WORDS	 8	/* u64 words of the user stack copied from the leaf's sp */
 #define SP_OFFCPU_MAX_THREADS 32768	/* --off-cpu-max-threads: threads with a block record */
-#define SP_OFFCPU_MAX_RATE 10000	/* --off-cpu-max-rate: long blocks a cgroup sends a second */
+#define SP_OFFCPU_MAX_RATE 500	/* --off-cpu-max-rate: long blocks a cgroup sends a second (each
+				 * costs its thread 10-20 us of stacks: about 1 % of a CPU) */
 
 /*
  * Variants of the sampler without one of its parts, for measuring what each costs
@@ -74,7 +75,7 @@
 	  "unless counted below")                                                                     \
 	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
 	X(OFFCPU_THINNED, "offcpu_thinned", "long blocks of a cgroup past its --off-cpu-max-rate, "  \
-	  "not sent: others sent with their time scaled up stand for them")                          \
+	  "not sent: others sent carrying a quantum of time stand for them")                          \
 	X(OFFCPU_RATE, "offcpu_rate", "long blocks past the bound on what a cgroup sends in a "       \
 	  "sixteenth of a second: counted, not sent, not stood for")                                   \
 	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "the blocked time they stood for, ns (not in the "      \

@@ -14,9 +14,14 @@
 #     tick that grows too fast) stood for;
 #   - and stand for them by stack: a quarter of the flood's threads block in wait_b(), the rest
 #     in wait_a(), and wait_b holds 0.22-0.28 of the two's off-CPU time in the profile;
-#   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s.
-# Then four cgroups each flood at once (500 threads each), each held to the default rate (10,000 a
-# second): together they send more than user space reads, and the off-CPU ring buffer (1 MiB) once
+#   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s;
+#   - a sleeper in the flood's own cgroup (one thread sleeping 1 s in sleeper_wait, over and over)
+#     has each of its blocks sent with its own time: thinning is by time, and a block longer than
+#     the quantum (the flood's blocked time a second over the rate, here about 0.4 s) is never
+#     thinned: 4.5-6.5 s in sleeper_wait. Thinned by count, as before, each was sent with the
+#     chance 1 in 20, standing for 20 s.
+# Then four cgroups each flood at once (500 threads each), each held to --off-cpu-max-rate 10000:
+# together they send more than user space reads, and the off-CPU ring buffer (1 MiB) once
 # filled and lost tens of thousands of long blocks, their time with them:
 #   - no long block lost to a full ring: past half full, blocks are thinned (counted), those sent
 #     standing for them;
@@ -35,15 +40,18 @@ start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 12 2000 0
 FLOOD_PID=$APP_PID
 start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
 VICTIM_PID=$APP_PID
+start_app "$TMP/sleeper.out" in_cgroup flood "$CHURN" sleeper 12 1000
+SLEEPER_PID=$APP_PID
 in_cgroup victim "$HOT" > /dev/null 2>&1 &
 HOT_PID=$!
 register "$HOT_PID"
 sleep 1	# past the victim's first block, which began before it was profiled
 
-record_offcpu flood -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$HOT_PID" --off-cpu-max-rate 5000 -d 6
+record_offcpu flood -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$SLEEPER_PID" -p "$HOT_PID" \
+	--off-cpu-max-rate 5000 -d 6
 line=$OFFCPU_LINE
 cpu_lost=$(sed -n 's/^  lost: ring buffer full \([0-9][0-9]*\),.*/\1/p' "$TMP/flood.txt")
-thinned=$(offcpu_count "$TMP/flood.txt" "thinned (stood for by others, their time scaled up)")
+thinned=$(offcpu_count "$TMP/flood.txt" "thinned by their time (stood for by others, each carrying a quantum)")
 rate=$(offcpu_count "$TMP/flood.txt" "past the bound (not sent)")
 cut_ms=$(echo "$line" | sed -n 's/.*past the bound (not sent) [0-9]*, standing for \([0-9.]*\) ms.*/\1/p')
 long=$(sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above the threshold.*/\1/p' "$TMP/flood.txt")
@@ -56,10 +64,11 @@ ratio=$(awk -v p="$prof_ms" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? p /
 # With the time that the blocks cut at the bound stood for, all of it.
 ratio_all=$(awk -v p="$prof_ms" -v c="${cut_ms:-0}" -v l="$long_ms" 'BEGIN { printf "%.3f", (l > 0 ? (p + c) / l : 0) }')
 named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/flood.folded")
+slept=$(awk '$1 ~ /;sleeper_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/flood.folded")
 # The flood's split between its two stacks (folded VALUE in nanoseconds).
 share_b=$(awk '$1 ~ /;wait_b;/ { b += $NF } $1 ~ /;wait_a;/ { a += $NF }
 	END { printf "%.3f", (a + b > 0 ? b / (a + b) : 0) }' "$TMP/flood.folded")
-note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $thinned thinned, $rate past the bound; in the profile $prof_ms ms of $long_ms ms ($ratio; with those cut at the bound, $cut_ms ms more: $ratio_all); victim: $named ns in victim_wait"
+note "CPU samples lost to a full ring: $cpu_lost; long blocks: $long, $sent sent, $thinned thinned, $rate past the bound; in the profile $prof_ms ms of $long_ms ms ($ratio; with those cut at the bound, $cut_ms ms more: $ratio_all); victim: $named ns in victim_wait; sleeper: $slept ns in sleeper_wait"
 head -2 "$TMP/flood.txt" | sed 's/^/# /'
 
 [ "$cpu_lost" = 0 ] || fail "$cpu_lost CPU samples lost to a full ring buffer next to the flood"
@@ -85,16 +94,18 @@ ge "$named" 4500000000 || {
 	fail "the victim's off-CPU time with its stacks (victim_wait): $named ns of about 6 s"
 }
 pass "the victim's off-CPU time was all sent next to the flood: $named ns in victim_wait"
+in_range "$slept" 4500000000 6500000000 "the sleeper in the flood's cgroup: $slept ns in sleeper_wait, not its own time: blocks longer than the quantum were thinned" \
+	"the sleeper in the flood's cgroup has its own time: $slept ns in sleeper_wait (blocks longer than the quantum are not thinned)"
 
 # 2. Four flooding cgroups at once: the shared off-CPU ring buffer.
-kill "$FLOOD_PID" "$VICTIM_PID" "$HOT_PID" 2> /dev/null
+kill "$FLOOD_PID" "$VICTIM_PID" "$SLEEPER_PID" "$HOT_PID" 2> /dev/null
 pids=()
 for g in f1 f2 f3 f4; do
 	start_app "$TMP/$g.out" in_cgroup "$g" "$CHURN" threads 12 500 0
 	pids+=(-p "$APP_PID")
 done
 sleep 1
-record_offcpu multi "${pids[@]}" -d 6
+record_offcpu multi "${pids[@]}" --off-cpu-max-rate 10000 -d 6
 line=$OFFCPU_LINE
 ring_thinned=$(offcpu_count "$TMP/multi.txt" "over half full (stood for by others)")
 ring_thinned=${ring_thinned:-0}

@@ -43,9 +43,9 @@ const char *const sp_counter_help[SP_CNT__MAX] = {
 /* Cgroups whose new places in it are counted against OFFCPU_PLACES_PER_SEC (bpf/profiler.bpf.c): an
  * LRU, so a cgroup left out starts its second afresh. */
 #define OFFCPU_BUDGETS 1024
-/* The long blocks' own ring buffer: a wake-up at a quarter full, a bit more than 25 ms of a cgroup
- * at its --off-cpu-max-rate (10,000 a second of records of 1 KiB and under). Its data pages are
- * mapped twice: up to 2 MiB resident once it has wrapped. */
+/* The long blocks' own ring buffer: a wake-up at a quarter full, a bit more than 25 ms of 10,000
+ * records of 1 KiB and under a second (20 cgroups at the default --off-cpu-max-rate). Its data
+ * pages are mapped twice: up to 2 MiB resident once it has wrapped. */
 #define OFFCPU_RING_BYTES (1u << 20)
 
 struct bpfsession {

@@ -6,6 +6,8 @@
  *                                      sleeping 1 us there: all short blocks, each at a new place
  *   placechurn victim SECONDS MS       one thread sleeping MS ms in victim_wait(), over and over:
  *                                      every block long, always at the same place
+ *   placechurn sleeper SECONDS MS      the same in sleeper_wait(): a victim told apart from
+ *                                      another (tests/integration/offcpu-flood.sh)
  *   placechurn threads SECONDS LIVE N  LIVE threads at a time, each sleeping 20 ms N times (one in
  *                                      four in wait_b(), the others in wait_a()) and
  *                                      exiting, replaced at once (N 0: they never exit), for the
@@ -68,13 +70,21 @@ static __attribute__((noinline)) void victim_wait(long ms)
 	__asm__ volatile("" ::: "memory");	/* keeps the call a call, not a tail call */
 }
 
+static __attribute__((noinline)) void sleeper_wait(long ms)
+{
+	sleep_ns(ms * 1000000L);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void (*victim_at)(long ms) = victim_wait;
+
 static void *victim(void *arg)
 {
 	long ms = (long)arg;
 	unsigned long n = 0;
 
 	while (!stop) {
-		victim_wait(ms);
+		victim_at(ms);
 		n++;
 	}
 	blocks[0] = n;
@@ -154,6 +164,7 @@ int main(int argc, char **argv)
 	long arg = 0, i, nthreads;
 	unsigned long total = 0;
 	int is_churn = argc == 4 && !strcmp(argv[1], "churn");
+	int is_sleeper = argc == 4 && !strcmp(argv[1], "sleeper");
 
 	if (argc == 5 && !strcmp(argv[1], "threads") && (secs = atof(argv[2])) > 0 &&
 	    (arg = atol(argv[3])) > 0 && (thread_blocks = atol(argv[4])) >= 0) {
@@ -170,12 +181,14 @@ int main(int argc, char **argv)
 		secs = atof(argv[2]);
 		arg = atol(argv[3]);
 	}
-	if (argc != 4 || (!is_churn && strcmp(argv[1], "victim")) || secs <= 0 || arg <= 0 ||
-	    (is_churn && arg > 64)) {
+	if (argc != 4 || (!is_churn && !is_sleeper && strcmp(argv[1], "victim")) || secs <= 0 ||
+	    arg <= 0 || (is_churn && arg > 64)) {
 		fprintf(stderr, "usage: placechurn churn SECONDS THREADS(1-64) | victim SECONDS MS | "
-			"threads SECONDS LIVE N\n");
+			"sleeper SECONDS MS | threads SECONDS LIVE N\n");
 		return 2;
 	}
+	if (is_sleeper)
+		victim_at = sleeper_wait;
 	nthreads = is_churn ? arg : 1;
 	for (i = 0; i < nthreads; i++)
 		if (pthread_create(&t[i], NULL, is_churn ? churn : victim,
