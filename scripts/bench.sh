@@ -54,7 +54,7 @@ collide  bench-collide.sh   record on a process forging frames that collide unde
 parts    bench-sampler.sh   sampler parts: BPF run time per sample on SpanService, without each part in turn
 syscall  bench-syscall.sh   an unrelated process: getppid and mmap with no spanprof, agent, record (about 2 minutes)
 offcpu   bench-offcpu.sh    --off-cpu at a high context-switch rate: BPF time per switch, throughput
-handoff  bench-handoff.sh   --off-cpu on a .NET ring of threads handing work along: BPF time per switch, throughput side by side (about 8 minutes)
+handoff  bench-handoff.sh   --off-cpu on a .NET ring of threads handing work along and on a saturated web service: BPF time per switch, throughput side by side (about 14 minutes)
 hook     bench-hook.sh      the hook: cost per ExecutionContext switch (BenchmarkDotNet; minutes)
 service  bench-service.sh   the service side by side: spanprof, perf, dotnet-trace (ratios to none)
 slices   bench-slices.py    profilers switched off and on in slices of one run (about 35 minutes)
