@@ -2,7 +2,8 @@
 # symbols.sh: runtime symbols of a stripped library. A local HTTP server serves the debug file the
 # test made (objcopy --only-keep-debug) in the debuginfod layout, then in the SSQP one: the
 # library's local functions get their names. With the server down: a counted failure, frames
-# grouped by .eh_frame function, exit 0. And a container's binary whose .gnu_debuglink names a
+# grouped by .eh_frame function, exit 0. A server that never answers: record waits at most 5 s
+# after its window, its programs detached. And a container's binary whose .gnu_debuglink names a
 # file that exists only on the host: not used, the refusal counted and named.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -95,6 +96,40 @@ done < "$TMP/down.libsym"
 hot_a=$(awk '$2 == "sym_hot_a" { print $1 }' "$TMP/funcs.txt" | sed 's/^0*//')
 grep -qx "libsym.so!0x$hot_a" "$TMP/down.libsym" || { cat "$TMP/down.libsym"; fail "sym_hot_a not seen as libsym.so!0x$hot_a"; }
 pass "server down: 1 failure counted, exit 0 in $((t1 - t0)) s, $(wc -l < "$TMP/down.libsym") libsym.so frames, each one function start"
+stop "$pid"
+
+# A server that never answers: record waits for it at most RECORD_SYMBOL_WAIT_MS (5 s) after its
+# window, and none of its programs runs meanwhile, the off-CPU ones included: past the window the
+# node's threads pay nothing, and no long block goes to a ring nobody drains.
+spawn "$TMP/silent.log" python3 -c '
+import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print("port", s.getsockname()[1], flush=True)
+time.sleep(600)'
+SILENT_PID=$SPAWNED
+wait_for_line "$TMP/silent.log" '^port ' 10
+port=$(awk '/^port / { print $2; exit }' "$TMP/silent.log")
+start_app --pid-line --timeout 30 "$TMP/p-silent.out" "$B/symprog" 30
+pid=$APP_PID
+spawn "$TMP/silent.txt" "$SPANPROF" record -p "$pid" -d 1 --off-cpu -o "$TMP/silent.pb.gz" \
+	--symbol-server "http://127.0.0.1:$port" --symbol-cache "$TMP/cache-silent"
+REC_PID=$SPAWNED
+wait_for_line "$TMP/silent.txt" 'waiting up to [0-9]* s for debug files' 15
+# The programs attached now, by name (bpftool's links and programs, joined).
+attached=$(python3 -c '
+import json, subprocess
+run = lambda *a: json.loads(subprocess.run(["bpftool", "-j", *a], capture_output=True, check=True).stdout or "[]")
+names = {p["id"]: p.get("name", "") for p in run("prog", "show")}
+print(" ".join(sorted(names.get(l.get("prog_id"), "") for l in run("link", "show"))))')
+note "attached while record waits: $attached"
+kill -0 "$REC_PID" 2> /dev/null || fail "record ended before its programs could be looked at"
+for prog in sample offcpu_switch offcpu_resume offcpu_exit; do
+	[[ " $attached " != *" $prog "* ]] ||
+		fail "$prog still attached after the window, while record waits for the symbol server ($attached)"
+done
+wait "$REC_PID" || fail "record failed with a silent symbol server: $(tail -3 "$TMP/silent.txt")"
+pass "a silent symbol server: record waited after its window with none of its programs attached"
+kill "$SILENT_PID" 2> /dev/null
 stop "$pid"
 
 # A container's binary (no build id) with a .gnu_debuglink whose file exists only on the host,
