@@ -1055,6 +1055,13 @@ static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)
 	return q * b + a % c * b / c;
 }
 
+/* A sum smoothed over ticks with the tick ended's part added (the sum before it weighs 15/16), then
+ * kept/16 of it (16: the next tick; less for ticks with nothing since). No overflow below 2^60. */
+static __always_inline __u64 smoothed(__u64 sum, __u64 add, __u64 kept)
+{
+	return (sum * (OFFCPU_TICKS - 1) / OFFCPU_TICKS + add) * kept / OFFCPU_TICKS;
+}
+
 /* Whether a long block of delta ns, counted in the budgets with this key, is sent, and the time
  * it stands for in *off_ns (delta, or a quantum when thinned), or counted as left out. */
 static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, __u64 *off_ns)
@@ -1079,12 +1086,9 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
 		 * for a tick, the bucket still holds. */
 		gap = tick - s->tick - 1;
 		gap = gap < OFFCPU_TICKS ? OFFCPU_TICKS - gap : 0;
-		s->per_sec = (s->per_sec * (OFFCPU_TICKS - 1) / OFFCPU_TICKS + s->seen) * gap /
-			     OFFCPU_TICKS;
-		s->ns_per_sec = (s->ns_per_sec / OFFCPU_TICKS * (OFFCPU_TICKS - 1) + s->seen_ns) /
-				OFFCPU_TICKS * gap;
-		s->weight = (s->weight * (OFFCPU_TICKS - 1) / OFFCPU_TICKS + OFFCPU_TICKS) * gap /
-			    OFFCPU_TICKS;
+		s->per_sec = smoothed(s->per_sec, s->seen, gap);
+		s->ns_per_sec = smoothed(s->ns_per_sec, s->seen_ns, gap);
+		s->weight = smoothed(s->weight, OFFCPU_TICKS, gap);
 		w = s->weight > OFFCPU_TICKS * OFFCPU_TICKS / 4 ? s->weight :
 								   OFFCPU_TICKS * OFFCPU_TICKS / 4;
 		s->quantum = s->per_sec * OFFCPU_TICKS * OFFCPU_TICKS / w > offcpu_max_rate ?

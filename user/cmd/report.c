@@ -124,9 +124,9 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 		"budget (stacks not taken) %" PRIu64 ", of them long (sent without stacks) %" PRIu64
 		"; long blocks past their cgroup's rate: thinned by their time (stood for by others, "
 		"each carrying a quantum) %" PRIu64 ", past the bound (not sent) %" PRIu64 ", standing "
-		"for %.1f ms not in the profile; long blocks thinned while the ring buffer was over half full (stood for by "
-		"others) %" PRIu64 ", lost to a full ring buffer %" PRIu64 "; frames found by a "
-		"frame-pointer scan that were data, dropped %" PRIu64 "\n",
+		"for %.1f ms not in the profile; long blocks thinned while the ring buffer was over half "
+		"full (stood for by others) %" PRIu64 ", lost to a full ring buffer %" PRIu64 "; frames "
+		"found by a frame-pointer scan that were data, dropped %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
 		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
 		c[SP_CNT_OFFCPU_FRAMES_READ], c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE],
