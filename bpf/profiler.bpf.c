@@ -202,19 +202,22 @@ struct offcpu_bucket {
 };
 
 /*
- * A cgroup's long blocks sent: about offcpu_max_rate a second, however many it has. Each costs its
+ * A cgroup's long blocks sent: at most offcpu_max_rate a second, however many it has. Each costs its
  * stacks (microseconds of BPF, in the blocked thread's own time) and the consumer a record, and a
  * process whose threads block long very often would otherwise fill the off-CPU ring that every
  * process's long blocks share. Past the rate they are thinned by their time, as the CPU sampler
  * thins CPU time. While the cgroup's long blocks a second (smoothed over about a second of ticks)
- * are more than the rate, a quantum of time stands for each block sent: a block at least a quantum
- * long is sent with its own time, a shorter one with the chance its time / the quantum, carrying
- * a quantum. The quantum is the smoothed blocked time a second over the rate, each block's time
- * counted up to the quantum then in force: at the quantum where that holds, the chances add up to
- * the rate. So what is sent stands for the blocked time by stack and span on average, the longest
- * blocks each exactly, and a burst shorter than a second thins nothing. A token bucket (a second's
- * rate, an eighth of it at once) bounds what is sent while the quantum catches up: a long block
- * past it is counted, with the time it stood for, and not sent.
+ * are more than the target, three quarters of the rate, a quantum of time stands for each block
+ * sent: a block at least a quantum long is sent with its own time, a shorter one with the chance
+ * its time / the quantum, carrying a quantum. The quantum is the smoothed blocked time a second
+ * over the target, each block's time counted up to the quantum then in force: at the quantum
+ * where that holds, the chances add up to the target. So what is sent stands for the blocked time
+ * by stack and span on average, the longest blocks each exactly, and a burst shorter than a
+ * second thins nothing. A token bucket (a second's rate, an eighth of it at once) bounds what is
+ * sent: a long block past it is counted, with the time it stood for, and not sent. The quarter
+ * between target and rate keeps the bucket from running dry by chance (thinned to the rate
+ * itself, it did so often enough to cut 1 s blocks) and leaves room while the quantum catches
+ * up.
  */
 struct offcpu_sends {
 	struct offcpu_bucket bucket;
@@ -265,7 +268,8 @@ struct offcpu_block {
 	 * woken (offcpu_kstacks). */
 	__u8 resume;		/* this block is sent at the thread's return, not from its place */
 	__u8 pending;		/* a long block waits for the return */
-	__u8 rseq_seen;		/* offcpu_resume has seen this thread return */
+	__u8 rseq_seen;		/* its returns are reported: registered with rseq when its record
+				 * was made, or offcpu_resume has seen it return since a miss */
 	__u8 reserved2[5];
 	__u64 pending_ns;	/* its blocked time (scaled up if thinned), the blocks' sum if the
 				 * thread blocked again before returning */
@@ -939,6 +943,28 @@ int sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* task_struct's rseq area from Linux 6.19 (struct rseq_data), the pointer itself before. */
+struct rseq_data___new {
+	struct rseq *usrptr;
+} __attribute__((preserve_access_index));
+struct task_struct___rseq_new {
+	struct rseq_data___new rseq;
+} __attribute__((preserve_access_index));
+
+/* Whether t is registered with rseq (glibc 2.35+ registers every thread): where the kernel reports
+ * returns to user space (offcpu_resume_ok), it reports t's after each switch-out, so its first
+ * block can wait for its return as every later one does. */
+static __always_inline bool rseq_registered(struct task_struct *t)
+{
+	struct task_struct___rseq_new *n = (void *)t;
+
+	if (bpf_core_field_exists(n->rseq.usrptr))
+		return BPF_CORE_READ(n, rseq.usrptr) != NULL;
+	if (bpf_core_field_exists(t->rseq))
+		return BPF_CORE_READ(t, rseq) != NULL;
+	return false;
+}
+
 /*
  * The clock of the run queue p is on (sched_clock; the one its sched_info.last_queued is in), or
  * 0 when this kernel does not say (no group scheduling: no way here from a task to its run queue;
@@ -1066,7 +1092,7 @@ static __always_inline __u64 smoothed(__u64 sum, __u64 add, __u64 kept)
  * it stands for in *off_ns (delta, or a quantum when thinned), or counted as left out. */
 static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, __u64 *off_ns)
 {
-	__u64 tick = tick_of(now), quantum, cap, gap, w, r;
+	__u64 tick = tick_of(now), target = offcpu_max_rate - offcpu_max_rate / 4, quantum, cap, gap, w, r;
 	struct offcpu_budget *v = budget_of(key, tick);
 	struct offcpu_sends *s;
 
@@ -1091,8 +1117,8 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
 		s->weight = smoothed(s->weight, OFFCPU_TICKS, gap);
 		w = s->weight > OFFCPU_TICKS * OFFCPU_TICKS / 4 ? s->weight :
 								   OFFCPU_TICKS * OFFCPU_TICKS / 4;
-		s->quantum = s->per_sec * OFFCPU_TICKS * OFFCPU_TICKS / w > offcpu_max_rate ?
-				     s->ns_per_sec / w * OFFCPU_TICKS * OFFCPU_TICKS / offcpu_max_rate : 0;
+		s->quantum = s->per_sec * OFFCPU_TICKS * OFFCPU_TICKS / w > target ?
+				     s->ns_per_sec / w * OFFCPU_TICKS * OFFCPU_TICKS / target : 0;
 		s->seen = 0;
 		s->seen_ns = 0;
 		s->tick = tick;
@@ -1557,6 +1583,7 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 		__sync_fetch_and_add(&offcpu_threads, 1);
 		__sync_fetch_and_add(&v->threads, 1);
 		b->budget_key = key;
+		b->rseq_seen = rseq_registered(prev);
 	}
 	b->filter_gen = fgen;
 	b->pcount = prev->sched_info.pcount;

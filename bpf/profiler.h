@@ -74,8 +74,8 @@
 	X(OFFCPU_LONG, "offcpu_long", "off-CPU blocks at or above the threshold: sent with stacks, " \
 	  "unless counted below")                                                                     \
 	X(OFFCPU_LONG_NS, "offcpu_long_ns", "their blocked time, ns (sent or lost)")                  \
-	X(OFFCPU_THINNED, "offcpu_thinned", "long blocks of a cgroup past its --off-cpu-max-rate, "  \
-	  "not sent: others sent carrying a quantum of time stand for them")                          \
+	X(OFFCPU_THINNED, "offcpu_thinned", "long blocks of a cgroup past 3/4 of its "              \
+	  "--off-cpu-max-rate, not sent: others sent carrying a quantum of time stand for them")       \
 	X(OFFCPU_RATE, "offcpu_rate", "long blocks past the bound on what a cgroup sends in a "       \
 	  "sixteenth of a second: counted, not sent, not stood for")                                   \
 	X(OFFCPU_RATE_NS, "offcpu_rate_ns", "the blocked time they stood for, ns (not in the "      \

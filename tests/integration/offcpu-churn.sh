@@ -37,6 +37,8 @@ churn_case() {
 	for pid; do args+=(-p "$pid"); done
 	sleep 1	# past the victim's first block, which began before it was profiled
 	record_offcpu "$name" "${args[@]}" -d 6
+	kill -0 "$VICTIM_PID" 2> /dev/null ||
+		fail "the victim (placechurn victim) ended before the recording did: the case started too late for its lifetime"
 	lost=$(offcpu_count "$TMP/$name.txt" 'stacks left the cache')
 	budget=$(offcpu_count "$TMP/$name.txt" "past their cgroup's budget (stacks not taken)")
 	# The victim's time with its stacks: the folded lines through victim_wait (VALUE in ns).
@@ -59,9 +61,9 @@ churn_case() {
 }
 
 # 1. One churning process in a cgroup of its own.
-start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 20 2
+start_app "$TMP/churn.out" in_cgroup churn "$CHURN" churn 60 2
 CHURN_PID=$APP_PID
-start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 20 200
+start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 60 200
 VICTIM_PID=$APP_PID
 grep -qx "0::/spanprof-test.$$/churn" "/proc/$CHURN_PID/cgroup" ||
 	fail "placechurn churn is not in its cgroup: $(cat "/proc/$CHURN_PID/cgroup")"
@@ -71,17 +73,19 @@ export SPANPROF_BPF_VARIANT=offcpu-places
 churn_case churn churn "$CHURN_PID"
 
 # 2. The tenant: 16 cgroups under its own, in its cgroup namespace (rooted at tenant).
+# The tenant's processes start first: 16 starts take seconds on a slow machine, which the victim
+# must not spend.
 kill "$CHURN_PID" "$VICTIM_PID" 2> /dev/null
-start_app "$TMP/victim2.out" in_cgroup victim "$CHURN" victim 12 200
-VICTIM_PID=$APP_PID
 pids=()
 for i in $(seq $SPLIT); do
 	start_app "$TMP/tenant$i.out" in_cgroup tenant unshare --cgroup \
-		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/tenant/s$i" "$CHURN" churn 12 1
+		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGBASE/tenant/s$i" "$CHURN" churn 60 1
 	grep -qx "0::/spanprof-test.$$/tenant/s$i" "/proc/$APP_PID/cgroup" ||
 		fail "tenant process $i is not in cgroup tenant/s$i: $(grep '^0::' "/proc/$APP_PID/cgroup")"
 	[ "$(readlink "/proc/$APP_PID/ns/cgroup")" != "$(readlink /proc/self/ns/cgroup)" ] ||
 		fail "tenant process $i is not in a cgroup namespace of its own"
 	pids+=("$APP_PID")
 done
+start_app "$TMP/victim2.out" in_cgroup victim "$CHURN" victim 60 200
+VICTIM_PID=$APP_PID
 churn_case tenant "tenant's $SPLIT cgroups" "${pids[@]}"

@@ -20,6 +20,12 @@
 #     the quantum (the flood's blocked time a second over the rate, here about 0.4 s) is never
 #     thinned: 4.5-6.5 s in sleeper_wait. Thinned by count, as before, each was sent with the
 #     chance 1 in 20, standing for 20 s.
+#   - where the kernel reports a thread's return to user space (the report's "off-CPU stacks: taken
+#     as each long block's thread returned"), each thread's first block is taken there too, as
+#     every later one is: the frames above the syscall were read for at most 50 blocks (the
+#     flood's 2,000 threads each read theirs once, taking the cgroup's whole budget of new places
+#     at once), and no long block was sent without stacks. The sleeper's first block after the
+#     flood started once came without its stacks, and its time without sleeper_wait.
 # Then four cgroups each flood at once (500 threads each), each held to --off-cpu-max-rate 10000:
 # together they send more than user space reads, and the off-CPU ring buffer (1 MiB) once
 # filled and lost tens of thousands of long blocks, their time with them:
@@ -36,11 +42,11 @@ need_built "$HOT"
 
 test_cgroups flood victim f1 f2 f3 f4
 
-start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 12 2000 0
+start_app "$TMP/flood.out" in_cgroup flood "$CHURN" threads 30 2000 0
 FLOOD_PID=$APP_PID
-start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 12 200
+start_app "$TMP/victim.out" in_cgroup victim "$CHURN" victim 30 200
 VICTIM_PID=$APP_PID
-start_app "$TMP/sleeper.out" in_cgroup flood "$CHURN" sleeper 12 1000
+start_app "$TMP/sleeper.out" in_cgroup flood "$CHURN" sleeper 30 1000
 SLEEPER_PID=$APP_PID
 in_cgroup victim "$HOT" > /dev/null 2>&1 &
 HOT_PID=$!
@@ -96,12 +102,21 @@ ge "$named" 4500000000 || {
 pass "the victim's off-CPU time was all sent next to the flood: $named ns in victim_wait"
 in_range "$slept" 4500000000 6500000000 "the sleeper in the flood's cgroup: $slept ns in sleeper_wait, not its own time: blocks longer than the quantum were thinned" \
 	"the sleeper in the flood's cgroup has its own time: $slept ns in sleeper_wait (blocks longer than the quantum are not thinned)"
+if grep -q '^  off-CPU stacks: taken as each long block' "$TMP/flood.txt"; then
+	frames_read=$(offcpu_count "$TMP/flood.txt" "blocks whose frames above the syscall were read to tell their place")
+	no_stacks=$(offcpu_count "$TMP/flood.txt" "of them long (sent without stacks)")
+	le "$frames_read" 50 || { echo "$line"; fail "the threads' first blocks took stacks at switch-out, by place: frames read for $frames_read blocks (at most 50)"; }
+	[ "$no_stacks" = 0 ] || { echo "$line"; fail "$no_stacks long blocks sent without stacks (their cgroup's budget of new places taken)"; }
+	pass "each thread's first block taken at its return too: frames read for $frames_read blocks, no long block without stacks"
+else
+	note "the kernel does not report returns to user space: first blocks not checked"
+fi
 
 # 2. Four flooding cgroups at once: the shared off-CPU ring buffer.
 kill "$FLOOD_PID" "$VICTIM_PID" "$SLEEPER_PID" "$HOT_PID" 2> /dev/null
 pids=()
 for g in f1 f2 f3 f4; do
-	start_app "$TMP/$g.out" in_cgroup "$g" "$CHURN" threads 12 500 0
+	start_app "$TMP/$g.out" in_cgroup "$g" "$CHURN" threads 30 500 0
 	pids+=(-p "$APP_PID")
 done
 sleep 1
