@@ -1002,18 +1002,26 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 })
 
 /*
- * The key of the budgets the current task's blocks count in, taken at its first block: the root
- * cgroup of its cgroup namespace where it has one of its own (a container: however many cgroups it
- * makes under its own, they share one budget; a new cgroup namespace is rooted at its maker's
- * cgroup), else its cgroup, or its process where that is the root (or cgroup v2 is not mounted).
- * A task that makes a cgroup namespace of its own inside a container, in a cgroup it made, has one
- * more budget: nothing tells the two namespaces apart from here.
+ * The key of the budgets the current task's blocks count in, taken at its first block:
+ * - in a pid namespace below the host's (a container; spanprof runs in the host's), the
+ *   outermost of them, the container's own: whatever namespaces it makes under it, pid or cgroup,
+ *   and whatever cgroups, it has one budget (a nested cgroup namespace, rooted at a cgroup the
+ *   container made, was once another);
+ * - else the root cgroup of its cgroup namespace where it has one of its own (a new cgroup
+ *   namespace is rooted at its maker's cgroup), else its cgroup, or its process where that is the
+ *   root (or cgroup v2 is not mounted).
  */
 static __always_inline __u64 budget_key(struct task_struct *cur)
 {
 	struct cgroup *root = cur->nsproxy->cgroup_ns->root_cset->dfl_cgrp;
+	struct pid *pid = cur->thread_pid;
+	struct pid_namespace *ns = NULL;
+	__u32 inum = 0;
 	__u64 cgroup;
 
+	if (pid && pid->level > 0 && !bpf_core_read(&ns, sizeof(ns), &pid->numbers[1].ns) && ns &&
+	    !bpf_core_read(&inum, sizeof(inum), &ns->ns.inum) && inum)
+		return 1ull << 62 | inum;
 	if (root && root->level > 0)
 		return root->kn->id;
 	cgroup = bpf_get_current_cgroup_id();

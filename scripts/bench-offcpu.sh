@@ -61,7 +61,7 @@ rate() {
 cost() { sed -n "s/^  off-CPU cost: \([0-9.]*\) us of BPF run time per context switch (\([0-9]*\) runs)/\1 \2/p" "$1"; }
 # blocks FILE: "long short preempted" from the off-CPU report line.
 blocks() {
-	sed -n 's/^  off-CPU: \([0-9]*\) blocks at.* \([0-9]*\) shorter blocks.*yielding switches (runnable: not blocking, not timed) \([0-9]*\);.*/\1 \2 \3/p' "$1"
+	sed -n 's/^  off-CPU: \([0-9]*\) blocks at.* \([0-9]*\) shorter blocks.*yielding switches (runnable: not blocking, not timed) \([0-9]*\)$/\1 \2 \3/p' "$1"
 }
 
 # 1. pingpong not profiled: spanprof follows an idle process.

@@ -338,18 +338,18 @@ query() { node "$ROOT/tests/integration/query.js" "$@"; }
 # field JSON KEY: one field of a JSON object (as printed by query and spancheck.js).
 field() { node -pe "($1).$2"; }
 
-# offcpu_count REPORT LABEL: the number after LABEL in the report's off-CPU line ("stacks left
-# the cache", "no per-thread record", ...); empty when the line or the label is missing.
-offcpu_count() { grep '^  off-CPU: ' "$1" | sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p"; }
+# offcpu_count REPORT LABEL: the number after LABEL in the report's off-CPU lines ("stacks left
+# the cache", "no per-thread record", ...); empty when the lines or the label are missing.
+offcpu_count() { grep '^  off-CPU' "$1" | sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p"; }
 
 # record_offcpu NAME [ARGS...]: record NAME.folded with --off-cpu --value off-cpu and ARGS;
-# OFFCPU_LINE is its report's off-CPU line.
+# OFFCPU_LINES are its report's off-CPU lines ("  off-CPU: ...", "  off-CPU places: ", ...).
 record_offcpu() {
 	local name=$1
 	shift
 	record "$name.folded" "$@" --off-cpu --value off-cpu
-	OFFCPU_LINE=$(grep '^  off-CPU: ' "$TMP/$name.txt") ||
-		{ cat "$TMP/$name.txt"; fail "no off-CPU line in the report"; }
+	grep -q '^  off-CPU: ' "$TMP/$name.txt" || { cat "$TMP/$name.txt"; fail "no off-CPU line in the report"; }
+	OFFCPU_LINES=$(grep '^  off-CPU' "$TMP/$name.txt")
 }
 
 # cgroup_v2_root: where the cgroup v2 hierarchy is mounted, alone (/sys/fs/cgroup) or beside v1

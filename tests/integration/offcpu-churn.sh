@@ -14,6 +14,11 @@
 # one churning process in each. The budget is the cgroup namespace's, not each cgroup's: a new
 # cgroup is no new budget. Each cgroup a budget of its own, the 16 push the victim's place out.
 #   - the same three, with the tenant's 16 processes in place of the churn.
+# Then a container that nests: in its own pid and cgroup namespaces, 16 processes, each in a cgroup
+# the container made under its own and in a cgroup namespace of its own rooted there. A budget per
+# cgroup namespace root, each of the 16 was a budget (the victim's time: none with stacks); the
+# budget is the container's outermost pid namespace's, which nothing it makes escapes.
+#   - the same three, with the container's 16 processes.
 # The cache of places is what a long block's stacks come from where the kernel does not report a
 # thread's return to user space (rseq_update), or the thread has no rseq (musl): the cases above
 # run that way, with the test build's SPANPROF_BPF_VARIANT=offcpu-places. Where it does, the stacks
@@ -25,9 +30,9 @@ CHURN=$BUILD/apps/native/placechurn
 need_built "$CHURN" "$SPANPROF_TEST"
 
 SPLIT=16
-tenant=()
-for i in $(seq $SPLIT); do tenant+=("tenant/s$i"); done
-test_cgroups churn victim tenant "${tenant[@]}"
+tenant=() nest=()
+for i in $(seq $SPLIT); do tenant+=("tenant/s$i") nest+=("nest/s$i"); done
+test_cgroups churn victim tenant "${tenant[@]}" nest "${nest[@]}"
 
 # churn_case NAME WHO PID...: 6 s of the victim and WHO (the pids) with --off-cpu; the victim's
 # long blocks keep their stacks, WHO is held to a budget of new places.
@@ -45,18 +50,18 @@ churn_case() {
 	named=$(awk '$1 ~ /;victim_wait;/ { n += $NF } END { printf "%.0f\n", n }' "$TMP/$name.folded")
 	note "victim: ${named} ns off-CPU in victim_wait; $who: $budget blocks past its budget; long blocks whose stacks left the cache: $lost"
 	ge "$named" 4500000000 || {
-		echo "$OFFCPU_LINE"; awk '{ print $NF, $1 }' "$TMP/$name.folded" | sort -rn | head -5 | cut -c1-160
+		echo "$OFFCPU_LINES"; awk '{ print $NF, $1 }' "$TMP/$name.folded" | sort -rn | head -5 | cut -c1-160
 		fail "the victim's off-CPU time with its stacks (victim_wait) next to the $who: $named ns of about 6 s"
 	}
 	pass "the victim's off-CPU time kept its stacks next to the $who: $named ns in victim_wait"
 	if [ -z "${SPANPROF_BPF_VARIANT:-}" ]; then
-		[ "$lost" = 0 ] || { echo "$OFFCPU_LINE"; fail "$lost long blocks lost their stacks next to the $who"; }
+		[ "$lost" = 0 ] || { echo "$OFFCPU_LINES"; fail "$lost long blocks lost their stacks next to the $who"; }
 		pass "no long block lost its stacks next to the $who (stacks taken at the return)"
 		return
 	fi
-	ge "$budget" 1000 || { echo "$OFFCPU_LINE"; fail "the $who was not held to a budget of new places (blocks past it: $budget)"; }
+	ge "$budget" 1000 || { echo "$OFFCPU_LINES"; fail "the $who was not held to a budget of new places (blocks past it: $budget)"; }
 	pass "the $who was held to one budget of new places ($budget blocks at new places past it)"
-	[ "$lost" = 0 ] || { echo "$OFFCPU_LINE"; fail "$lost long blocks lost their stacks from the cache next to the $who"; }
+	[ "$lost" = 0 ] || { echo "$OFFCPU_LINES"; fail "$lost long blocks lost their stacks from the cache next to the $who"; }
 	pass "no long block lost its stacks from the cache next to the $who"
 }
 
@@ -89,3 +94,33 @@ done
 start_app "$TMP/victim2.out" in_cgroup victim "$CHURN" victim 60 200
 VICTIM_PID=$APP_PID
 churn_case tenant "tenant's $SPLIT cgroups" "${pids[@]}"
+
+# 3. A container that nests: in its own pid and cgroup namespaces (rooted at nest), it makes 16
+# cgroups under its own and a process in each that makes a cgroup namespace of its own, rooted at
+# that cgroup. A budget per cgroup namespace, each nested one would be a new budget; the budget is
+# the container's outermost pid namespace's (below the host's), which no namespace it makes
+# escapes.
+kill "${pids[@]}" "$VICTIM_PID" 2> /dev/null
+NEST_ARGS="churn 59 1"	# its processes' command line, told apart from the others'
+start_app "$TMP/nest.out" in_cgroup nest unshare --pid --fork --kill-child --cgroup sh -c '
+	i=0
+	while [ $i -lt "$1" ]; do
+		i=$((i + 1))
+		sh -c '\''echo $$ > "$0/cgroup.procs" && exec unshare --cgroup "$@"'\'' "$0/s$i" "$2" $3 &
+	done
+	wait' "$CGBASE/nest" "$SPLIT" "$CHURN" "$NEST_ARGS"
+poll 30 sh -c '[ "$(pgrep -xcf "$0")" -ge "$1" ]' "$CHURN $NEST_ARGS" "$SPLIT" ||
+	fail "the container's $SPLIT processes did not start: $(cat "$TMP/nest.out")"
+pids=()
+for pid in $(pgrep -xf "$CHURN $NEST_ARGS"); do
+	[ "$(readlink "/proc/$pid/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] ||
+		fail "container process $pid is not in a pid namespace of its own"
+	grep -q "^0::/spanprof-test.$$/nest/s[0-9]*$" "/proc/$pid/cgroup" ||
+		fail "container process $pid is not in a cgroup under nest: $(grep '^0::' "/proc/$pid/cgroup")"
+	pids+=("$pid")
+done
+cgns=$(for pid in "${pids[@]}"; do readlink "/proc/$pid/ns/cgroup"; done | sort -u | wc -l)
+[ "$cgns" = "$SPLIT" ] || fail "the container's processes are in $cgns cgroup namespaces, not $SPLIT"
+start_app "$TMP/victim3.out" in_cgroup victim "$CHURN" victim 60 200
+VICTIM_PID=$APP_PID
+churn_case nest "container's $SPLIT nested cgroup namespaces" "${pids[@]}"

@@ -55,7 +55,7 @@ sleep 1	# past the victim's first block, which began before it was profiled
 
 record_offcpu flood -p "$FLOOD_PID" -p "$VICTIM_PID" -p "$SLEEPER_PID" -p "$HOT_PID" \
 	--off-cpu-max-rate 5000 -d 6
-line=$OFFCPU_LINE
+line=$OFFCPU_LINES
 cpu_lost=$(sed -n 's/^  lost: ring buffer full \([0-9][0-9]*\),.*/\1/p' "$TMP/flood.txt")
 thinned=$(offcpu_count "$TMP/flood.txt" "thinned by their time (stood for by others, each carrying a quantum)")
 rate=$(offcpu_count "$TMP/flood.txt" "past the bound (not sent)")
@@ -82,7 +82,7 @@ pass "no CPU sample lost to a full ring buffer next to a process blocking 100,00
 ge "$thinned" 100000 || { echo "$line"; fail "the flood was not held to a rate of long blocks sent (thinned: $thinned)"; }
 pass "the flood was held to its cgroup's rate ($thinned long blocks thinned out, $rate past the bound, counted)"
 # in_range VALUE LO HI FAILURE PASS: VALUE in [LO, HI] passes with PASS, else fails with FAILURE
-# (the report's off-CPU line shown).
+# (the report's off-CPU lines shown).
 in_range() {
 	ge "$1" "$2" && le "$1" "$3" || { echo "$line"; fail "$4 ($2..$3)"; }
 	pass "$5"
@@ -121,7 +121,7 @@ for g in f1 f2 f3 f4; do
 done
 sleep 1
 record_offcpu multi "${pids[@]}" --off-cpu-max-rate 10000 -d 6
-line=$OFFCPU_LINE
+line=$OFFCPU_LINES
 ring_thinned=$(offcpu_count "$TMP/multi.txt" "over half full (stood for by others)")
 ring_thinned=${ring_thinned:-0}
 ring_lost=$(offcpu_count "$TMP/multi.txt" "lost to a full ring buffer")

@@ -42,16 +42,16 @@ record_offcpu yield -p "${pids[0]}" -p "${pids[1]}" -d 3
 after=$(nivcsw "${pids[0]}" "${pids[1]}")
 switched=$((after - before))
 counted=$(offcpu_count "$TMP/yield.txt" 'preempted or yielding switches (runnable: not blocking, not timed)')
-long=$(echo "$OFFCPU_LINE" | sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above.*/\1/p')
-short=$(echo "$OFFCPU_LINE" | sed -n 's/.*; \([0-9][0-9]*\) shorter blocks.*/\1/p')
+long=$(echo "$OFFCPU_LINES" | sed -n 's/^  off-CPU: \([0-9][0-9]*\) blocks at or above.*/\1/p')
+short=$(echo "$OFFCPU_LINES" | sed -n 's/.*; \([0-9][0-9]*\) shorter blocks.*/\1/p')
 note "involuntary switches of the two profiled: $switched; counted preempted or yielding: $counted; blocks: $long long, $short short"
 [ -n "$counted" ] && [ -n "$long" ] && [ -n "$short" ] ||
-	{ echo "$OFFCPU_LINE"; fail "no preempted count or block counts in the report"; }
-ge "$counted" $((switched / 2)) || { echo "$OFFCPU_LINE"; fail "preempted or yielding switches counted: $counted of $switched"; }
-le "$counted" "$switched" || { echo "$OFFCPU_LINE"; fail "more preempted or yielding switches counted ($counted) than the two made ($switched)"; }
+	{ echo "$OFFCPU_LINES"; fail "no preempted count or block counts in the report"; }
+ge "$counted" $((switched / 2)) || { echo "$OFFCPU_LINES"; fail "preempted or yielding switches counted: $counted of $switched"; }
+le "$counted" "$switched" || { echo "$OFFCPU_LINES"; fail "more preempted or yielding switches counted ($counted) than the two made ($switched)"; }
 pass "preempted or yielding switches counted: $counted of the $switched the two profiled processes made"
 ge "$switched" 10000 || fail "the yielders switched only $switched times: the check above proves little"
-ge "$((long + short))" 100 || { echo "$OFFCPU_LINE"; fail "the sleeps were not timed: $long long and $short short blocks"; }
+ge "$((long + short))" 100 || { echo "$OFFCPU_LINES"; fail "the sleeps were not timed: $long long and $short short blocks"; }
 le $(((long + short) * 10)) "$counted" ||
-	{ echo "$OFFCPU_LINE"; fail "the yields were timed as blocks: $long long and $short short blocks, $counted yields"; }
+	{ echo "$OFFCPU_LINES"; fail "the yields were timed as blocks: $long long and $short short blocks, $counted yields"; }
 pass "the yields were not timed: $long long and $short short blocks (the sleeps) beside $counted yields"

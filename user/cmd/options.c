@@ -180,9 +180,10 @@ static const struct flag rows[] = {
 	{ .name = "off-cpu-max-rate", .arg = "N", .cmds = BOTH, .type = FLAG_U32,
 	  .off = { R(off_cpu_max_rate), A(off_cpu_max_rate) }, .min = 1, .max = 1000000,
 	  .def_doc = STR(SP_OFFCPU_MAX_RATE),
-	  .help = "long blocks a cgroup (a process outside any; a container, whatever cgroups it makes, "
-		  "one) sends a second at most; past three quarters of it they "
-		  "are thinned at random by their time, those sent carrying the time of those left out (counted)",
+	  .help = "long blocks a cgroup (a process outside any; a container, whatever cgroups and "
+		  "namespaces it makes, one) sends a second at most; past three quarters of it they "
+		  "are thinned at random by their time, those sent carrying the time of those left "
+		  "out (counted)",
 	  .bad = "bad --off-cpu-max-rate (1..1000000)" },
 	{ .name = "value", .arg = "V", .cmds = REC, .type = FLAG_ENUM, .off = { R(value_off_cpu) },
 	  .choices = values, .def_doc = "cpu", .help = "cpu | off-cpu: what folded and SVG outputs show",

@@ -108,7 +108,9 @@ static void print_cost(FILE *f, struct engine *e, const struct engine_counters *
 			report__cpu_ms() - ri->cpu_loop_end, ru.ru_maxrss / 1024);
 }
 
-/* --off-cpu: what the off-CPU programs saw and cost. */
+/* --off-cpu: what the off-CPU programs saw and cost, a line each: the blocks; their places (where
+ * stacks come from a cache of places); those thinned, standing for others; those lost; where the
+ * stacks were taken; the cost. */
 static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof, const uint64_t *c,
 			  uint64_t scan_dropped)
 {
@@ -116,24 +118,26 @@ static void print_off_cpu(FILE *f, struct engine *e, const struct profile *prof,
 	const char *why;
 
 	fprintf(f, "  off-CPU: %" PRIu64 " blocks at or above the threshold, %.1f ms (in profile %.1f "
-		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); blocks at a "
-		"place blocked at before (stacks cached, not walked) %" PRIu64 "; blocks whose frames above "
-		"the syscall were read to tell their place %" PRIu64 "; preempted or yielding "
-		"switches (runnable: not blocking, not timed) %" PRIu64 "; lost: no per-thread record %"
-		PRIu64 ", stacks left the cache %" PRIu64 "; blocks at new places past their cgroup's "
-		"budget (stacks not taken) %" PRIu64 ", of them long (sent without stacks) %" PRIu64
-		"; long blocks past their cgroup's rate: thinned by their time (stood for by others, "
-		"each carrying a quantum) %" PRIu64 ", past the bound (not sent) %" PRIu64 ", standing "
-		"for %.1f ms not in the profile; long blocks thinned while the ring buffer was over half "
-		"full (stood for by others) %" PRIu64 ", lost to a full ring buffer %" PRIu64 "; frames "
-		"found by a frame-pointer scan that were data, dropped %" PRIu64 "\n",
+		"ms); %" PRIu64 " shorter blocks, %.1f ms in all (counted, no stacks); preempted or "
+		"yielding switches (runnable: not blocking, not timed) %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_LONG], c[SP_CNT_OFFCPU_LONG_NS] / 1e6, profile__total_off_ns(prof) / 1e6,
-		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_SITE_HIT],
-		c[SP_CNT_OFFCPU_FRAMES_READ], c[SP_CNT_OFFCPU_PREEMPT], c[SP_CNT_OFFCPU_NO_STORAGE],
-		c[SP_CNT_OFFCPU_SITE_LOST],
-		c[SP_CNT_OFFCPU_PLACE_BUDGET], c[SP_CNT_OFFCPU_BUDGET_NO_STACKS],
+		c[SP_CNT_OFFCPU_SHORT], c[SP_CNT_OFFCPU_SHORT_NS] / 1e6, c[SP_CNT_OFFCPU_PREEMPT]);
+	fprintf(f, "  off-CPU places: blocks at a place blocked at before (stacks cached, not walked) %"
+		PRIu64 "; blocks whose frames above the syscall were read to tell their place %" PRIu64
+		"; blocks at new places past their cgroup's budget (stacks not taken) %" PRIu64 ", of "
+		"them long (sent without stacks) %" PRIu64 "\n", c[SP_CNT_OFFCPU_SITE_HIT],
+		c[SP_CNT_OFFCPU_FRAMES_READ], c[SP_CNT_OFFCPU_PLACE_BUDGET],
+		c[SP_CNT_OFFCPU_BUDGET_NO_STACKS]);
+	fprintf(f, "  off-CPU thinned: long blocks past their cgroup's rate: thinned by their time "
+		"(stood for by others, each carrying a quantum) %" PRIu64 ", past the bound (not sent) %"
+		PRIu64 ", standing for %.1f ms not in the profile; long blocks thinned while the ring "
+		"buffer was over half full (stood for by others) %" PRIu64 "\n",
 		c[SP_CNT_OFFCPU_THINNED], c[SP_CNT_OFFCPU_RATE], c[SP_CNT_OFFCPU_RATE_NS] / 1e6,
-		c[SP_CNT_OFFCPU_RING_THINNED], c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);
+		c[SP_CNT_OFFCPU_RING_THINNED]);
+	fprintf(f, "  off-CPU lost: no per-thread record %" PRIu64 ", stacks left the cache %" PRIu64
+		", lost to a full ring buffer %" PRIu64 "; frames found by a frame-pointer scan that "
+		"were data, dropped %" PRIu64 "\n", c[SP_CNT_OFFCPU_NO_STORAGE],
+		c[SP_CNT_OFFCPU_SITE_LOST], c[SP_CNT_OFFCPU_LOST_RINGBUF], scan_dropped);
 	if (bpfsession__offcpu_at_return(engine__bpf(e), &skipped, &why))
 		fprintf(f, "  off-CPU stacks: taken as each long block's thread returned to user space "
 			"(%" PRIu64 " long blocks); returns missed, not sent %" PRIu64 " (%.1f ms), returns "
