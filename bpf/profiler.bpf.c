@@ -217,7 +217,8 @@ struct offcpu_bucket {
  * sent: a long block past it is counted, with the time it stood for, and not sent. The quarter
  * between target and rate keeps the bucket from running dry by chance (thinned to the rate
  * itself, it did so often enough to cut 1 s blocks) and leaves room while the quantum catches
- * up.
+ * up; and once half of the bucket's eighth is taken, a quantum from the tick's own blocks thins a
+ * flood that the smoothed rate has not seen yet, rather than the bucket cutting it.
  */
 struct offcpu_sends {
 	struct offcpu_bucket bucket;
@@ -1044,8 +1045,7 @@ static __always_inline struct offcpu_budget *budget_of(__u64 key, __u64 tick)
 /* Whether one more may be taken from a bucket now. CPUs racing may let one more in each, or pay a
  * tick down twice: bounded by the CPUs, not by the load. Only what is let in is counted, so a
  * refused burst leaves no debt behind it. */
-static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u64 per_sec,
-					__u64 burst)
+static __always_inline void bucket_pay(struct offcpu_bucket *v, __u64 tick, __u64 per_sec)
 {
 	__u64 paid;
 
@@ -1054,6 +1054,12 @@ static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u
 		v->used = v->used > paid ? v->used - paid : 0;
 		v->tick = tick;
 	}
+}
+
+static __always_inline bool bucket_take(struct offcpu_bucket *v, __u64 tick, __u64 per_sec,
+					__u64 burst)
+{
+	bucket_pay(v, tick, per_sec);
 	if (v->used >= burst)
 		return false;
 	__sync_fetch_and_add(&v->used, 1);
@@ -1100,7 +1106,8 @@ static __always_inline __u64 smoothed(__u64 sum, __u64 add, __u64 kept)
  * it stands for in *off_ns (delta, or a quantum when thinned), or counted as left out. */
 static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, __u64 *off_ns)
 {
-	__u64 tick = tick_of(now), target = offcpu_max_rate - offcpu_max_rate / 4, quantum, cap, gap, w, r;
+	__u64 tick = tick_of(now), target = offcpu_max_rate - offcpu_max_rate / 4;
+	__u64 burst = (offcpu_max_rate + 7) / 8, quantum, cap, gap, w, r, q;
 	struct offcpu_budget *v = budget_of(key, tick);
 	struct offcpu_sends *s;
 
@@ -1133,6 +1140,15 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
 	}
 	quantum = s->quantum;
 	cap = quantum ? quantum : 1000000000ull / OFFCPU_TICKS;
+	/* Past half the bound's burst: a quantum from this tick's own blocks too, the one that would
+	 * have sent the target's share of a tick of them, so that a flood the smoothed rate has not
+	 * seen yet is thinned (stood for) rather than cut at the bound. */
+	bucket_pay(&s->bucket, tick, offcpu_max_rate);
+	if (s->bucket.used >= burst / 2) {
+		q = s->seen_ns / (target / OFFCPU_TICKS ? target / OFFCPU_TICKS : 1);
+		if (q > quantum)
+			quantum = q;
+	}
 	__sync_fetch_and_add(&s->seen, 1);
 	__sync_fetch_and_add(&s->seen_ns, delta < cap ? delta : cap);
 	*off_ns = delta;
@@ -1144,7 +1160,7 @@ static __always_inline bool send_budget_take(__u64 key, __u64 now, __u64 delta, 
 		}
 		*off_ns = quantum;
 	}
-	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, (offcpu_max_rate + 7) / 8)) {
+	if (!bucket_take(&s->bucket, tick, offcpu_max_rate, burst)) {
 		count(SP_CNT_OFFCPU_RATE);
 		count_add(SP_CNT_OFFCPU_RATE_NS, *off_ns);	/* the time it stood for */
 		return false;

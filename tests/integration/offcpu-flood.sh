@@ -12,6 +12,9 @@
 #   - those sent stand for the rest: the profile's off-CPU time is within 10 % of all the long
 #     blocks' time, and within 5 % with the time the report says the blocks cut at the bound (a
 #     tick that grows too fast) stood for;
+#   - at its onset, before the smoothed rate has seen it, the flood is thinned from its first
+#     tick's own blocks once half the bound on what is sent at once is taken: at most 1,500 cut
+#     at the bound;
 #   - and stand for them by stack: a quarter of the flood's threads block in wait_b(), the rest
 #     in wait_a(), and wait_b holds 0.22-0.28 of the two's off-CPU time in the profile;
 #   - the victim's off-CPU time with victim_wait in its stack is >= 4.5 s of the 6 s;
@@ -91,6 +94,11 @@ in_range "$sent" 20000 35000 "$sent long blocks sent in 6 s at --off-cpu-max-rat
 	"$sent long blocks sent in 6 s at --off-cpu-max-rate 5000"
 in_range "$ratio" 0.9 1.1 "the profile's off-CPU time is $ratio of the long blocks': those sent do not stand for those thinned" \
 	"those sent stand for those thinned: the profile's off-CPU time is $ratio of the long blocks'"
+# Its onset: 6,000 long blocks in its first sixteenth of a second, before the smoothed rate has
+# seen any, against a bound of 625 at once. Thinned from that tick's own blocks once half the bound
+# is taken, not cut: the bound cuts at most 1,500 (about 6,000 when only the smoothed rate thinned).
+le "$rate" 1500 || { echo "$line"; fail "$rate long blocks cut at the bound (at most 1500): the flood's onset was not thinned"; }
+pass "the flood's onset thinned, not cut: $rate long blocks past the bound"
 in_range "$ratio_all" 0.95 1.05 "the profile's off-CPU time and that of the blocks cut at the bound are $ratio_all of the long blocks'" \
 	"the profile's off-CPU time and that of the blocks cut at the bound add up: $ratio_all of the long blocks'"
 in_range "$share_b" 0.22 0.28 "wait_b holds $share_b of the flood's off-CPU time in the profile; a quarter of its threads block there" \
