@@ -39,12 +39,15 @@ __u64 offcpu_resume_ns = 0;
 /*
  * A thread's return to user space after a context switch, where the kernel reports it (the
  * rseq_update tracepoint, for every thread registered with rseq, as glibc 2.35+ registers each):
- * set by user space once offcpu_resume has seen its own thread come back from a sleep there
- * (offcpu_probe_tid, offcpu_probe_seen). Then a long block's stacks and span are taken there.
+ * set by user space once offcpu_resume has seen its own thread come back from each of a few
+ * sleeps on one CPU (offcpu_probe_tid; offcpu_probe_seen counts them). Then a long block's
+ * stacks and span are taken there. From Linux 6.19 the tracepoint fires only where the thread's
+ * CPU or concurrency id changed, and the probe fails there.
  */
 __u32 offcpu_resume_ok = 0;
 __u32 offcpu_probe_tid = 0;
 __u32 offcpu_probe_seen = 0;
+__u32 probe_cpu = ~0u;	/* the CPU of the probe's last return (SP_VAR_RSEQ_ON_CHANGE) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1815,12 +1818,19 @@ int BPF_PROG(offcpu_resume, struct task_struct *t)
 	struct offcpu_block *b;
 
 	if (!cur->bpf_storage) {
-		if (offcpu_probe_tid && cur->pid == offcpu_probe_tid)
-			offcpu_probe_seen = 1;
+		if (offcpu_probe_tid && cur->pid == offcpu_probe_tid) {
+			if ((variant & SP_VAR_RSEQ_ON_CHANGE) &&
+			    probe_cpu == bpf_get_smp_processor_id())
+				return 0;
+			probe_cpu = bpf_get_smp_processor_id();
+			offcpu_probe_seen++;	/* the one thread: no race */
+		}
 		return 0;
 	}
 	b = bpf_task_storage_get(&offcpu_blocks, cur, 0, 0);
 	if (!b)
+		return 0;
+	if ((variant & SP_VAR_RSEQ_ON_CHANGE) && b->cpu == bpf_get_smp_processor_id())
 		return 0;
 	if (!b->rseq_seen)
 		b->rseq_seen = 1;

@@ -48,6 +48,10 @@
 #define SP_VAR_OFFCPU_PLACES	(1u << 9)	/* every block's stacks and span at its switch-out
 						 * (the places' cache), none at its return to user
 						 * space: what a kernel without rseq_update does */
+#define SP_VAR_RSEQ_ON_CHANGE	(1u << 10)	/* rseq_update taken only where the thread's
+						 * CPU changed since it blocked (or, for the
+						 * probe, since its last one): what Linux 6.19+
+						 * reports */
 
 /*
  * One counter per outcome the sampler can meet. Every failure site increments exactly one.

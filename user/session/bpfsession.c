@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +60,7 @@ struct bpfsession {
 	struct bpf_link *offcpu_link;	/* sched_switch */
 	struct bpf_link *resume_link;	/* rseq_update: a thread's return to user space */
 	int resume_ok;			/* this kernel reports the returns: long blocks are sent there */
-	char resume_why[96];		/* if not, why not (the report says) */
+	char resume_why[128];		/* if not, why not (the report says) */
 	struct bpf_link *offcpu_exit_link;	/* sched_process_exit: not detached by a pause */
 	struct ring_buffer *rb;
 	bpfsession_sample_fn fn;
@@ -241,7 +243,7 @@ static int sampler_variant(volatile __u32 *variant, int *rc)
 		{ "no-output", SP_VAR_NO_OUTPUT }, { "offcpu-floor", SP_VAR_OFFCPU_FLOOR },
 		{ "offcpu-times", SP_VAR_OFFCPU_TIMES },
 		{ "offcpu-no-place", SP_VAR_OFFCPU_NO_PLACE }, { "offcpu-no-end", SP_VAR_OFFCPU_NO_END },
-		{ "offcpu-places", SP_VAR_OFFCPU_PLACES },
+		{ "offcpu-places", SP_VAR_OFFCPU_PLACES }, { "rseq-on-change", SP_VAR_RSEQ_ON_CHANGE },
 	};
 	const char *env = getenv("SPANPROF_BPF_VARIANT"), *p = env;
 
@@ -390,13 +392,19 @@ static void offcpu_detach(struct bpfsession *s)
 
 /*
  * Whether this kernel reports a thread's return to user space after it blocked: offcpu_resume,
- * attached, must see this thread come back from a sleep (rseq_update fires for threads registered
- * with rseq, as glibc registers every one, and, on the kernels that have it, after every switch).
- * If not, it is detached and every block's stacks are taken at its switch-out.
+ * attached, must see this thread come back from each of RESUME_PROBE_SLEEPS sleeps, pinned to one
+ * CPU (rseq_update fires for threads registered with rseq, as glibc registers every one: up to
+ * Linux 6.18 after every switch; from 6.19 only where the thread's CPU or concurrency id changed,
+ * which a return on the same CPU usually does not, so there most returns would be missed). If
+ * not, it is detached and every block's stacks are taken at its switch-out.
  */
+#define RESUME_PROBE_SLEEPS 4
 static void resume_probe(struct bpfsession *s)
 {
 	const struct timespec ms = { 0, 1000000 };
+	cpu_set_t was, one;
+	bool pinned;
+	int cpu;
 
 	if (bpf_program__fd(s->skel->progs.offcpu_resume) < 0) {
 		snprintf(s->resume_why, sizeof(s->resume_why), "this kernel has no rseq_update");
@@ -413,15 +421,24 @@ static void resume_probe(struct bpfsession *s)
 		log_info("off-CPU: %s: stacks taken at switch-out", s->resume_why);
 		return;
 	}
+	cpu = sched_getcpu();
+	CPU_ZERO(&one);
+	if (cpu >= 0)
+		CPU_SET(cpu, &one);
+	pinned = cpu >= 0 && !sched_getaffinity(0, sizeof(was), &was) &&
+		 !sched_setaffinity(0, sizeof(one), &one);
 	s->skel->bss->offcpu_probe_seen = 0;
 	s->skel->bss->offcpu_probe_tid = (uint32_t)syscall(SYS_gettid);
-	for (int i = 0; i < 5 && !s->skel->bss->offcpu_probe_seen; i++)
+	for (int i = 0; i < RESUME_PROBE_SLEEPS; i++)
 		nanosleep(&ms, NULL);
 	s->skel->bss->offcpu_probe_tid = 0;
-	s->resume_ok = s->skel->bss->offcpu_probe_seen;
+	if (pinned)
+		sched_setaffinity(0, sizeof(was), &was);
+	s->resume_ok = s->skel->bss->offcpu_probe_seen >= RESUME_PROBE_SLEEPS;
 	if (!s->resume_ok) {
-		snprintf(s->resume_why, sizeof(s->resume_why), "this kernel did not report spanprof's "
-			 "return from a sleep (rseq_update)");
+		snprintf(s->resume_why, sizeof(s->resume_why), "this kernel reported %u of spanprof's "
+			 "%d returns from a sleep on one CPU (rseq_update)",
+			 s->skel->bss->offcpu_probe_seen, RESUME_PROBE_SLEEPS);
 		log_info("off-CPU: %s: stacks taken at switch-out", s->resume_why);
 		bpf_link__destroy(s->resume_link);
 		s->resume_link = NULL;
